@@ -1,0 +1,53 @@
+"""Event kinds and the event value type published on the world's bus.
+
+Values are stable strings: they name MQTT topics, SSE events and entries of golden traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class EventKind(StrEnum):
+    DEVICE_TELEMETRY = "device.telemetry"
+    DEVICE_ONLINE = "device.online"
+    DEVICE_OFFLINE = "device.offline"
+    DEVICE_COMMAND_RESULT = "device.command_result"
+    CAMERA_BOOTED = "camera.booted"
+    CAMERA_SESSION_OPENED = "camera.session_opened"
+    CAMERA_SESSIONS_DROPPED = "camera.sessions_dropped"
+    USER_CREATED = "user.created"
+    CLOCK_JUMP = "clock.jump"
+    WORLD_RESET = "world.reset"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happened in the world at sim time ``at`` (seconds since sim time 0)."""
+
+    kind: EventKind
+    at: float
+    source: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def trace_line(self) -> str:
+        """A canonical one-line form, used to compare traces byte for byte."""
+        items = ",".join(f"{k}={self.data[k]!r}" for k in sorted(self.data))
+        return f"{self.at:.6f} {self.kind.value} {self.source} {items}"
+
+
+class Subscription:
+    """What a subscriber receives: ``await sub.get()`` yields events; ``dropped`` counts losses.
+
+    Implementations bound their queue and drop the oldest event when it is full.
+    """
+
+    dropped: int
+
+    async def get(self) -> Event:  # pragma: no cover - protocol body
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - protocol body
+        raise NotImplementedError

@@ -1,0 +1,130 @@
+"""Users, password hashes and JWT sessions of the automation server, kept in durable state.
+
+Tokens are HS256 JWTs ``{sub, username, role, iat, exp}`` valid for seven days of world time with
+30 s of skew allowed; a session row (SHA-256 of the token) must exist, so logout revokes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import uuid
+from typing import TYPE_CHECKING
+
+import jwt
+
+from hardware.ports.errors import Conflict, InvalidInput, Unauthenticated
+from hardware.ports.events import EventKind
+from hardware.ports.types import Login, User
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+SESSION_LIFETIME_S = 7 * 24 * 60 * 60
+CLOCK_SKEW_S = 30
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+
+
+def hash_password(password: str, salt: bytes | None = None) -> str:
+    salt = salt or secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, dklen=32, **_SCRYPT)
+    return f"scrypt${salt.hex()}${digest.hex()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    _, salt_hex, digest_hex = stored.split("$")
+    digest = hashlib.scrypt(password.encode(), salt=bytes.fromhex(salt_hex), dklen=32, **_SCRYPT)
+    return hmac.compare_digest(digest.hex(), digest_hex)
+
+
+def _token_key(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _user(doc: dict) -> User:
+    return User(id=doc["id"], username=doc["username"], role=doc["role"], created_at=doc["created_at"])
+
+
+class UserDirectory:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.users = world.store.collection("users")
+        self.sessions = world.store.collection("sessions")
+        self.settings = world.store.collection("settings")
+
+    def _secret(self) -> bytes:
+        doc = self.settings.get("jwt_secret")
+        if doc is None:
+            doc = {"value": secrets.token_hex(32)}
+            self.settings.put("jwt_secret", doc)
+        return bytes.fromhex(doc["value"])
+
+    def setup_required(self) -> bool:
+        return len(self.users) == 0
+
+    def create(self, username: str, password: str, role: str) -> User:
+        if username in self.users:
+            raise Conflict("User already exists", resource="user")
+        doc = {
+            "id": str(uuid.UUID(bytes=secrets.token_bytes(16), version=4)),
+            "username": username,
+            "role": role,
+            "created_at": int(self.world.now()),
+            "password": hash_password(password),
+        }
+        self.users.put(username, doc)
+        self.world.emit(EventKind.USER_CREATED, "automation", username=username, role=role)
+        return _user(doc)
+
+    def initialize(self, username: str, password: str, email: str | None) -> Login:
+        if not self.setup_required():
+            raise Conflict("Setup has already been completed", resource="setup")
+        if len(username.strip()) < 3:
+            raise InvalidInput("Username must be at least 3 characters", field="username")
+        if email is not None and email != "" and not _EMAIL.match(email):
+            raise InvalidInput("Invalid email address", field="email")
+        if len(password) < 8 or not (re.search(r"[A-Za-z]", password) and re.search(r"\d", password)):
+            raise InvalidInput(
+                "Password must be at least 8 characters and contain letters and digits", field="password"
+            )
+        user = self.create(username.strip(), password, "admin")
+        return Login(token=self._issue(user), user=user)
+
+    def login(self, username: str, password: str) -> Login:
+        doc = self.users.get(username)
+        if doc is None or not verify_password(password, doc["password"]):
+            raise Unauthenticated("Invalid username or password")
+        user = _user(doc)
+        return Login(token=self._issue(user), user=user)
+
+    def _issue(self, user: User) -> str:
+        iat = int(self.world.now())
+        exp = iat + SESSION_LIFETIME_S
+        claims = {"sub": user.id, "username": user.username, "role": user.role, "iat": iat, "exp": exp,
+                  "jti": secrets.token_hex(8)}
+        token = jwt.encode(claims, self._secret(), algorithm="HS256")
+        self.sessions.put(_token_key(token), {"username": user.username, "exp": exp})
+        return token
+
+    def authenticate(self, token: str) -> User:
+        try:
+            claims = jwt.decode(token, self._secret(), algorithms=["HS256"], options={"verify_exp": False,
+                                                                                        "verify_iat": False})
+        except jwt.InvalidSignatureError as err:
+            raise Unauthenticated("Invalid token: Invalid signature") from err
+        except jwt.PyJWTError as err:
+            raise Unauthenticated("Invalid token: malformed") from err
+        if claims.get("exp", 0) + CLOCK_SKEW_S < self.world.now():
+            raise Unauthenticated("Token has expired")
+        if _token_key(token) not in self.sessions:
+            raise Unauthenticated("Session has been revoked")
+        doc = self.users.get(claims.get("username", ""))
+        if doc is None:
+            raise Unauthenticated("Session has been revoked")
+        return _user(doc)
+
+    def logout(self, token: str) -> None:
+        self.sessions.delete(_token_key(token))

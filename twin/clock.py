@@ -1,0 +1,159 @@
+"""The one owner of the world's SimPy environment.
+
+A single asyncio task advances ``world.env`` in slices (``env.run(until=...)``). In ``realtime``
+mode sim time follows the wall clock times a speed factor; in ``step`` mode it moves only when
+:meth:`SimClock.advance` or :meth:`SimClock.run_to` is called. Handlers run between slices on the
+same thread, so world mutations need no locks. ``simpy.rt.RealtimeEnvironment`` is never used:
+it blocks the event loop.
+
+The wall clock is read only here, through an injectable ``wall`` function, so tests drive the
+driver with a fake one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+import simpy
+
+from hardware.ports.errors import InvalidInput, Unavailable
+from hardware.ports.types import ClockMode, ClockState
+from twin.world import World
+
+log = logging.getLogger(__name__)
+
+SLICE_WALL_S = 0.01
+
+
+class SimClock:
+    def __init__(
+        self,
+        world: World,
+        *,
+        mode: ClockMode = ClockMode.REALTIME,
+        speed: float = 1.0,
+        wall: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if speed <= 0:
+            raise InvalidInput("speed must be positive", field="speed")
+        self.world = world
+        self.mode = mode
+        self.speed = speed
+        self.paused = False
+        self._wall = wall
+        self._anchor()
+        self._waiters: set[asyncio.Future[None]] = set()
+        self.errors = 0
+
+    # Reading -------------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.world.now()
+
+    def state(self) -> ClockState:
+        return ClockState(self.mode, self.speed, self.paused, self.world.env.now, self.world.epoch)
+
+    # Waiting (for handlers) ----------------------------------------------------------------
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` of world time. Many waiters cost one SimPy timeout each, nothing more."""
+        if seconds <= 0:
+            return
+        await self.wait(self.world.env.timeout(seconds))
+
+    async def wait(self, event: simpy.Event) -> object:
+        """Wait until a SimPy event of the current world fires; returns its value."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future = loop.create_future()
+
+        def _done(ev: simpy.Event) -> None:
+            if fut.done():
+                return
+            if ev.ok:
+                fut.set_result(ev.value)
+            else:
+                ev.defused = True
+                fut.set_exception(ev.value)
+
+        if event.processed:
+            _done(event)
+        else:
+            event.callbacks.append(_done)
+        self._waiters.add(fut)
+        try:
+            return await fut
+        finally:
+            self._waiters.discard(fut)
+
+    def release_waiters(self, reason: str) -> None:
+        """Fail every pending wait: their world is gone (reset or restore)."""
+        for fut in list(self._waiters):
+            if not fut.done():
+                fut.set_exception(Unavailable(reason))
+        self._waiters.clear()
+
+    # Control -------------------------------------------------------------------------------
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+        self._anchor()
+
+    def set_speed(self, speed: float) -> None:
+        if not speed > 0:
+            raise InvalidInput("speed must be positive", field="speed")
+        self.speed = speed
+        self._anchor()
+
+    def set_mode(self, mode: ClockMode) -> None:
+        self.mode = mode
+        self._anchor()
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise InvalidInput("cannot advance by a negative duration", field="seconds")
+        self.run_to(self.world.env.now + seconds)
+
+    def run_to(self, sim_time: float) -> None:
+        if sim_time < self.world.env.now:
+            raise InvalidInput("cannot run to a time in the past", field="sim_time")
+        self._run_until(sim_time)
+        self._anchor()
+
+    def rebased(self) -> None:
+        """Call after the world was rebuilt (reset/restore): waiters fail, the anchor restarts."""
+        self.release_waiters("the world was reset")
+        self._anchor()
+
+    # Driving -------------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Advance to where the wall clock says sim time should be (realtime, not paused)."""
+        if self.mode is ClockMode.STEP or self.paused:
+            self._anchor()
+            return
+        target = self._anchor_sim + (self._wall() - self._anchor_wall) * self.speed
+        self._run_until(target)
+
+    async def run(self, slice_wall: float = SLICE_WALL_S) -> None:
+        """The driver task: tick every ``slice_wall`` seconds until cancelled."""
+        self._anchor()
+        while True:
+            await asyncio.sleep(slice_wall)
+            self.tick()
+
+    def _anchor(self) -> None:
+        self._anchor_wall = self._wall()
+        self._anchor_sim = self.world.env.now
+
+    def _run_until(self, target: float) -> None:
+        env = self.world.env
+        while target > env.now:
+            try:
+                env.run(until=target)
+            except Exception:  # a model process crashed: log it, keep the clock alive
+                self.errors += 1
+                log.exception("world process failed at t=%.3f", env.now)
+                continue
+            break

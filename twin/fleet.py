@@ -1,0 +1,88 @@
+"""What a world is built from: the seed, the epoch and the fleet. Plain frozen data, no behaviour."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+DEFAULT_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+
+class SignalKind(StrEnum):
+    CONSTANT = "constant"
+    SINE = "sine"
+    DIURNAL = "diurnal"
+
+
+@dataclass(frozen=True, slots=True)
+class SignalSpec:
+    """A procedural signal: ``base(t) + drift * days + noise * N(0, 1)``, then clamped to [lo, hi].
+
+    ``mean`` and ``amplitude`` vary per device by up to ``spread`` (a fraction), and the phase of
+    periodic kinds is per device too, so a fleet does not move in lock-step.
+    """
+
+    kind: SignalKind = SignalKind.CONSTANT
+    mean: float = 0.0
+    amplitude: float = 0.0
+    period: float = 86_400.0
+    noise: float = 0.0
+    drift_per_day: float = 0.0
+    spread: float = 0.0
+    lo: float | None = None
+    hi: float | None = None
+    decimals: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    name: str
+    signal: SignalSpec
+    unit: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SensorGroup:
+    device_type: str
+    count: int
+    metrics: tuple[MetricSpec, ...]
+    period: float = 10.0
+    """Sampling period in sim seconds."""
+    id_prefix: str | None = None
+
+    def device_ids(self) -> list[str]:
+        prefix = self.id_prefix or self.device_type
+        return [f"{prefix}-{i + 1:04d}" for i in range(self.count)]
+
+
+@dataclass(frozen=True, slots=True)
+class CameraSpec:
+    count: int = 1
+    profile: str = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class WorldConfig:
+    seed: int = 0
+    epoch: float = DEFAULT_EPOCH
+    sensors: tuple[SensorGroup, ...] = ()
+    cameras: CameraSpec = field(default_factory=CameraSpec)
+    gateway_username: str = "admin"
+    gateway_password: str = "password"
+
+
+def default_sensor_group(count: int) -> SensorGroup:
+    """An environmental sensor: temperature, humidity and battery, sampled every 10 s."""
+    return SensorGroup(
+        device_type="env_sensor",
+        count=count,
+        period=10.0,
+        metrics=(
+            MetricSpec("temperature", SignalSpec(SignalKind.DIURNAL, mean=21.0, amplitude=4.0, noise=0.2,
+                                                 spread=0.1), unit="°C"),
+            MetricSpec("humidity", SignalSpec(SignalKind.SINE, mean=45.0, amplitude=8.0, period=7_200.0,
+                                              noise=0.5, spread=0.1, lo=0.0, hi=100.0), unit="%"),
+            MetricSpec("battery", SignalSpec(SignalKind.CONSTANT, mean=100.0, drift_per_day=-0.5,
+                                             lo=0.0, hi=100.0, decimals=1), unit="%"),
+        ),
+    )

@@ -1,0 +1,64 @@
+"""IoT sensors: a group of devices of one type sampled by one SimPy process as one numpy batch."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hardware.ports.events import EventKind
+from twin.fleet import SensorGroup
+from twin.signals import evaluate, metric_key
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+
+class SensorFleet:
+    """All devices of one :class:`SensorGroup`. Samples fall on multiples of the group's period."""
+
+    def __init__(self, world: World, group: SensorGroup) -> None:
+        self.world = world
+        self.group = group
+        self.device_ids = group.device_ids()
+        self.index = {device_id: i for i, device_id in enumerate(self.device_ids)}
+        keys = np.array([world.streams.key(d) for d in self.device_ids], dtype=np.uint64)
+        self._metric_keys = [metric_key(keys, i) for i in range(len(group.metrics))]
+        self.last_sample_at: float | None = None
+        self.process = world.env.process(self._sample())
+
+    def values(self, t: float) -> dict[str, np.ndarray]:
+        """Every device's value of every metric at sim time ``t``."""
+        return {
+            m.name: evaluate(m.signal, self._metric_keys[i], t, self.world.epoch)
+            for i, m in enumerate(self.group.metrics)
+        }
+
+    def current(self, device_id: str) -> dict[str, float]:
+        i = self.index[device_id]
+        return {name: float(v[i]) for name, v in self.values(self.world.env.now).items()}
+
+    def _sample(self):
+        env = self.world.env
+        period = self.group.period
+        while True:
+            due = math.ceil(env.now / period) * period
+            if self.last_sample_at is not None and due <= self.last_sample_at:
+                due = self.last_sample_at + period
+            if due > env.now:
+                yield env.timeout(due - env.now)
+            t = env.now
+            values = self.values(t)
+            unix = self.world.epoch + t
+            columns = [(name, arr.tolist()) for name, arr in values.items()]
+            for i, device_id in enumerate(self.device_ids):
+                self.world.emit(
+                    EventKind.DEVICE_TELEMETRY,
+                    device_id,
+                    device_type=self.group.device_type,
+                    timestamp=unix,
+                    metrics={name: col[i] for name, col in columns},
+                )
+            self.last_sample_at = t
+            yield env.timeout(period)

@@ -1,0 +1,127 @@
+"""Durable state: a small repository layer over SQLite.
+
+Everything a client creates (users, sessions, keys, devices, rules...) lives here as JSON
+documents grouped by kind. With a state directory the database is a WAL-mode file and every
+write is committed before the call returns, so nothing a client was told succeeded is lost on a
+restart or ``kill -9``; without one it is an in-memory database.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    kind TEXT NOT NULL,
+    id   TEXT NOT NULL,
+    seq  INTEGER NOT NULL,
+    doc  TEXT NOT NULL,
+    PRIMARY KEY (kind, id)
+);
+CREATE INDEX IF NOT EXISTS documents_kind_seq ON documents (kind, seq);
+"""
+
+
+class Store:
+    """A document store. ``store.collection("users")`` is the repository for one kind."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        if path is None:
+            self._db = sqlite3.connect(":memory:", isolation_level=None)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        self._seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()[0]
+
+    def collection(self, kind: str) -> Collection:
+        return Collection(self, kind)
+
+    def healthy(self) -> bool:
+        try:
+            self._db.execute("SELECT 1").fetchone()
+        except sqlite3.Error:
+            return False
+        return True
+
+    def clear(self) -> None:
+        self._db.execute("DELETE FROM documents")
+        self._seq = 0
+
+    def dump(self) -> bytes:
+        """The whole database as bytes (for snapshots)."""
+        return self._db.serialize()
+
+    def load(self, data: bytes) -> None:
+        """Replace the whole database with ``data`` from :meth:`dump`, keeping the file if there is one."""
+        src = sqlite3.connect(":memory:")
+        try:
+            src.deserialize(data)
+            src.backup(self._db)
+        finally:
+            src.close()
+        self._seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()
+
+    # Collection primitives -------------------------------------------------------------------
+    def _put(self, kind: str, id_: str, doc: dict[str, Any]) -> None:
+        self._seq += 1
+        self._db.execute(
+            "INSERT INTO documents (kind, id, seq, doc) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc",
+            (kind, id_, self._seq, json.dumps(doc, separators=(",", ":"), sort_keys=True)),
+        )
+
+    def _get(self, kind: str, id_: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT doc FROM documents WHERE kind = ? AND id = ?", (kind, id_)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def _delete(self, kind: str, id_: str) -> bool:
+        cur = self._db.execute("DELETE FROM documents WHERE kind = ? AND id = ?", (kind, id_))
+        return cur.rowcount > 0
+
+    def _iter(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        rows = self._db.execute("SELECT id, doc FROM documents WHERE kind = ? ORDER BY seq", (kind,))
+        for id_, doc in rows.fetchall():
+            yield id_, json.loads(doc)
+
+    def _count(self, kind: str) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM documents WHERE kind = ?", (kind,)).fetchone()[0]
+
+
+class Collection:
+    """The repository of one kind of document, in insertion order."""
+
+    def __init__(self, store: Store, kind: str) -> None:
+        self._store = store
+        self.kind = kind
+
+    def put(self, id_: str, doc: dict[str, Any]) -> None:
+        self._store._put(self.kind, id_, doc)
+
+    def get(self, id_: str) -> dict[str, Any] | None:
+        return self._store._get(self.kind, id_)
+
+    def delete(self, id_: str) -> bool:
+        return self._store._delete(self.kind, id_)
+
+    def items(self) -> list[tuple[str, dict[str, Any]]]:
+        return list(self._store._iter(self.kind))
+
+    def values(self) -> list[dict[str, Any]]:
+        return [doc for _, doc in self._store._iter(self.kind)]
+
+    def __len__(self) -> int:
+        return self._store._count(self.kind)
+
+    def __contains__(self, id_: str) -> bool:
+        return self.get(id_) is not None
