@@ -1,0 +1,26 @@
+"""The automation backend's FastAPI app: REST under ``/api`` over an :class:`AutomationBackend`."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+from api.automation import errors
+from api.automation.routers import auth, health
+from hardware.ports.automation import AutomationBackend
+
+RELEASES = ("0.9.24", "0.9.17")
+
+
+def create_app(backend: AutomationBackend, *, release: str = "0.9.24") -> FastAPI:
+    if release not in RELEASES:
+        raise ValueError(f"unknown release {release!r}; expected one of {', '.join(RELEASES)}")
+    app = FastAPI(title="Automation backend", version=release, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.backend = backend
+    app.state.version = release
+    app.state.release = release
+    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"])
+    errors.install(app)
+    for router in (health.router, auth.router):
+        app.include_router(router, prefix="/api")
+    return app

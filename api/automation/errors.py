@@ -1,0 +1,82 @@
+"""The automation backend's one error table: domain code (+ resource) → HTTP status and error.code.
+
+Release 0.9.24 (the spec) wraps every error path in ``{"success": false, "error": {...}}``. The
+body for the earlier release is chosen here too, so routes never build error bodies themselves.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from hardware.ports.errors import DomainError, ErrorCode
+
+# (domain code, resource or None) -> (HTTP status, vendor error.code). Resource-specific rows win.
+ERROR_TABLE: dict[tuple[ErrorCode, str | None], tuple[int, str]] = {
+    (ErrorCode.INVALID_INPUT, None): (400, "BAD_REQUEST"),
+    (ErrorCode.NOT_FOUND, None): (404, "NOT_FOUND"),
+    (ErrorCode.NOT_FOUND, "device"): (404, "DEVICE_NOT_FOUND"),
+    (ErrorCode.CONFLICT, None): (409, "CONFLICT"),
+    (ErrorCode.CONFLICT, "setup"): (403, "SETUP_ALREADY_COMPLETED"),
+    (ErrorCode.UNAUTHENTICATED, None): (401, "UNAUTHORIZED"),
+    (ErrorCode.FORBIDDEN, None): (403, "FORBIDDEN"),
+    (ErrorCode.TIMESTAMP_SKEW, None): (401, "UNAUTHORIZED"),
+    (ErrorCode.RATE_LIMITED, None): (429, "RATE_LIMITED"),
+    (ErrorCode.UNAVAILABLE, None): (503, "SERVICE_UNAVAILABLE"),
+    (ErrorCode.TIMEOUT, None): (504, "AGENT_EXECUTION_TIMEOUT"),
+    (ErrorCode.STORAGE_FULL, None): (507, "INTERNAL_ERROR"),
+    (ErrorCode.INTERNAL, None): (500, "INTERNAL_ERROR"),
+}
+
+# Setup validation failures name the offending field (reference: setup handler codes).
+FIELD_CODES: dict[str, str] = {
+    "username": "INVALID_USERNAME",
+    "email": "INVALID_EMAIL",
+    "password": "WEAK_PASSWORD",
+}
+
+
+def lookup(error: DomainError, *, setup: bool = False) -> tuple[int, str]:
+    status, code = ERROR_TABLE.get((error.code, error.resource)) or ERROR_TABLE[(error.code, None)]
+    if setup and error.code is ErrorCode.INVALID_INPUT:
+        code = FIELD_CODES.get(error.details.get("field", ""), code)
+    return status, code
+
+
+def error_body(code: str, message: str, **extra: object) -> dict:
+    return {"success": False, "error": {"code": code, "message": message, "request_id": None, **extra}}
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    """Exception handlers: the only place errors become HTTP responses."""
+
+    @app.exception_handler(DomainError)
+    async def _domain(request: Request, exc: DomainError) -> JSONResponse:
+        status, code = lookup(exc, setup=request.url.path.startswith("/api/setup/"))
+        headers = {"Retry-After": str(exc.details["retry_after"])} if "retry_after" in exc.details else None
+        return error_response(status, code, exc.message, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return error_response(400, "BAD_REQUEST", "Failed to parse the request body as JSON")
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        return error_response(422, "VALIDATION_ERROR", f"{where}: {first.get('msg', 'invalid value')}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+        message = {404: "Not found", 405: "Method not allowed"}.get(exc.status_code, str(exc.detail))
+        return error_response(exc.status_code, codes.get(exc.status_code, "BAD_REQUEST"), message)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return error_response(500, "INTERNAL_ERROR", "Internal server error")

@@ -1,0 +1,167 @@
+"""The twin's control plane (127.0.0.1:9380): clock, reset, snapshot/restore, seed, faults.
+
+Separate from both vendor APIs. Answers plain JSON; errors are ``{"error": {"code", "message"}}``
+with the symbolic domain code.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.faults import FaultSet, Latency
+from hardware.ports.control import WorldControl
+from hardware.ports.errors import DomainError, ErrorCode, NotFound
+from hardware.ports.types import ClockState
+
+STATUS = {
+    ErrorCode.INVALID_INPUT: 400,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.CONFLICT: 409,
+}
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SpeedBody(_Body):
+    speed: float = Field(gt=0)
+
+
+class AdvanceBody(_Body):
+    seconds: float = Field(ge=0)
+
+
+class RunToBody(_Body):
+    sim_time: float = Field(ge=0)
+
+
+class ResetBody(_Body):
+    seed: int | None = Field(default=None, ge=0)
+
+
+class SeedBody(_Body):
+    seed: int = Field(ge=0)
+
+
+class LatencyBody(_Body):
+    seconds: float = Field(ge=0)
+    path_prefix: str = "/"
+
+
+def clock_json(state: ClockState) -> dict[str, Any]:
+    return {
+        "mode": state.mode.value,
+        "speed": state.speed,
+        "paused": state.paused,
+        "sim_time": state.sim_time,
+        "epoch": state.epoch,
+        "unix_time": state.unix_time,
+    }
+
+
+def _control(request: Request) -> WorldControl:
+    return request.app.state.control
+
+
+def _faults(request: Request, server: str) -> FaultSet:
+    faults = request.app.state.faults.get(server)
+    if faults is None:
+        raise NotFound(f"no server named {server!r}", resource="server")
+    return faults
+
+
+Control = Annotated[WorldControl, Depends(_control)]
+ServerFaults = Annotated[FaultSet, Depends(_faults)]
+
+
+def create_app(control: WorldControl, faults: dict[str, FaultSet] | None = None) -> FastAPI:
+    app = FastAPI(title="Twin control plane", docs_url="/docs", redoc_url=None)
+    app.state.control = control
+    app.state.faults = faults or {}
+
+    @app.exception_handler(DomainError)
+    async def _domain(request: Request, exc: DomainError) -> JSONResponse:
+        body = {"error": {"code": exc.code.value, "message": exc.message}}
+        return JSONResponse(body, status_code=STATUS.get(exc.code, 500))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        message = f"{where}: {first.get('msg', 'invalid value')}"
+        return JSONResponse({"error": {"code": ErrorCode.INVALID_INPUT.value, "message": message}}, 400)
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/clock")
+    async def clock(control: Control) -> dict:
+        return clock_json(control.clock_state())
+
+    @app.post("/clock/pause")
+    async def pause(control: Control) -> dict:
+        return clock_json(control.pause())
+
+    @app.post("/clock/resume")
+    async def resume(control: Control) -> dict:
+        return clock_json(control.resume())
+
+    @app.put("/clock/speed")
+    async def speed(body: SpeedBody, control: Control) -> dict:
+        return clock_json(control.set_speed(body.speed))
+
+    @app.post("/clock/advance")
+    async def advance(body: AdvanceBody, control: Control) -> dict:
+        return clock_json(control.advance(body.seconds))
+
+    @app.post("/clock/run-to")
+    async def run_to(body: RunToBody, control: Control) -> dict:
+        return clock_json(control.run_to(body.sim_time))
+
+    @app.post("/reset")
+    async def reset(control: Control, body: ResetBody | None = None) -> dict:
+        return clock_json(control.reset(body.seed if body else None))
+
+    @app.get("/seed")
+    async def get_seed(control: Control) -> dict:
+        return {"seed": control.seed()}
+
+    @app.put("/seed")
+    async def set_seed(body: SeedBody, control: Control) -> dict:
+        state = control.reset(body.seed)
+        return {"seed": control.seed(), "clock": clock_json(state)}
+
+    @app.post("/snapshots")
+    async def snapshot(control: Control) -> dict:
+        info = control.snapshot()
+        return {"id": info.id, "sim_time": info.sim_time, "seed": info.seed}
+
+    @app.post("/snapshots/{snapshot_id}/restore")
+    async def restore(snapshot_id: str, control: Control) -> dict:
+        return clock_json(control.restore(snapshot_id))
+
+    @app.get("/faults")
+    async def list_faults(request: Request) -> dict:
+        return {
+            name: {"latency": [{"seconds": lat.seconds, "path_prefix": lat.path_prefix} for lat in fs.latency]}
+            for name, fs in request.app.state.faults.items()
+        }
+
+    @app.post("/faults/{server}/latency")
+    async def add_latency(body: LatencyBody, faults: ServerFaults) -> dict:
+        faults.latency.append(Latency(body.seconds, body.path_prefix))
+        return {"latency": len(faults.latency)}
+
+    @app.delete("/faults/{server}")
+    async def clear_faults(faults: ServerFaults) -> dict:
+        faults.clear()
+        return {"cleared": True}
+
+    return app

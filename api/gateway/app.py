@@ -1,0 +1,25 @@
+"""The edge gateway's FastAPI app for one camera: ``/api/login`` and ``/api/v1/...``."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+from api.gateway import errors
+from api.gateway.routers import auth, system
+from hardware.ports.gateway import GatewayBackend
+
+
+def create_app(backend: GatewayBackend) -> FastAPI:
+    app = FastAPI(title=f"Edge gateway {backend.id}", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.backend = backend
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=["*"],
+        allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
+        allow_headers=["Content-Type", "Authorization", "X-API-Key"],
+    )
+    errors.install(app)
+    for router in (auth.router, system.public, system.router):
+        app.include_router(router)
+    return app

@@ -1,0 +1,27 @@
+"""Login, logout and the public key."""
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from api.gateway import schemas
+from api.gateway.deps import Backend, request_token
+
+router = APIRouter(tags=["auth"])
+
+
+@router.post("/api/login")
+async def login(request: Request, backend: Backend) -> JSONResponse:
+    username, password, timestamp = schemas.parse_login(await request.body())
+    token = backend.auth.login(username, password, timestamp)
+    return schemas.ok(schemas.login_response(token, username))
+
+
+@router.api_route("/api/v1/logout", methods=["POST"])
+async def logout(request: Request, backend: Backend) -> JSONResponse:
+    backend.auth.logout(request_token(request))
+    return schemas.ok()
+
+
+@router.get("/api/v1/auth/public-key")
+async def public_key(backend: Backend) -> JSONResponse:
+    return schemas.ok(schemas.public_key(backend.auth.public_key()))

@@ -1,0 +1,242 @@
+"""The composition root: the only module that wires the world, the API apps and the servers.
+
+``build()`` makes everything without touching the network (tests use it with in-process
+clients); ``serve()`` starts the clock driver, the MQTT broker and bridge, and every HTTP server
+on one event loop, and shuts them all down cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import signal
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+from fastapi import FastAPI
+
+from api.automation.app import create_app as create_automation_app
+from api.control.app import create_app as create_control_app
+from api.faults import FaultMiddleware, FaultSet
+from api.gateway.app import create_app as create_gateway_app
+from api.gateway.tls import write_self_signed
+from api.realtime.mqtt import EmbeddedBroker, TelemetryBridge
+from hardware.ports.types import ClockMode
+from twin.automation.backend import TwinAutomation
+from twin.clock import SimClock
+from twin.control import TwinControl
+from twin.fleet import CameraSpec, WorldConfig, default_sensor_group
+from twin.gateway import TwinGateway
+from twin.scenario import load_scenario
+from twin.settings import Settings
+from twin.store import Store
+from twin.world import World
+
+log = logging.getLogger("twin")
+
+
+@dataclass
+class Twin:
+    settings: Settings
+    world: World
+    clock: SimClock
+    control: TwinControl
+    automation: TwinAutomation
+    gateways: dict[str, TwinGateway]
+    faults: dict[str, FaultSet]
+    automation_app: FastAPI
+    gateway_apps: dict[str, FastAPI]
+    control_app: FastAPI
+    bridge: TelemetryBridge | None = None
+
+
+def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
+    scenario = load_scenario(settings.scenario) if settings.scenario else None
+    config = scenario.world_config() if scenario else WorldConfig()
+    mode = ClockMode(scenario.clock.mode) if scenario else ClockMode.REALTIME
+    speed = scenario.clock.speed if scenario else 1.0
+    if settings.seed is not None:
+        config = dataclasses.replace(config, seed=settings.seed)
+    if settings.cameras is not None:
+        config = dataclasses.replace(config, cameras=CameraSpec(settings.cameras, config.cameras.profile))
+    if settings.sensors is not None:
+        groups = config.sensors or (default_sensor_group(settings.sensors),)
+        first = dataclasses.replace(groups[0], count=settings.sensors)
+        config = dataclasses.replace(config, sensors=(first, *groups[1:]))
+    if settings.step:
+        mode = ClockMode.STEP
+    if settings.speed is not None:
+        speed = settings.speed
+    return config, mode, speed
+
+
+def build(settings: Settings, *, record_trace: bool = False) -> Twin:
+    config, mode, speed = world_config(settings)
+    store = Store(settings.state_dir / "twin.sqlite3" if settings.state_dir else None)
+    world = World(config, store=store, record_trace=record_trace)
+    clock = SimClock(world, mode=mode, speed=speed)
+    bridge_box: list[TelemetryBridge] = []
+    automation = TwinAutomation(world, clock, mqtt_ready=lambda: bool(bridge_box and bridge_box[0].connected))
+    faults: dict[str, FaultSet] = {"automation": FaultSet()}
+    automation_app = create_automation_app(automation, release=settings.release)
+    automation_app.add_middleware(FaultMiddleware, faults=faults["automation"], sleep=clock.sleep)
+    gateways: dict[str, TwinGateway] = {}
+    gateway_apps: dict[str, FastAPI] = {}
+    for camera_id in world.cameras:
+        gateways[camera_id] = TwinGateway(world, clock, camera_id)
+        faults[camera_id] = FaultSet()
+        app = create_gateway_app(gateways[camera_id])
+        app.add_middleware(FaultMiddleware, faults=faults[camera_id], sleep=clock.sleep)
+        gateway_apps[camera_id] = app
+    control = TwinControl(world, clock)
+    twin = Twin(settings, world, clock, control, automation, gateways, faults, automation_app, gateway_apps,
+                create_control_app(control, faults))
+    mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
+    twin.bridge = TelemetryBridge(automation, mqtt_url)
+    bridge_box.append(twin.bridge)
+    return twin
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to :func:`serve` (several share one loop)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield
+
+    def install_signal_handlers(self) -> None:  # older uvicorn
+        pass
+
+
+@dataclass
+class Listener:
+    name: str
+    server: _Server
+    scheme: str = "http"
+    task: asyncio.Task | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        sock = self.server.servers[0].sockets[0]
+        host, port = sock.getsockname()[:2]
+        return host, port
+
+    @property
+    def url(self) -> str:
+        host, port = self.address
+        return f"{self.scheme}://{host}:{port}"
+
+
+@dataclass
+class Running:
+    twin: Twin
+    listeners: dict[str, Listener] = field(default_factory=dict)
+    broker: EmbeddedBroker | None = None
+    tasks: list[asyncio.Task] = field(default_factory=list)
+
+    def url(self, name: str) -> str:
+        return self.listeners[name].url
+
+
+def _gateway_address(settings: Settings, index: int) -> tuple[str, int, int]:
+    if settings.gateway_addressing == "port":
+        http = settings.gateway_http_port + index if settings.gateway_http_port else 0
+        https = settings.gateway_https_port + index if settings.gateway_https_port else 0
+        return "127.0.0.1", http, https
+    return f"127.0.1.{index}", settings.gateway_http_port, settings.gateway_https_port
+
+
+def _server(app: FastAPI, host: str, port: int, **ssl: str) -> _Server:
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off",
+                            ws="websockets-sansio", **ssl)
+    return _Server(config)
+
+
+async def start(twin: Twin, cert_dir: Path) -> Running:
+    """Start everything; returns once every listener is bound. Raises ``OSError`` if one cannot bind."""
+    s = twin.settings
+    running = Running(twin)
+    if s.mqtt_url is None:
+        running.broker = EmbeddedBroker(s.mqtt_host, s.mqtt_port)
+        await running.broker.start()
+        if s.mqtt_port == 0:
+            twin.bridge.url = f"mqtt://127.0.0.1:{running.broker.port}"
+    running.tasks.append(asyncio.create_task(twin.clock.run(), name="clock"))
+    running.tasks.append(asyncio.create_task(twin.bridge.run(), name="mqtt-bridge"))
+
+    listeners = [
+        Listener("automation", _server(twin.automation_app, s.host, s.port)),
+        Listener("control", _server(twin.control_app, s.control_host, s.control_port)),
+    ]
+    hosts = ["localhost", "127.0.0.1"] + [_gateway_address(s, c.index)[0] for c in twin.world.cameras.values()]
+    cert, key = write_self_signed(cert_dir, sorted(set(hosts)))
+    for camera_id, camera in twin.world.cameras.items():
+        host, http, https = _gateway_address(s, camera.index)
+        app = twin.gateway_apps[camera_id]
+        listeners.append(Listener(f"{camera_id}/http", _server(app, host, http)))
+        listeners.append(Listener(f"{camera_id}/https", _server(app, host, https, ssl_certfile=str(cert),
+                                                                ssl_keyfile=str(key)), scheme="https"))
+    for listener in listeners:
+        listener.task = asyncio.create_task(listener.server.serve(), name=listener.name)
+        running.listeners[listener.name] = listener
+        while not listener.server.started:
+            if listener.task.done():
+                await stop(running)
+                raise OSError(f"{listener.name}: cannot listen on {listener.server.config.host}:"
+                              f"{listener.server.config.port} (address in use or not available)")
+            await asyncio.sleep(0.005)
+    return running
+
+
+async def stop(running: Running) -> None:
+    for listener in running.listeners.values():
+        listener.server.should_exit = True
+    for listener in running.listeners.values():
+        if listener.task is not None:
+            with contextlib.suppress(BaseException):
+                await listener.task
+    for task in running.tasks:
+        task.cancel()
+    for task in running.tasks:
+        with contextlib.suppress(BaseException):
+            await task
+    if running.broker is not None:
+        with contextlib.suppress(Exception):
+            await running.broker.stop()
+    running.twin.world.store.close()
+
+
+def banner(running: Running) -> str:
+    t = running.twin
+    lines = [
+        f"twin: seed {t.world.seed}, {len(t.world.sensor_of)} sensors, {len(t.world.cameras)} cameras, "
+        f"clock {t.clock.mode.value} x{t.clock.speed:g}, release {t.settings.release}",
+        f"  automation API  {running.url('automation')}/api",
+        f"  control plane   {running.url('control')}",
+    ]
+    if running.broker is not None:
+        lines.append(f"  MQTT broker     mqtt://{t.settings.mqtt_host}:{running.broker.port}")
+    for camera_id in t.world.cameras:
+        lines.append(f"  {camera_id} gateway  {running.url(camera_id + '/http')}  "
+                     f"{running.url(camera_id + '/https')}")
+    return "\n".join(lines)
+
+
+async def serve(settings: Settings) -> None:
+    twin = build(settings)
+    stop_requested = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop_requested.set)
+    with tempfile.TemporaryDirectory(prefix="twin-tls-") as cert_dir:
+        running = await start(twin, Path(cert_dir))
+        log.info("%s", banner(running))
+        try:
+            await stop_requested.wait()
+        finally:
+            log.info("twin: shutting down")
+            await stop(running)
