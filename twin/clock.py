@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 import simpy
+from simpy.core import StopSimulation
 
 from hardware.ports.errors import InvalidInput, Unavailable
 from hardware.ports.types import ClockMode, ClockState
@@ -148,12 +149,18 @@ class SimClock:
         self._anchor_sim = self.world.env.now
 
     def _run_until(self, target: float) -> None:
+        """Run the world up to and including ``target``: events due exactly then have happened."""
         env = self.world.env
-        while target > env.now:
+        while True:
             try:
-                env.run(until=target)
+                if target > env.now:
+                    env.run(until=target)
+                while env.peek() <= target:
+                    env.step()
+            except StopSimulation:  # a stale ``until`` marker left by an interrupted run
+                continue
             except Exception:  # a model process crashed: log it, keep the clock alive
                 self.errors += 1
                 log.exception("world process failed at t=%.3f", env.now)
                 continue
-            break
+            return

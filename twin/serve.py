@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import signal
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,7 +57,7 @@ class Twin:
 
 def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
     scenario = load_scenario(settings.scenario) if settings.scenario else None
-    config = scenario.world_config() if scenario else WorldConfig()
+    config = scenario.world_config(wall_now=time.time()) if scenario else WorldConfig()
     mode = ClockMode(scenario.clock.mode) if scenario else ClockMode.REALTIME
     speed = scenario.clock.speed if scenario else 1.0
     if settings.seed is not None:

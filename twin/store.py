@@ -56,18 +56,30 @@ class Store:
         self._seq = 0
 
     def dump(self) -> bytes:
-        """The whole database as bytes (for snapshots)."""
-        return self._db.serialize()
+        """The whole database as bytes (for snapshots), marked as a rollback-journal database so it
+        can be opened in memory whatever the journal mode of the file it came from."""
+        data = bytearray(self._db.serialize())
+        if len(data) > 19 and data[18] == 2:  # WAL read/write format versions in the header
+            data[18] = data[19] = 1
+        return bytes(data)
 
     def load(self, data: bytes) -> None:
-        """Replace the whole database with ``data`` from :meth:`dump`, keeping the file if there is one."""
+        """Replace every document with those in ``data`` from :meth:`dump`, in one transaction."""
         src = sqlite3.connect(":memory:")
         try:
             src.deserialize(data)
-            src.backup(self._db)
+            rows = src.execute("SELECT kind, id, seq, doc FROM documents").fetchall()
         finally:
             src.close()
-        self._seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()[0]
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("DELETE FROM documents")
+            self._db.executemany("INSERT INTO documents (kind, id, seq, doc) VALUES (?, ?, ?, ?)", rows)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+        self._seq = max((row[2] for row in rows), default=0)
 
     def close(self) -> None:
         self._db.close()

@@ -66,7 +66,10 @@ class Fleet(_Strict):
 class ClockSpec(_Strict):
     mode: Literal["realtime", "step"] = "realtime"
     speed: float = Field(default=1.0, gt=0)
-    epoch: float = DEFAULT_EPOCH
+    epoch: float | Literal["now"] = Field(
+        default=DEFAULT_EPOCH,
+        description="unix time of sim time 0; 'now' takes the wall clock once at start (traces then differ per run)",
+    )
 
 
 class Scenario(_Strict):
@@ -76,7 +79,8 @@ class Scenario(_Strict):
     clock: ClockSpec = Field(default_factory=ClockSpec)
     fleet: Fleet = Field(default_factory=Fleet)
 
-    def world_config(self) -> WorldConfig:
+    def world_config(self, wall_now: float | None = None) -> WorldConfig:
+        """The world this scenario describes; ``wall_now`` resolves ``epoch: now``."""
         groups = tuple(
             SensorGroup(
                 device_type=s.type,
@@ -97,7 +101,7 @@ class Scenario(_Strict):
         )
         return WorldConfig(
             seed=self.seed,
-            epoch=self.clock.epoch,
+            epoch=float(int(wall_now or 0)) if self.clock.epoch == "now" else self.clock.epoch,
             sensors=groups,
             cameras=CameraSpec(self.fleet.cameras.count, self.fleet.cameras.profile),
         )

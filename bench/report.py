@@ -1,0 +1,87 @@
+"""Summaries of the trials: a plain-text table for stdout and a JSON-ready dict."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from bench.loadgen import Result
+
+
+@dataclass(frozen=True)
+class Summary:
+    """All trials of one server, plus its memory after the load."""
+
+    name: str
+    trials: list[Result]
+    rss_mb: float | None
+
+    @property
+    def median_rps(self) -> float:
+        return statistics.median(t.rps for t in self.trials) if self.trials else math.nan
+
+    @property
+    def median_trial(self) -> Result | None:
+        """The trial with the median req/s (the lower one of the middle two for an even count)."""
+        if not self.trials:
+            return None
+        ranked = sorted(self.trials, key=lambda t: t.rps)
+        return ranked[(len(ranked) - 1) // 2]
+
+    @property
+    def non_200(self) -> int:
+        return sum(t.non_200 for t in self.trials)
+
+    @property
+    def errors(self) -> int:
+        return sum(t.errors for t in self.trials)
+
+    def as_dict(self) -> dict[str, Any]:
+        median = self.median_trial
+        return {
+            "median_rps": round(self.median_rps, 1),
+            "trials_rps": [round(t.rps, 1) for t in self.trials],
+            "p50_ms": _rounded(median.p50_ms if median else math.nan, 3),
+            "p99_ms": _rounded(median.p99_ms if median else math.nan, 3),
+            "requests": sum(t.requests for t in self.trials),
+            "non_200": self.non_200,
+            "errors": self.errors,
+            "rss_mb": _rounded(self.rss_mb, 1),
+        }
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    """``round`` that maps None and NaN to None (JSON has no NaN)."""
+    if value is None or math.isnan(value):
+        return None
+    return round(value, digits)
+
+
+def ratio(twin: Summary, baseline: Summary) -> float:
+    """Twin median req/s over baseline median req/s."""
+    return twin.median_rps / baseline.median_rps if baseline.median_rps > 0 else math.nan
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "-" if value is None or math.isnan(value) else format(value, fmt)
+
+
+def table(summaries: list[Summary], header: str) -> str:
+    """The plain-text table printed by ``python -m bench``."""
+    columns = (
+        f"{'server':<10}{'median req/s':>13}  {'trials req/s':<28}{'p50 ms':>8}{'p99 ms':>8}"
+        f"{'non-200':>9}{'errors':>8}{'RSS MB':>8}"
+    )
+    lines = [header, "", columns, "-" * len(columns)]
+    for s in summaries:
+        median = s.median_trial
+        trials = " ".join(f"{t.rps:.0f}" for t in s.trials)
+        lines.append(
+            f"{s.name:<10}{_cell(s.median_rps, '.1f'):>13}  {trials:<28}"
+            f"{_cell(median.p50_ms if median else None, '.2f'):>8}"
+            f"{_cell(median.p99_ms if median else None, '.2f'):>8}"
+            f"{s.non_200:>9}{s.errors:>8}{_cell(s.rss_mb, '.1f'):>8}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,70 @@
+"""Shared fixtures: a small world in step mode, and in-process clients for each app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from twin.fleet import CameraSpec, WorldConfig, default_sensor_group
+from twin.serve import Twin, build
+from twin.settings import Settings
+from twin.world import World
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+@pytest.fixture
+def world_config() -> WorldConfig:
+    return WorldConfig(seed=7, sensors=(default_sensor_group(4),), cameras=CameraSpec(1))
+
+
+@pytest.fixture
+def world(world_config: WorldConfig) -> World:
+    return World(world_config, record_trace=True)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(scenario=SCENARIOS / "test.yaml", step=True)
+
+
+@pytest.fixture
+def twin(settings: Settings) -> Twin:
+    return build(settings)
+
+
+def _client(app, base_url: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=base_url)
+
+
+@pytest.fixture
+async def automation(twin: Twin) -> AsyncIterator[httpx.AsyncClient]:
+    async with _client(twin.automation_app, "http://automation") as client:
+        yield client
+
+
+@pytest.fixture
+async def gateway(twin: Twin) -> AsyncIterator[httpx.AsyncClient]:
+    async with _client(twin.gateway_apps["cam-01"], "http://cam-01") as client:
+        yield client
+
+
+@pytest.fixture
+async def control(twin: Twin) -> AsyncIterator[httpx.AsyncClient]:
+    async with _client(twin.control_app, "http://control") as client:
+        yield client
+
+
+async def admin_token(client: httpx.AsyncClient, username: str = "admin", password: str = "secret123") -> str:
+    resp = await client.post("/api/setup/initialize", json={"username": username, "password": password})
+    assert resp.status_code == 200, resp.text
+    return resp.json()["token"]
+
+
+async def gateway_token(client: httpx.AsyncClient) -> str:
+    resp = await client.post("/api/login", json={"username": "admin", "password": "password"})
+    assert resp.status_code == 200, resp.text
+    return resp.json()["data"]["token"]
