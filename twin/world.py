@@ -26,6 +26,7 @@ from twin.store import Store
 class WorldSnapshot:
     config: WorldConfig
     sim_time: float
+    started_at: float
     streams: dict[str, dict]
     cameras: dict[str, dict[str, Any]]
     sensors: dict[str, float | None]
@@ -94,6 +95,7 @@ class World:
         return WorldSnapshot(
             config=self.config,
             sim_time=self.env.now,
+            started_at=self.started_at,
             streams=self.streams.state(),
             cameras={cid: cam.state() for cid, cam in self.cameras.items()},
             sensors={t: fleet.last_sample_at for t, fleet in self.sensors.items()},
@@ -102,6 +104,7 @@ class World:
 
     def restore(self, snap: WorldSnapshot) -> None:
         self._rebuild(snap.config, initial_time=snap.sim_time)
+        self.started_at = snap.started_at
         self.store.load(snap.database)
         self.streams.set_state(snap.streams)
         for cid, state in snap.cameras.items():

@@ -11,23 +11,23 @@ from hardware.ports.errors import Unauthenticated
 from hardware.ports.types import User
 
 
-def get_backend(request: Request) -> AutomationBackend:
+async def get_backend(request: Request) -> AutomationBackend:
     return request.app.state.backend
 
 
-def get_version(request: Request) -> str:
+async def get_version(request: Request) -> str:
     return request.app.state.version
 
 
-def bearer_token(request: Request) -> str | None:
+async def bearer_token(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     scheme, _, value = header.partition(" ")
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-def current_user(request: Request, backend: Annotated[AutomationBackend, Depends(get_backend)]) -> User:
+async def current_user(request: Request, backend: Annotated[AutomationBackend, Depends(get_backend)]) -> User:
     """JWT-or-API-key ("hybrid") authentication; API keys arrive with the auth issue."""
-    token = bearer_token(request)
+    token = await bearer_token(request)
     if token is None:
         raise Unauthenticated("Authentication required. Provide a valid JWT token or API key.")
     return backend.authenticate(token)

@@ -65,11 +65,11 @@ def clock_json(state: ClockState) -> dict[str, Any]:
     }
 
 
-def _control(request: Request) -> WorldControl:
+async def _control(request: Request) -> WorldControl:
     return request.app.state.control
 
 
-def _faults(request: Request, server: str) -> FaultSet:
+async def _faults(request: Request, server: str) -> FaultSet:
     faults = request.app.state.faults.get(server)
     if faults is None:
         raise NotFound(f"no server named {server!r}", resource="server")

@@ -10,7 +10,7 @@ from hardware.ports.errors import Unauthenticated
 from hardware.ports.gateway import GatewayBackend
 
 
-def get_backend(request: Request) -> GatewayBackend:
+async def get_backend(request: Request) -> GatewayBackend:
     return request.app.state.backend
 
 
@@ -24,7 +24,7 @@ def request_token(request: Request) -> str:
     return token.removeprefix("Bearer ").strip()
 
 
-def require_session(request: Request, backend: Annotated[GatewayBackend, Depends(get_backend)]) -> str:
+async def require_session(request: Request, backend: Annotated[GatewayBackend, Depends(get_backend)]) -> str:
     token = request_token(request)
     if not token:
         raise Unauthenticated("Invalid or missing authentication token")

@@ -1,0 +1,140 @@
+"""The control plane: clock, reset, seed, snapshot/restore, and what the vendor APIs then answer."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.conftest import admin_token, gateway_token
+
+
+async def timestamps(automation: httpx.AsyncClient, gateway: httpx.AsyncClient) -> dict[str, float]:
+    """Every world timestamp the two APIs return, as unix seconds."""
+    from datetime import datetime
+
+    status = (await automation.get("/api/health/status")).json()
+    login = await automation.post("/api/setup/initialize", json={"username": "someone", "password": "abc12345"})
+    created = login.json()["user"]["created_at"] if login.status_code == 200 else None
+    # meta.timestamp comes from the success envelope (a 404 is enveloped too but carries no meta).
+    health = (await gateway.get("/api/v1/system/health")).json()["data"]["time"]
+    key = (await gateway.get("/api/v1/auth/public-key")).json()["data"]["unix_timestamp"]
+    out = {"uptime": status["uptime"], "gateway.health.time": health, "gateway.public_key.unix_timestamp": key}
+    if created is not None:
+        out["user.created_at"] = created
+    from api.automation.schemas import ok
+
+    meta = ok({}, automation_now(automation)).body
+    out["meta.timestamp"] = datetime.fromisoformat(
+        __import__("json").loads(meta)["meta"]["timestamp"][:26] + "+00:00").timestamp()
+    return out
+
+
+def automation_now(client: httpx.AsyncClient) -> float:
+    app = client._transport.app  # type: ignore[attr-defined]
+    return app.state.backend.clock.now()
+
+
+async def test_clock_read_pause_resume_speed(control: httpx.AsyncClient) -> None:
+    clock = (await control.get("/clock")).json()
+    assert clock == {"mode": "step", "speed": 1.0, "paused": False, "sim_time": 0.0,
+                     "epoch": 1767225600.0, "unix_time": 1767225600.0}
+    assert (await control.post("/clock/pause")).json()["paused"] is True
+    assert (await control.post("/clock/resume")).json()["paused"] is False
+    assert (await control.put("/clock/speed", json={"speed": 60})).json()["speed"] == 60
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("PUT", "/clock/speed", {"speed": 0}),
+        ("PUT", "/clock/speed", {"speed": "fast"}),
+        ("PUT", "/clock/speed", {}),
+        ("POST", "/clock/advance", {"seconds": -5}),
+        ("POST", "/clock/advance", {"seconds": 5, "extra": 1}),
+        ("PUT", "/seed", {"seed": -1}),
+    ],
+)
+async def test_bad_control_input_is_400(control: httpx.AsyncClient, method: str, path: str, body: dict) -> None:
+    resp = await control.request(method, path, json=body)
+    assert resp.status_code == 400
+    assert resp.json()["error"]["code"] == "invalid_input"
+
+
+async def test_run_to_the_past_is_refused(control: httpx.AsyncClient) -> None:
+    await control.post("/clock/advance", json={"seconds": 100})
+    resp = await control.post("/clock/run-to", json={"sim_time": 50})
+    assert resp.status_code == 400 and "past" in resp.json()["error"]["message"]
+    assert (await control.post("/clock/run-to", json={"sim_time": 150})).json()["sim_time"] == 150
+
+
+async def test_advancing_3600_moves_every_api_timestamp_by_exactly_3600(
+    control: httpx.AsyncClient, automation: httpx.AsyncClient, gateway: httpx.AsyncClient
+) -> None:
+    before = await timestamps(automation, gateway)
+    await control.post("/clock/advance", json={"seconds": 3600})
+    await automation.post("/api/setup/initialize", json={"username": "later", "password": "abc12345"})
+    after = await timestamps(automation, gateway)
+    before.pop("user.created_at")
+    assert {k: after[k] - before[k] for k in before} == dict.fromkeys(before, 3600)
+
+
+async def test_advance_delivers_telemetry_on_the_world_clock(twin, control: httpx.AsyncClient) -> None:
+    sub = twin.automation.subscribe(maxlen=5000)
+    await control.post("/clock/advance", json={"seconds": 3600})
+    events = list(iter(sub.get_nowait, None))
+    telemetry = [e for e in events if e.kind.value == "device.telemetry"]
+    assert len(telemetry) == 3 * 361  # 3 sensors, samples at 0, 10, ..., 3600
+    assert telemetry[-1].data["timestamp"] == 1767225600 + 3600
+
+
+async def test_snapshot_reset_restore_gives_identical_answers(
+    control: httpx.AsyncClient, automation: httpx.AsyncClient, gateway: httpx.AsyncClient
+) -> None:
+    token = await admin_token(automation)
+    gw_token = await gateway_token(gateway)
+    await control.post("/clock/advance", json={"seconds": 1234})
+
+    async def answers() -> list:
+        auth = {"Authorization": f"Bearer {token}"}
+        return [
+            (await automation.get("/api/setup/status")).json(),
+            (await automation.get("/api/auth/me", headers=auth)).json(),
+            (await automation.get("/api/health/status")).json(),
+            (await gateway.get("/api/v1/system/health")).json(),
+            (await gateway.get("/api/v1/system/info", headers={"Authorization": gw_token})).status_code,
+            (await control.get("/clock")).json(),
+        ]
+
+    expected = await answers()
+    snap = (await control.post("/snapshots")).json()
+    assert snap["sim_time"] == 1234
+
+    reset = await control.post("/reset")
+    assert reset.json()["sim_time"] == 0
+    assert (await automation.get("/api/setup/status")).json()["setup_required"] is True
+    assert (await gateway.get("/api/v1/system/info", headers={"Authorization": gw_token})).status_code == 401
+
+    restored = await control.post(f"/snapshots/{snap['id']}/restore")
+    assert restored.json()["sim_time"] == 1234
+    assert await answers() == expected
+
+
+async def test_restore_unknown_snapshot_is_404(control: httpx.AsyncClient) -> None:
+    resp = await control.post("/snapshots/snap-999/restore")
+    assert resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"
+
+
+async def test_seed_resets_the_world_with_the_new_seed(twin, control: httpx.AsyncClient) -> None:
+    assert (await control.get("/seed")).json() == {"seed": 1234}
+    await control.post("/clock/advance", json={"seconds": 50})
+    before = twin.world.sensors["env_sensor"].current("env_sensor-0001")
+    resp = await control.put("/seed", json={"seed": 99})
+    assert resp.json()["seed"] == 99 and resp.json()["clock"]["sim_time"] == 0
+    await control.post("/clock/advance", json={"seconds": 50})
+    assert twin.world.sensors["env_sensor"].current("env_sensor-0001") != before
+
+
+async def test_fault_endpoints_name_servers(control: httpx.AsyncClient) -> None:
+    assert set((await control.get("/faults")).json()) == {"automation", "cam-01"}
+    resp = await control.post("/faults/nosuch/latency", json={"seconds": 1})
+    assert resp.status_code == 404
