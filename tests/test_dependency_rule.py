@@ -37,8 +37,11 @@ def test_nothing_outside_twin_imports_twin(package: str) -> None:
 def test_ports_import_nothing_from_api_twin_or_adapters() -> None:
     bad = {}
     for path in files("hardware/ports"):
-        hits = [m for m in imported_modules(path)
-                if m.split(".")[0] in ("api", "twin") or m.startswith("hardware.adapters")]
+        hits = [
+            m
+            for m in imported_modules(path)
+            if m.split(".")[0] in ("api", "twin") or m.startswith("hardware.adapters")
+        ]
         if hits:
             bad[str(path.relative_to(ROOT))] = hits
     assert bad == {}

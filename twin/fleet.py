@@ -78,11 +78,29 @@ def default_sensor_group(count: int) -> SensorGroup:
         count=count,
         period=10.0,
         metrics=(
-            MetricSpec("temperature", SignalSpec(SignalKind.DIURNAL, mean=21.0, amplitude=4.0, noise=0.2,
-                                                 spread=0.1), unit="°C"),
-            MetricSpec("humidity", SignalSpec(SignalKind.SINE, mean=45.0, amplitude=8.0, period=7_200.0,
-                                              noise=0.5, spread=0.1, lo=0.0, hi=100.0), unit="%"),
-            MetricSpec("battery", SignalSpec(SignalKind.CONSTANT, mean=100.0, drift_per_day=-0.5,
-                                             lo=0.0, hi=100.0, decimals=1), unit="%"),
+            MetricSpec(
+                "temperature",
+                SignalSpec(SignalKind.DIURNAL, mean=21.0, amplitude=4.0, noise=0.2, spread=0.1),
+                unit="°C",
+            ),
+            MetricSpec(
+                "humidity",
+                SignalSpec(
+                    SignalKind.SINE,
+                    mean=45.0,
+                    amplitude=8.0,
+                    period=7_200.0,
+                    noise=0.5,
+                    spread=0.1,
+                    lo=0.0,
+                    hi=100.0,
+                ),
+                unit="%",
+            ),
+            MetricSpec(
+                "battery",
+                SignalSpec(SignalKind.CONSTANT, mean=100.0, drift_per_day=-0.5, lo=0.0, hi=100.0, decimals=1),
+                unit="%",
+            ),
         ),
     )

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import logging
 import signal
+import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -94,8 +95,18 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         app.add_middleware(FaultMiddleware, faults=faults[camera_id], sleep=clock.sleep)
         gateway_apps[camera_id] = app
     control = TwinControl(world, clock)
-    twin = Twin(settings, world, clock, control, automation, gateways, faults, automation_app, gateway_apps,
-                create_control_app(control, faults))
+    twin = Twin(
+        settings,
+        world,
+        clock,
+        control,
+        automation,
+        gateways,
+        faults,
+        automation_app,
+        gateway_apps,
+        create_control_app(control, faults),
+    )
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
     twin.bridge = TelemetryBridge(automation, mqtt_url)
     bridge_box.append(twin.bridge)
@@ -152,9 +163,31 @@ def _gateway_address(settings: Settings, index: int) -> tuple[str, int, int]:
 
 
 def _server(app: FastAPI, host: str, port: int, **ssl: str) -> _Server:
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="off",
-                            ws="websockets-sansio", **ssl)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        ws="websockets-sansio",
+        **ssl,
+    )
     return _Server(config)
+
+
+def _bind(listener: Listener) -> socket.socket:
+    """Bind here rather than in uvicorn, which would ``sys.exit`` from inside the event loop."""
+    host, port = listener.server.config.host, listener.server.config.port
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        raise OSError(err.errno, f"{listener.name}: cannot listen on {host}:{port} ({err.strerror})") from err
+    sock.set_inheritable(True)
+    return sock
 
 
 async def start(twin: Twin, cert_dir: Path) -> Running:
@@ -173,22 +206,38 @@ async def start(twin: Twin, cert_dir: Path) -> Running:
         Listener("automation", _server(twin.automation_app, s.host, s.port)),
         Listener("control", _server(twin.control_app, s.control_host, s.control_port)),
     ]
-    hosts = ["localhost", "127.0.0.1"] + [_gateway_address(s, c.index)[0] for c in twin.world.cameras.values()]
+    hosts = ["localhost", "127.0.0.1"] + [
+        _gateway_address(s, c.index)[0] for c in twin.world.cameras.values()
+    ]
     cert, key = write_self_signed(cert_dir, sorted(set(hosts)))
     for camera_id, camera in twin.world.cameras.items():
         host, http, https = _gateway_address(s, camera.index)
         app = twin.gateway_apps[camera_id]
         listeners.append(Listener(f"{camera_id}/http", _server(app, host, http)))
-        listeners.append(Listener(f"{camera_id}/https", _server(app, host, https, ssl_certfile=str(cert),
-                                                                ssl_keyfile=str(key)), scheme="https"))
-    for listener in listeners:
-        listener.task = asyncio.create_task(listener.server.serve(), name=listener.name)
+        listeners.append(
+            Listener(
+                f"{camera_id}/https",
+                _server(app, host, https, ssl_certfile=str(cert), ssl_keyfile=str(key)),
+                scheme="https",
+            )
+        )
+    sockets: list[socket.socket] = []
+    try:
+        for listener in listeners:
+            sockets.append(_bind(listener))
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        await stop(running)
+        raise
+    for listener, sock in zip(listeners, sockets, strict=True):
+        listener.task = asyncio.create_task(listener.server.serve(sockets=[sock]), name=listener.name)
         running.listeners[listener.name] = listener
+    for listener in listeners:
         while not listener.server.started:
             if listener.task.done():
                 await stop(running)
-                raise OSError(f"{listener.name}: cannot listen on {listener.server.config.host}:"
-                              f"{listener.server.config.port} (address in use or not available)")
+                raise OSError(f"{listener.name}: server failed to start")
             await asyncio.sleep(0.005)
     return running
 
@@ -222,8 +271,9 @@ def banner(running: Running) -> str:
     if running.broker is not None:
         lines.append(f"  MQTT broker     mqtt://{t.settings.mqtt_host}:{running.broker.port}")
     for camera_id in t.world.cameras:
-        lines.append(f"  {camera_id} gateway  {running.url(camera_id + '/http')}  "
-                     f"{running.url(camera_id + '/https')}")
+        lines.append(
+            f"  {camera_id} gateway  {running.url(camera_id + '/http')}  {running.url(camera_id + '/https')}"
+        )
     return "\n".join(lines)
 
 

@@ -51,16 +51,23 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--cameras", type=int, help="number of simulated cameras")
     run.add_argument("--sensors", type=int, help="number of simulated sensors")
     run.add_argument("--state-dir", type=Path, help="durable state directory (default: in-memory)")
-    run.add_argument("--release", choices=("0.9.24", "0.9.17"), default="0.9.24",
-                     help="automation backend release profile")
+    run.add_argument(
+        "--release", choices=("0.9.24", "0.9.17"), default="0.9.24", help="automation backend release profile"
+    )
     run.add_argument("--host", default="0.0.0.0", help="automation API bind address")
     run.add_argument("--port", type=int, help="automation API port (env NEOMIND_PORT; default 9375)")
-    run.add_argument("--gateway-addressing", choices=("ip", "port"), default="ip",
-                     help="ip: 127.0.1.N:8080/8443; port: 127.0.0.1:8080+N/8443+N")
+    run.add_argument(
+        "--gateway-addressing",
+        choices=("ip", "port"),
+        default="ip",
+        help="ip: 127.0.1.N:8080/8443; port: 127.0.0.1:8080+N/8443+N",
+    )
     run.add_argument("--gateway-http-port", type=int, default=8080)
     run.add_argument("--gateway-https-port", type=int, default=8443)
     run.add_argument("--mqtt-port", type=int, default=1883, help="embedded broker port")
-    run.add_argument("--mqtt-url", help="use an external broker (mqtt://host:port) instead of the embedded one")
+    run.add_argument(
+        "--mqtt-url", help="use an external broker (mqtt://host:port) instead of the embedded one"
+    )
     run.add_argument("--control-port", type=int, default=9380)
     run.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     return p

@@ -15,7 +15,9 @@ RELEASES = ("0.9.24", "0.9.17")
 def create_app(backend: AutomationBackend, *, release: str = "0.9.24") -> FastAPI:
     if release not in RELEASES:
         raise ValueError(f"unknown release {release!r}; expected one of {', '.join(RELEASES)}")
-    app = FastAPI(title="Automation backend", version=release, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="Automation backend", version=release, docs_url=None, redoc_url=None, openapi_url=None
+    )
     app.state.backend = backend
     app.state.version = release
     app.state.release = release

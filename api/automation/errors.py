@@ -49,7 +49,9 @@ def error_body(code: str, message: str, **extra: object) -> dict:
     return {"success": False, "error": {"code": code, "message": message, "request_id": None, **extra}}
 
 
-def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 

@@ -27,7 +27,11 @@ def rfc3339_nanos(unix: float) -> str:
 def ok(data: Any, now: float) -> JSONResponse:
     """The success envelope ``{success, data, meta{timestamp, request_id}}``."""
     return JSONResponse(
-        {"success": True, "data": data, "meta": {"timestamp": rfc3339_nanos(now), "request_id": str(uuid.uuid4())}}
+        {
+            "success": True,
+            "data": data,
+            "meta": {"timestamp": rfc3339_nanos(now), "request_id": str(uuid.uuid4())},
+        }
     )
 
 
@@ -55,7 +59,11 @@ def login_response(login: Login) -> dict[str, Any]:
 
 
 def initialize_response(login: Login) -> dict[str, Any]:
-    return {"message": "Admin account created successfully", "user": user_info(login.user), "token": login.token}
+    return {
+        "message": "Admin account created successfully",
+        "user": user_info(login.user),
+        "token": login.token,
+    }
 
 
 def health(version: str) -> dict[str, Any]:

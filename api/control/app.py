@@ -150,7 +150,9 @@ def create_app(control: WorldControl, faults: dict[str, FaultSet] | None = None)
     @app.get("/faults")
     async def list_faults(request: Request) -> dict:
         return {
-            name: {"latency": [{"seconds": lat.seconds, "path_prefix": lat.path_prefix} for lat in fs.latency]}
+            name: {
+                "latency": [{"seconds": lat.seconds, "path_prefix": lat.path_prefix} for lat in fs.latency]
+            }
             for name, fs in request.app.state.faults.items()
         }
 

@@ -88,8 +88,9 @@ def message_of(code: int) -> str:
     return CODES.get(code, (500, "Unknown error"))[1]
 
 
-def fail(code: int, detail: str | None = None, *, type_: str | None = None,
-         headers: dict[str, str] | None = None) -> JSONResponse:
+def fail(
+    code: int, detail: str | None = None, *, type_: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     """``{"code", "message", "error": {"type"?, "detail"?}}`` with the code's HTTP status."""
     error: dict[str, str] = {}
     if type_:

@@ -32,9 +32,12 @@ def parse_login(raw: bytes) -> tuple[str, str, int]:
     if timestamp is None:
         timestamp = 0
     if (
-        not isinstance(username, str) or not username
-        or not isinstance(password, str) or not password
-        or isinstance(timestamp, bool) or not isinstance(timestamp, int)
+        not isinstance(username, str)
+        or not username
+        or not isinstance(password, str)
+        or not password
+        or isinstance(timestamp, bool)
+        or not isinstance(timestamp, int)
     ):
         raise InvalidInput("Invalid input format")
     return username, password, timestamp

@@ -13,7 +13,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 
-def write_self_signed(directory: Path, hosts: list[str], *, now: dt.datetime | None = None) -> tuple[Path, Path]:
+def write_self_signed(
+    directory: Path, hosts: list[str], *, now: dt.datetime | None = None
+) -> tuple[Path, Path]:
     """Write ``cert.pem`` and ``key.pem`` (mode 0600) for ``hosts`` (IPs or names) into ``directory``."""
     now = now or dt.datetime.now(dt.UTC)
     key = ec.generate_private_key(ec.SECP256R1())

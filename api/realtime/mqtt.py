@@ -9,8 +9,8 @@ import json
 import logging
 
 from amqtt.broker import Broker
-from amqtt.errors import BrokerError
 from amqtt.client import MQTTClient
+from amqtt.errors import BrokerError
 
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.events import Event, EventKind
@@ -51,7 +51,9 @@ class EmbeddedBroker:
         try:
             await self._broker.start()
         except BrokerError as err:
-            raise OSError(f"MQTT broker: cannot listen on {self.host}:{self._port} ({err.__cause__ or err})") from err
+            raise OSError(
+                f"MQTT broker: cannot listen on {self.host}:{self._port} ({err.__cause__ or err})"
+            ) from err
 
     async def stop(self) -> None:
         await self._broker.shutdown()

@@ -11,7 +11,10 @@ from twin.serve import Twin
 
 async def test_health_endpoints_answer_raw_json(automation: httpx.AsyncClient) -> None:
     assert (await automation.get("/api/health")).json() == {
-        "status": "ok", "service": "edge-ai-agent", "version": "0.9.24"}
+        "status": "ok",
+        "service": "edge-ai-agent",
+        "version": "0.9.24",
+    }
     status = (await automation.get("/api/health/status")).json()
     assert status["status"] == "healthy" and status["uptime"] == 0
     assert (await automation.get("/api/health/live")).json() == {"status": "alive"}
@@ -29,14 +32,17 @@ async def test_ready_is_200_even_when_not_ready(automation: httpx.AsyncClient) -
 
 async def test_setup_creates_the_first_admin_then_refuses(automation: httpx.AsyncClient) -> None:
     assert (await automation.get("/api/setup/status")).json()["setup_required"] is True
-    resp = await automation.post("/api/setup/initialize",
-                                 json={"username": "admin", "password": "secret123", "email": "a@b.io"})
+    resp = await automation.post(
+        "/api/setup/initialize", json={"username": "admin", "password": "secret123", "email": "a@b.io"}
+    )
     assert resp.status_code == 200
     body = resp.json()
     assert body["message"] == "Admin account created successfully"
     assert body["user"]["role"] == "admin" and body["user"]["created_at"] == 1767225600
     assert body["token"].count(".") == 2
-    again = await automation.post("/api/setup/initialize", json={"username": "other", "password": "secret123"})
+    again = await automation.post(
+        "/api/setup/initialize", json={"username": "other", "password": "secret123"}
+    )
     assert again.status_code == 403
     assert again.json()["error"]["code"] == "SETUP_ALREADY_COMPLETED"
     assert (await automation.get("/api/setup/status")).json()["setup_required"] is False
@@ -54,8 +60,10 @@ async def test_setup_creates_the_first_admin_then_refuses(automation: httpx.Asyn
 async def test_setup_validation_errors(automation: httpx.AsyncClient, body: dict, code: str) -> None:
     resp = await automation.post("/api/setup/initialize", json=body)
     assert resp.status_code == 400
-    assert resp.json() == {"success": False, "error": {"code": code, "message": resp.json()["error"]["message"],
-                                                       "request_id": None}}
+    assert resp.json() == {
+        "success": False,
+        "error": {"code": code, "message": resp.json()["error"]["message"], "request_id": None},
+    }
 
 
 async def test_missing_fields_and_wrong_types_are_422(automation: httpx.AsyncClient) -> None:
@@ -66,8 +74,9 @@ async def test_missing_fields_and_wrong_types_are_422(automation: httpx.AsyncCli
 
 
 async def test_malformed_json_is_400(automation: httpx.AsyncClient) -> None:
-    resp = await automation.post("/api/auth/login", content=b"{nope",
-                                 headers={"content-type": "application/json"})
+    resp = await automation.post(
+        "/api/auth/login", content=b"{nope", headers={"content-type": "application/json"}
+    )
     assert resp.status_code == 400
     assert resp.json()["success"] is False and resp.json()["error"]["code"] == "BAD_REQUEST"
 
@@ -89,8 +98,10 @@ async def test_bad_credentials_use_the_unified_envelope(automation: httpx.AsyncC
     for body in ({"username": "admin", "password": "wrong"}, {"username": "ghost", "password": "secret123"}):
         resp = await automation.post("/api/auth/login", json=body)
         assert resp.status_code == 401
-        assert resp.json() == {"success": False, "error": {
-            "code": "UNAUTHORIZED", "message": "Invalid username or password", "request_id": None}}
+        assert resp.json() == {
+            "success": False,
+            "error": {"code": "UNAUTHORIZED", "message": "Invalid username or password", "request_id": None},
+        }
 
 
 async def test_protected_route_without_or_with_bad_token(automation: httpx.AsyncClient) -> None:
@@ -103,13 +114,16 @@ async def test_logout_revokes_the_session(automation: httpx.AsyncClient) -> None
     token = await admin_token(automation)
     auth = {"Authorization": f"Bearer {token}"}
     assert (await automation.post("/api/auth/logout", headers=auth)).json() == {
-        "message": "Logged out successfully"}
+        "message": "Logged out successfully"
+    }
     resp = await automation.get("/api/auth/me", headers=auth)
     assert resp.status_code == 401
     assert resp.json()["error"]["message"] == "Session has been revoked"
 
 
-async def test_tokens_expire_after_seven_days_of_world_time(twin: Twin, automation: httpx.AsyncClient) -> None:
+async def test_tokens_expire_after_seven_days_of_world_time(
+    twin: Twin, automation: httpx.AsyncClient
+) -> None:
     auth = {"Authorization": f"Bearer {await admin_token(automation)}"}
     twin.clock.advance(7 * 86_400)
     assert (await automation.get("/api/auth/me", headers=auth)).status_code == 200  # 30 s skew allowed

@@ -13,19 +13,26 @@ async def timestamps(automation: httpx.AsyncClient, gateway: httpx.AsyncClient) 
     from datetime import datetime
 
     status = (await automation.get("/api/health/status")).json()
-    login = await automation.post("/api/setup/initialize", json={"username": "someone", "password": "abc12345"})
+    login = await automation.post(
+        "/api/setup/initialize", json={"username": "someone", "password": "abc12345"}
+    )
     created = login.json()["user"]["created_at"] if login.status_code == 200 else None
     # meta.timestamp comes from the success envelope (a 404 is enveloped too but carries no meta).
     health = (await gateway.get("/api/v1/system/health")).json()["data"]["time"]
     key = (await gateway.get("/api/v1/auth/public-key")).json()["data"]["unix_timestamp"]
-    out = {"uptime": status["uptime"], "gateway.health.time": health, "gateway.public_key.unix_timestamp": key}
+    out = {
+        "uptime": status["uptime"],
+        "gateway.health.time": health,
+        "gateway.public_key.unix_timestamp": key,
+    }
     if created is not None:
         out["user.created_at"] = created
     from api.automation.schemas import ok
 
     meta = ok({}, automation_now(automation)).body
     out["meta.timestamp"] = datetime.fromisoformat(
-        __import__("json").loads(meta)["meta"]["timestamp"][:26] + "+00:00").timestamp()
+        __import__("json").loads(meta)["meta"]["timestamp"][:26] + "+00:00"
+    ).timestamp()
     return out
 
 
@@ -36,8 +43,14 @@ def automation_now(client: httpx.AsyncClient) -> float:
 
 async def test_clock_read_pause_resume_speed(control: httpx.AsyncClient) -> None:
     clock = (await control.get("/clock")).json()
-    assert clock == {"mode": "step", "speed": 1.0, "paused": False, "sim_time": 0.0,
-                     "epoch": 1767225600.0, "unix_time": 1767225600.0}
+    assert clock == {
+        "mode": "step",
+        "speed": 1.0,
+        "paused": False,
+        "sim_time": 0.0,
+        "epoch": 1767225600.0,
+        "unix_time": 1767225600.0,
+    }
     assert (await control.post("/clock/pause")).json()["paused"] is True
     assert (await control.post("/clock/resume")).json()["paused"] is False
     assert (await control.put("/clock/speed", json={"speed": 60})).json()["speed"] == 60
@@ -54,7 +67,9 @@ async def test_clock_read_pause_resume_speed(control: httpx.AsyncClient) -> None
         ("PUT", "/seed", {"seed": -1}),
     ],
 )
-async def test_bad_control_input_is_400(control: httpx.AsyncClient, method: str, path: str, body: dict) -> None:
+async def test_bad_control_input_is_400(
+    control: httpx.AsyncClient, method: str, path: str, body: dict
+) -> None:
     resp = await control.request(method, path, json=body)
     assert resp.status_code == 400
     assert resp.json()["error"]["code"] == "invalid_input"

@@ -103,16 +103,26 @@ class UserDirectory:
     def _issue(self, user: User) -> str:
         iat = int(self.world.now())
         exp = iat + SESSION_LIFETIME_S
-        claims = {"sub": user.id, "username": user.username, "role": user.role, "iat": iat, "exp": exp,
-                  "jti": secrets.token_hex(8)}
+        claims = {
+            "sub": user.id,
+            "username": user.username,
+            "role": user.role,
+            "iat": iat,
+            "exp": exp,
+            "jti": secrets.token_hex(8),
+        }
         token = jwt.encode(claims, self._secret(), algorithm="HS256")
         self.sessions.put(_token_key(token), {"username": user.username, "exp": exp})
         return token
 
     def authenticate(self, token: str) -> User:
         try:
-            claims = jwt.decode(token, self._secret(), algorithms=["HS256"], options={"verify_exp": False,
-                                                                                        "verify_iat": False})
+            claims = jwt.decode(
+                token,
+                self._secret(),
+                algorithms=["HS256"],
+                options={"verify_exp": False, "verify_iat": False},
+            )
         except jwt.InvalidSignatureError as err:
             raise Unauthenticated("Invalid token: Invalid signature") from err
         except jwt.PyJWTError as err:

@@ -68,7 +68,8 @@ class ClockSpec(_Strict):
     speed: float = Field(default=1.0, gt=0)
     epoch: float | Literal["now"] = Field(
         default=DEFAULT_EPOCH,
-        description="unix time of sim time 0; 'now' takes the wall clock once at start (traces then differ per run)",
+        description="unix time of sim time 0; 'now' reads the wall clock once at start "
+        "(traces then differ between runs)",
     )
 
 
@@ -90,8 +91,18 @@ class Scenario(_Strict):
                 metrics=tuple(
                     MetricSpec(
                         name,
-                        SignalSpec(sig.kind, sig.mean, sig.amplitude, sig.period, sig.noise, sig.drift_per_day,
-                                   sig.spread, sig.min, sig.max, sig.decimals),
+                        SignalSpec(
+                            sig.kind,
+                            sig.mean,
+                            sig.amplitude,
+                            sig.period,
+                            sig.noise,
+                            sig.drift_per_day,
+                            sig.spread,
+                            sig.min,
+                            sig.max,
+                            sig.decimals,
+                        ),
                         unit=sig.unit,
                     )
                     for name, sig in s.metrics.items()
