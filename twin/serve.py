@@ -181,6 +181,7 @@ def _bind(listener: Listener) -> socket.socket:
     host, port = listener.server.config.host, listener.server.config.port
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it
     try:
         sock.bind((host, port))
     except OSError as err:
