@@ -47,55 +47,37 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--scenario", type=Path, help="scenario YAML (default: scenarios/default.yaml)")
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     run.add_argument("--speed", type=float, help="realtime speed factor (60 = a minute per second)")
-    run.add_argument("--step", action="store_true", help="time moves only when the control plane advances it")
+    run.add_argument(
+        "--step", action="store_true", default=None, help="time moves only when the control plane advances it"
+    )
     run.add_argument("--cameras", type=int, help="number of simulated cameras")
     run.add_argument("--sensors", type=int, help="number of simulated sensors")
     run.add_argument("--state-dir", type=Path, help="durable state directory (default: in-memory)")
-    run.add_argument(
-        "--release", choices=("0.9.24", "0.9.17"), default="0.9.24", help="automation backend release profile"
-    )
-    run.add_argument("--host", default="0.0.0.0", help="automation API bind address")
+    run.add_argument("--release", choices=("0.9.24", "0.9.17"), help="automation backend release profile")
+    run.add_argument("--host", help="automation API bind address")
     run.add_argument("--port", type=int, help="automation API port (env NEOMIND_PORT; default 9375)")
     run.add_argument(
         "--gateway-addressing",
         choices=("ip", "port"),
-        default="ip",
         help="ip: 127.0.1.N:8080/8443; port: 127.0.0.1:8080+N/8443+N",
     )
-    run.add_argument("--gateway-http-port", type=int, default=8080)
-    run.add_argument("--gateway-https-port", type=int, default=8443)
-    run.add_argument("--mqtt-port", type=int, default=1883, help="embedded broker port")
+    run.add_argument("--gateway-http-port", type=int)
+    run.add_argument("--gateway-https-port", type=int)
+    run.add_argument("--mqtt-port", type=int, help="embedded broker port")
     run.add_argument(
         "--mqtt-url", help="use an external broker (mqtt://host:port) instead of the embedded one"
     )
-    run.add_argument("--control-port", type=int, default=9380)
-    run.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    run.add_argument("--control-port", type=int)
+    run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     return p
 
 
 def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tuple[str, Settings]:
+    """The command and its settings; flags win over the environment, which wins over defaults."""
     environ = os.environ if environ is None else environ
-    args = _parser().parse_args(argv)
-    port = args.port
-    if port is None:
-        env_port = environ.get("NEOMIND_PORT")
-        port = int(env_port) if env_port and env_port.isdigit() else 9375
-    return args.command, Settings(
-        scenario=args.scenario or DEFAULT_SCENARIO,
-        seed=args.seed,
-        speed=args.speed,
-        step=args.step,
-        cameras=args.cameras,
-        sensors=args.sensors,
-        state_dir=args.state_dir,
-        release=args.release,
-        host=args.host,
-        port=port,
-        gateway_addressing=args.gateway_addressing,
-        gateway_http_port=args.gateway_http_port,
-        gateway_https_port=args.gateway_https_port,
-        mqtt_port=args.mqtt_port,
-        mqtt_url=args.mqtt_url,
-        control_port=args.control_port,
-        log_level=args.log_level,
-    )
+    args = vars(_parser().parse_args(argv))
+    command = args.pop("command")
+    values = {key: value for key, value in args.items() if value is not None}
+    if "port" not in values and environ.get("NEOMIND_PORT", "").isdigit():
+        values["port"] = int(environ["NEOMIND_PORT"])
+    return command, Settings(**values)
