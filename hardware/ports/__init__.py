@@ -31,7 +31,6 @@ from hardware.ports.types import (
     Login,
     PublicKey,
     Readiness,
-    Sample,
     SnapshotInfo,
     User,
 )
@@ -59,7 +58,6 @@ __all__ = [
     "PublicKey",
     "RateLimited",
     "Readiness",
-    "Sample",
     "SnapshotInfo",
     "StorageFull",
     "Subscription",

@@ -71,15 +71,3 @@ class PublicKey:
 class GatewayInfo:
     version: str
     services: dict[str, bool] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """One telemetry sample of one metric."""
-
-    device_id: str
-    device_type: str
-    metric: str
-    value: float
-    at: float
-    """Unix seconds on the world clock."""
