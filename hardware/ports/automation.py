@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from hardware.ports.clock import Clock
+from hardware.ports.devices import AutomationDevices
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import Login, Readiness, User
 
@@ -12,6 +13,7 @@ from hardware.ports.types import Login, Readiness, User
 @runtime_checkable
 class AutomationBackend(Protocol):
     clock: Clock
+    devices: AutomationDevices
 
     def uptime(self) -> float:
         """Seconds of world time since the server started."""

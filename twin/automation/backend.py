@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import Login, Readiness, User
+from twin.automation.devices import TwinDevices
 from twin.clock import SimClock
 from twin.world import World
 
@@ -12,6 +13,7 @@ class TwinAutomation:
     def __init__(self, world: World, clock: SimClock, *, mqtt_ready=lambda: True) -> None:
         self.world = world
         self.clock = clock
+        self.devices = TwinDevices(world)
         self._mqtt_ready = mqtt_ready
 
     def uptime(self) -> float:
