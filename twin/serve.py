@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import signal
 import socket
 import tempfile
@@ -22,6 +23,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from api.automation.app import create_app as create_automation_app
+from api.automation.ratelimit import RateLimiter, host_limit
 from api.control.app import create_app as create_control_app
 from api.faults import FaultMiddleware, FaultSet
 from api.gateway.app import create_app as create_gateway_app
@@ -76,6 +78,14 @@ def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
     return config, mode, speed
 
 
+def host_rate_limit() -> int:
+    """The real server's threshold for this host: from its cores and total memory."""
+    mem_mb = 0
+    with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as fh:
+        mem_mb = int(fh.readline().split()[1]) // 1024
+    return host_limit(os.cpu_count() or 1, mem_mb)
+
+
 def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     config, mode, speed = world_config(settings)
     store = Store(settings.state_dir / "twin.sqlite3" if settings.state_dir else None)
@@ -84,7 +94,10 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     bridge_box: list[TelemetryBridge] = []
     automation = TwinAutomation(world, clock, mqtt_ready=lambda: bool(bridge_box and bridge_box[0].connected))
     faults: dict[str, FaultSet] = {"automation": FaultSet()}
-    automation_app = create_automation_app(automation, release=settings.release)
+    limiter = RateLimiter(settings.rate_limit or host_rate_limit(), clock.now)
+    if settings.api_key:
+        world.api_keys.ensure_default(settings.api_key)
+    automation_app = create_automation_app(automation, release=settings.release, limiter=limiter)
     automation_app.add_middleware(FaultMiddleware, faults=faults["automation"], sleep=clock.sleep)
     gateways: dict[str, TwinGateway] = {}
     gateway_apps: dict[str, FastAPI] = {}
@@ -105,7 +118,7 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         faults,
         automation_app,
         gateway_apps,
-        create_control_app(control, faults),
+        create_control_app(control, faults, {"automation": limiter}),
     )
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
     twin.bridge = TelemetryBridge(automation, mqtt_url)

@@ -34,6 +34,10 @@ class Settings:
     control_host: str = "127.0.0.1"
     control_port: int = 9380
     log_level: str = "info"
+    rate_limit: int | None = None
+    """Requests per minute per client; ``None`` derives it from the host like the real server."""
+    api_key: str | None = None
+    """A default API key to seed (``NEOMIND_API_KEY``); never printed."""
 
     @property
     def clock_mode(self) -> ClockMode | None:
@@ -69,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--control-port", type=int)
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    run.add_argument("--rate-limit", type=int, help="automation API requests per minute per client")
     return p
 
 
@@ -80,4 +85,6 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     values = {key: value for key, value in args.items() if value is not None}
     if "port" not in values and environ.get("NEOMIND_PORT", "").isdigit():
         values["port"] = int(environ["NEOMIND_PORT"])
+    if environ.get("NEOMIND_API_KEY"):
+        values["api_key"] = environ["NEOMIND_API_KEY"]
     return command, Settings(**values)

@@ -12,6 +12,7 @@ from typing import Any
 import simpy
 
 from hardware.ports.events import Event, EventKind
+from twin.automation.apikeys import ApiKeyRing
 from twin.automation.users import UserDirectory
 from twin.bus import EventBus
 from twin.camera import Camera
@@ -67,6 +68,7 @@ class World:
             camera_id = f"cam-{i + 1:02d}"
             self.cameras[camera_id] = Camera(self, camera_id, i + 1)
         self.users = UserDirectory(self)
+        self.api_keys = ApiKeyRing(self)
 
     # Time ----------------------------------------------------------------------------------
     def now(self) -> float:

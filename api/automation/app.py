@@ -6,13 +6,16 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from api.automation import errors
+from api.automation.ratelimit import RateLimiter
 from api.automation.routers import auth, health
 from hardware.ports.automation import AutomationBackend
 
 RELEASES = ("0.9.24", "0.9.17")
 
 
-def create_app(backend: AutomationBackend, *, release: str = "0.9.24") -> FastAPI:
+def create_app(
+    backend: AutomationBackend, *, release: str = "0.9.24", limiter: RateLimiter | None = None
+) -> FastAPI:
     if release not in RELEASES:
         raise ValueError(f"unknown release {release!r}; expected one of {', '.join(RELEASES)}")
     app = FastAPI(
@@ -21,8 +24,9 @@ def create_app(backend: AutomationBackend, *, release: str = "0.9.24") -> FastAP
     app.state.backend = backend
     app.state.version = release
     app.state.release = release
+    app.state.limiter = limiter
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"])
-    errors.install(app)
+    errors.install(app, release)
     for router in (health.router, auth.router):
         app.include_router(router, prefix="/api")
     return app

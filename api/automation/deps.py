@@ -1,4 +1,9 @@
-"""Dependency providers: a route's signature reads as its dependency list."""
+"""Dependency providers: a route's signature reads as its dependency list.
+
+``current_user`` is the hybrid (JWT-or-API-key) check of every protected route: JWT first, then an
+API key (``X-API-Key``, or ``Bearer nmk_…``), then the key's scope, then the rate limiter, so an
+unauthenticated caller gets 401, never 429. ``admin_user`` is the JWT-only check.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,13 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from api.automation.ratelimit import RateLimiter, client_key, limited_path
 from hardware.ports.automation import AutomationBackend
-from hardware.ports.errors import Unauthenticated
-from hardware.ports.types import User
+from hardware.ports.errors import Forbidden, RateLimited, Unauthenticated
+from hardware.ports.types import Principal
+
+API_KEY_PREFIX = "nmk_"
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 async def get_backend(request: Request) -> AutomationBackend:
@@ -25,15 +34,60 @@ async def bearer_token(request: Request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-async def current_user(request: Request, backend: Annotated[AutomationBackend, Depends(get_backend)]) -> User:
-    """JWT-or-API-key ("hybrid") authentication; API keys arrive with the auth issue."""
+def area_of(path: str) -> str:
+    """``/api/devices/d1/telemetry`` → ``devices``."""
+    parts = path.split("/")
+    return parts[2] if len(parts) > 2 else ""
+
+
+async def authenticate(request: Request, backend: AutomationBackend) -> Principal:
     token = await bearer_token(request)
-    if token is None:
+    if token and not token.startswith(API_KEY_PREFIX):
+        return Principal("jwt", user=backend.authenticate(token))
+    key = request.headers.get("x-api-key") or token
+    if not key:
         raise Unauthenticated("Authentication required. Provide a valid JWT token or API key.")
-    return backend.authenticate(token)
+    api_key = backend.authenticate_key(key)
+    area, write = area_of(request.url.path), request.method not in READ_METHODS
+    if not api_key.allows(area, write):
+        raise Forbidden(f"API key lacks permission '{area}:{'write' if write else 'read'}'")
+    return Principal("api_key", key=api_key)
+
+
+def rate_limit(request: Request) -> None:
+    limiter: RateLimiter | None = request.app.state.limiter
+    if limiter is not None and limited_path(request.url.path):
+        retry_after = limiter.hit(client_key(request))
+        if retry_after is not None:
+            raise RateLimited("Rate limit exceeded", retry_after=retry_after)
+
+
+async def current_user(
+    request: Request, backend: Annotated[AutomationBackend, Depends(get_backend)]
+) -> Principal:
+    principal = await authenticate(request, backend)
+    rate_limit(request)
+    return principal
+
+
+async def admin_user(
+    request: Request, backend: Annotated[AutomationBackend, Depends(get_backend)]
+) -> Principal:
+    """JWT only, and an administrator's: API keys are refused with 403."""
+    token = await bearer_token(request)
+    if request.headers.get("x-api-key") or (token and token.startswith(API_KEY_PREFIX)):
+        raise Forbidden("API keys are not accepted on this endpoint; log in as an administrator")
+    if not token:
+        raise Unauthenticated("Missing Authorization header")
+    principal = Principal("jwt", user=backend.authenticate(token))
+    if not principal.is_admin:
+        raise Forbidden("Admin access required", admin_required=True)
+    rate_limit(request)
+    return principal
 
 
 Backend = Annotated[AutomationBackend, Depends(get_backend)]
 Version = Annotated[str, Depends(get_version)]
-CurrentUser = Annotated[User, Depends(current_user)]
+CurrentUser = Annotated[Principal, Depends(current_user)]
+AdminUser = Annotated[Principal, Depends(admin_user)]
 Token = Annotated[str | None, Depends(bearer_token)]

@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from hardware.ports.errors import DomainError, ErrorCode
+from hardware.ports.errors import AuthError, DomainError, ErrorCode, RateLimited
 
 # (domain code, resource or None) -> (HTTP status, vendor error.code). Resource-specific rows win.
 ERROR_TABLE: dict[tuple[ErrorCode, str | None], tuple[int, str]] = {
@@ -55,13 +55,29 @@ def error_response(
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
-def install(app: FastAPI) -> None:
+def legacy_response(exc: DomainError, status: int, headers: dict[str, str] | None) -> JSONResponse | None:
+    """Release 0.9.17: auth failures were ``{"error", "status"}`` (a non-admin got 400) and rate
+    limiting ``{"error", "retry_after"}``; everything else already used the envelope."""
+    if isinstance(exc, RateLimited):
+        return JSONResponse(
+            {"error": "Rate limit exceeded", "retry_after": exc.retry_after}, 429, headers=headers
+        )
+    if isinstance(exc, AuthError):
+        status = 400 if exc.details.get("admin_required") else status
+        return JSONResponse({"error": exc.message, "status": status}, status, headers=headers)
+    return None
+
+
+def install(app: FastAPI, release: str = "0.9.24") -> None:
     """Exception handlers: the only place errors become HTTP responses."""
+    legacy = release == "0.9.17"
 
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:
         status, code = lookup(exc, setup=request.url.path.startswith("/api/setup/"))
         headers = {"Retry-After": str(exc.details["retry_after"])} if "retry_after" in exc.details else None
+        if legacy and (response := legacy_response(exc, status, headers)) is not None:
+            return response
         return error_response(status, code, exc.message, headers)
 
     @app.exception_handler(RequestValidationError)

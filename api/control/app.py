@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.automation.ratelimit import RateLimiter
 from api.faults import FaultSet, Latency
 from hardware.ports.control import WorldControl
 from hardware.ports.errors import DomainError, ErrorCode, NotFound
@@ -49,6 +50,11 @@ class SeedBody(_Body):
     seed: int = Field(ge=0)
 
 
+class StormBody(_Body):
+    limit: int = Field(ge=1, description="requests per minute per client while the storm lasts")
+    seconds: float = Field(gt=0, description="world seconds")
+
+
 class LatencyBody(_Body):
     seconds: float = Field(ge=0)
     path_prefix: str = "/"
@@ -80,10 +86,34 @@ Control = Annotated[WorldControl, Depends(_control)]
 ServerFaults = Annotated[FaultSet, Depends(_faults)]
 
 
-def create_app(control: WorldControl, faults: dict[str, FaultSet] | None = None) -> FastAPI:
+async def _limiter(request: Request, server: str) -> RateLimiter:
+    limiter = request.app.state.limiters.get(server)
+    if limiter is None:
+        raise NotFound(f"no rate-limited server named {server!r}", resource="server")
+    return limiter
+
+
+Limiter = Annotated[RateLimiter, Depends(_limiter)]
+
+
+def limiter_json(limiter: RateLimiter) -> dict[str, Any]:
+    return {
+        "limit": limiter.limit,
+        "base_limit": limiter.base_limit,
+        "storm_until": limiter.storm_until(),
+        "rejected": limiter.rejected,
+    }
+
+
+def create_app(
+    control: WorldControl,
+    faults: dict[str, FaultSet] | None = None,
+    limiters: dict[str, RateLimiter] | None = None,
+) -> FastAPI:
     app = FastAPI(title="Twin control plane", docs_url="/docs", redoc_url=None)
     app.state.control = control
     app.state.faults = faults or {}
+    app.state.limiters = limiters or {}
 
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:
@@ -165,5 +195,20 @@ def create_app(control: WorldControl, faults: dict[str, FaultSet] | None = None)
     async def clear_faults(faults: ServerFaults) -> dict:
         faults.clear()
         return {"cleared": True}
+
+    @app.get("/ratelimit/{server}")
+    async def rate_limit(limiter: Limiter) -> dict:
+        return limiter_json(limiter)
+
+    @app.post("/ratelimit/{server}/storm")
+    async def storm(body: StormBody, limiter: Limiter) -> dict:
+        """A rate-limit storm: the limit drops to ``limit`` for ``seconds`` of world time."""
+        limiter.storm(body.limit, body.seconds)
+        return limiter_json(limiter)
+
+    @app.delete("/ratelimit/{server}/storm")
+    async def calm(limiter: Limiter) -> dict:
+        limiter.calm()
+        return limiter_json(limiter)
 
     return app

@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 from hardware.ports.clock import Clock
 from hardware.ports.devices import AutomationDevices
 from hardware.ports.events import EventKind, Subscription
-from hardware.ports.types import Login, Readiness, User
+from hardware.ports.types import ApiKey, Login, Readiness, User
 
 
 @runtime_checkable
@@ -37,6 +37,36 @@ class AutomationBackend(Protocol):
         """The user a session token belongs to; ``Unauthenticated`` (expired, revoked, bad) otherwise."""
 
     def logout(self, token: str) -> None: ...
+
+    def authenticate_key(self, key: str) -> ApiKey:
+        """The API key ``key`` names; ``Unauthenticated`` when unknown, inactive or expired."""
+
+    def registration_enabled(self) -> bool: ...
+
+    def set_registration(self, enabled: bool) -> None: ...
+
+    def register(self, username: str, password: str) -> Login:
+        """Self-service sign-up with the regular role; ``Forbidden`` while registration is disabled."""
+
+    def change_password(self, user: User, old_password: str, new_password: str) -> None: ...
+
+    def list_users(self) -> list[User]: ...
+
+    def add_user(self, username: str, password: str, role: str) -> User: ...
+
+    def remove_user(self, username: str, actor: User) -> None: ...
+
+    def create_api_key(
+        self, name: str, permissions: list[str] | None = None, expires_at: int | None = None
+    ) -> tuple[str, ApiKey]:
+        """A new key: the raw secret (shown once) and its stored description."""
+
+    def list_api_keys(self) -> list[ApiKey]: ...
+
+    def delete_api_key(self, key_id: str) -> bool: ...
+
+    def api_key_status(self) -> tuple[int, bool]:
+        """(number of keys, whether the operator's default key exists)."""
 
     def subscribe(self, kinds: frozenset[EventKind] | None = None, maxlen: int = 1024) -> Subscription:
         """Events of the given kinds (all when ``None``) on a bounded queue that drops the oldest."""

@@ -71,3 +71,34 @@ class PublicKey:
 class GatewayInfo:
     version: str
     services: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: str
+    name: str
+    created_at: int
+    permissions: tuple[str, ...]
+    """``*`` or ``<area>`` / ``<area>:read`` / ``<area>:write`` (area = first path segment after /api)."""
+    active: bool = True
+    expires_at: int | None = None
+    preview: str = ""
+
+    def allows(self, area: str, write: bool) -> bool:
+        wanted = f"{area}:{'write' if write else 'read'}"
+        return any(p in ("*", area, wanted) for p in self.permissions)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who made a request: a user by JWT, or an API key."""
+
+    method: str  # "jwt" | "api_key"
+    user: User | None = None
+    key: ApiKey | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        if self.user is not None:
+            return self.user.role == "admin"
+        return self.key is not None and "*" in self.key.permissions

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hardware.ports.events import EventKind, Subscription
-from hardware.ports.types import Login, Readiness, User
+from hardware.ports.types import ApiKey, Login, Readiness, User
 from twin.automation.devices import TwinDevices
 from twin.clock import SimClock
 from twin.world import World
@@ -37,6 +37,44 @@ class TwinAutomation:
 
     def logout(self, token: str) -> None:
         self.world.users.logout(token)
+
+    def authenticate_key(self, key: str) -> ApiKey:
+        return self.world.api_keys.authenticate(key)
+
+    def registration_enabled(self) -> bool:
+        return self.world.users.registration_enabled()
+
+    def set_registration(self, enabled: bool) -> None:
+        self.world.users.set_registration(enabled)
+
+    def register(self, username: str, password: str) -> Login:
+        return self.world.users.register(username, password)
+
+    def change_password(self, user: User, old_password: str, new_password: str) -> None:
+        self.world.users.change_password(user, old_password, new_password)
+
+    def list_users(self) -> list[User]:
+        return self.world.users.list()
+
+    def add_user(self, username: str, password: str, role: str) -> User:
+        return self.world.users.add(username, password, role)
+
+    def remove_user(self, username: str, actor: User) -> None:
+        self.world.users.remove(username, actor)
+
+    def create_api_key(
+        self, name: str, permissions: list[str] | None = None, expires_at: int | None = None
+    ) -> tuple[str, ApiKey]:
+        return self.world.api_keys.create(name, permissions, expires_at)
+
+    def list_api_keys(self) -> list[ApiKey]:
+        return self.world.api_keys.list()
+
+    def delete_api_key(self, key_id: str) -> bool:
+        return self.world.api_keys.delete(key_id)
+
+    def api_key_status(self) -> tuple[int, bool]:
+        return self.world.api_keys.status()
 
     def subscribe(self, kinds: frozenset[EventKind] | None = None, maxlen: int = 1024) -> Subscription:
         return self.world.bus.subscribe(kinds, maxlen)

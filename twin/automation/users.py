@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import jwt
 
-from hardware.ports.errors import Conflict, InvalidInput, Unauthenticated
+from hardware.ports.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthenticated
 from hardware.ports.events import EventKind
 from hardware.ports.types import Login, User
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from twin.world import World
 
 SESSION_LIFETIME_S = 7 * 24 * 60 * 60
+ROLES = ("admin", "user", "viewer")
 CLOCK_SKEW_S = 30
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
@@ -138,3 +139,52 @@ class UserDirectory:
 
     def logout(self, token: str) -> None:
         self.sessions.delete(_token_key(token))
+
+    # Self-service registration, administration, passwords -------------------------------------
+    def registration_enabled(self) -> bool:
+        return bool((self.settings.get("auth") or {}).get("registration_enabled", False))
+
+    def set_registration(self, enabled: bool) -> None:
+        self.settings.put("auth", {"registration_enabled": enabled})
+
+    def register(self, username: str, password: str) -> Login:
+        """Registrants always get the regular role, whatever they ask for."""
+        if not self.registration_enabled():
+            raise Forbidden("Registration is disabled; an administrator can enable it")
+        self._check_new(username, password)
+        user = self.create(username, password, "user")
+        return Login(token=self._issue(user), user=user)
+
+    def add(self, username: str, password: str, role: str) -> User:
+        if role not in ROLES:
+            raise InvalidInput(f"role must be one of {', '.join(ROLES)}", field="role")
+        self._check_new(username, password)
+        return self.create(username, password, role)
+
+    def list(self) -> list[User]:
+        return [_user(doc) for doc in self.users.values()]
+
+    def remove(self, username: str, actor: User) -> None:
+        if username == actor.username:
+            raise InvalidInput("Cannot delete your own account", field="username")
+        if not self.users.delete(username):
+            raise NotFound(f"User '{username}' not found", resource="user")
+        for key, doc in self.sessions.items():
+            if doc["username"] == username:
+                self.sessions.delete(key)
+
+    def change_password(self, user: User, old: str, new: str) -> None:
+        doc = self.users.get(user.username)
+        if doc is None or not verify_password(old, doc["password"]):
+            raise InvalidInput("Current password is incorrect", field="old_password")
+        if len(new) < 6:
+            raise InvalidInput("New password must be at least 6 characters", field="new_password")
+        doc["password"] = hash_password(new)
+        self.users.put(user.username, doc)
+
+    @staticmethod
+    def _check_new(username: str, password: str) -> None:
+        if len(username.strip()) < 3:
+            raise InvalidInput("Username must be at least 3 characters", field="username")
+        if len(password) < 6:
+            raise InvalidInput("Password must be at least 6 characters", field="password")

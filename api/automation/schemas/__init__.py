@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from hardware.ports.types import Login, Readiness, User
+from hardware.ports.types import ApiKey, Login, Principal, Readiness, User
 
 SERVICE_NAME = "edge-ai-agent"
 
@@ -48,6 +48,62 @@ class InitializeRequest(_Body):
     username: str
     password: str
     email: str | None = None
+
+
+class RegisterRequest(_Body):
+    username: str
+    password: str
+    role: str | None = None  # accepted and ignored: registrants are always regular users
+
+
+class NewUserRequest(_Body):
+    username: str
+    password: str
+    role: str = "user"
+
+
+class ChangePasswordRequest(_Body):
+    old_password: str
+    new_password: str
+
+
+class NewApiKeyRequest(_Body):
+    name: str
+    permissions: list[str] = []
+    expires_at: int | None = None
+    """Unix seconds; or give ``expires_in_days``."""
+    expires_in_days: int | None = Field(default=None, ge=1, le=3650)
+
+
+class AuthSettings(_Body):
+    registration_enabled: bool
+
+
+def principal_info(p: Principal) -> dict[str, Any]:
+    """``/auth/me``: a user, or an API key presented as ``apikey:<id>``."""
+    if p.user is not None:
+        return user_info(p.user)
+    assert p.key is not None
+    return {
+        "id": f"apikey:{p.key.id}",
+        "username": p.key.name,
+        "role": "admin" if p.is_admin else "user",
+        "created_at": p.key.created_at,
+    }
+
+
+def api_key_info(key: ApiKey, *, preview: bool = False) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "id": key.id,
+        "name": key.name,
+        "created_at": key.created_at,
+        "permissions": list(key.permissions),
+        "active": key.active,
+        "expires_at": key.expires_at,
+    }
+    if preview:
+        info["preview"] = key.preview
+    return info
 
 
 def user_info(user: User) -> dict[str, Any]:

@@ -1,0 +1,94 @@
+"""The automation backend's rate limiter: a sliding 60 s window per client, on the world clock.
+
+The client key is, first match wins: the ``X-API-Key`` hash, the Bearer token hash,
+``X-Session-Id``, the client IP, then a hash of User-Agent + Accept. The limit is the reference's
+host-derived threshold unless overridden; the control plane can lower it for a while (a storm).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import deque
+from collections.abc import Callable
+
+from starlette.requests import Request
+
+WINDOW_S = 60.0
+EXCLUDED = ("/chat", "/ws", "/events/stream")
+
+
+def host_limit(cpu_count: int, mem_total_mb: int) -> int:
+    """max(cores * 2000, MB / 2), clamped to [5000, 100000] requests per minute."""
+    return max(5000, min(100_000, max(cpu_count * 2000, mem_total_mb // 2)))
+
+
+def _h(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+def client_key(request: Request) -> str:
+    headers = request.headers
+    if key := headers.get("x-api-key"):
+        return "key:" + _h(key)
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return "bearer:" + _h(token.strip())
+    if session := headers.get("x-session-id"):
+        return "session:" + session
+    if request.client is not None:
+        return "ip:" + request.client.host
+    return "ua:" + _h(headers.get("user-agent", "") + headers.get("accept", ""))
+
+
+class RateLimiter:
+    def __init__(self, limit: int, now: Callable[[], float]) -> None:
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        self.base_limit = limit
+        self._now = now
+        self._hits: dict[str, deque[float]] = {}
+        self._storm: tuple[int, float] | None = None
+        self.rejected = 0
+
+    @property
+    def limit(self) -> int:
+        if self._storm is not None:
+            limit, until = self._storm
+            if self._now() < until:
+                return limit
+            self._storm = None
+        return self.base_limit
+
+    def storm(self, limit: int, seconds: float) -> None:
+        """Lower the limit to ``limit`` for ``seconds`` of world time."""
+        self._storm = (limit, self._now() + seconds)
+
+    def calm(self) -> None:
+        self._storm = None
+
+    def storm_until(self) -> float | None:
+        return self._storm[1] if self._storm is not None and self._now() < self._storm[1] else None
+
+    def hit(self, key: str) -> int | None:
+        """Count a request; ``None`` if allowed, else the whole seconds to wait (may be 0)."""
+        now = self._now()
+        window = self._hits.get(key)
+        if window is None:
+            window = self._hits[key] = deque()
+        while window and window[0] <= now - WINDOW_S:
+            window.popleft()
+        if len(window) >= self.limit:
+            self.rejected += 1
+            return max(0, math.floor(WINDOW_S - (now - window[0])))
+        window.append(now)
+        return None
+
+    def forget_idle(self) -> None:
+        now = self._now()
+        for key in [k for k, w in self._hits.items() if not w or w[-1] <= now - WINDOW_S]:
+            del self._hits[key]
+
+
+def limited_path(path: str) -> bool:
+    return not any(part in path for part in EXCLUDED)
