@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 from hardware.ports.clock import Clock
 from hardware.ports.devices import AutomationDevices
 from hardware.ports.events import EventKind, Subscription
+from hardware.ports.system import AutomationSystem
 from hardware.ports.types import ApiKey, Login, Readiness, User
 
 
@@ -14,6 +15,7 @@ from hardware.ports.types import ApiKey, Login, Readiness, User
 class AutomationBackend(Protocol):
     clock: Clock
     devices: AutomationDevices
+    system: AutomationSystem
 
     def uptime(self) -> float:
         """Seconds of world time since the server started."""

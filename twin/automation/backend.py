@@ -5,6 +5,7 @@ from __future__ import annotations
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import ApiKey, Login, Readiness, User
 from twin.automation.devices import TwinDevices
+from twin.automation.system import TwinSystem
 from twin.clock import SimClock
 from twin.world import World
 
@@ -14,6 +15,7 @@ class TwinAutomation:
         self.world = world
         self.clock = clock
         self.devices = TwinDevices(world)
+        self.system = TwinSystem(world)
         self._mqtt_ready = mqtt_ready
 
     def uptime(self) -> float:
