@@ -23,7 +23,30 @@ CREATE TABLE IF NOT EXISTS documents (
     PRIMARY KEY (kind, id)
 );
 CREATE INDEX IF NOT EXISTS documents_kind_seq ON documents (kind, seq);
+CREATE TABLE IF NOT EXISTS samples (
+    device_id TEXT NOT NULL,
+    metric    TEXT NOT NULL,
+    ts        REAL NOT NULL,
+    num,
+    raw       TEXT,
+    quality   REAL,
+    PRIMARY KEY (device_id, metric, ts)
+) WITHOUT ROWID;
 """
+
+Sample = tuple[float, Any, float | None]
+"""One stored telemetry sample: (unix seconds, value, quality)."""
+
+
+def _encode(value: Any) -> tuple[Any, str | None]:
+    """Numbers go in ``num`` (aggregatable); anything else as JSON text in ``raw``."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value, None
+    return None, json.dumps(value, separators=(",", ":"))
+
+
+def _decode(num: Any, raw: str | None) -> Any:
+    return json.loads(raw) if raw is not None else num
 
 
 class Store:
@@ -53,6 +76,7 @@ class Store:
 
     def clear(self) -> None:
         self._db.execute("DELETE FROM documents")
+        self._db.execute("DELETE FROM samples")
         self._seq = 0
 
     def dump(self) -> bytes:
@@ -69,12 +93,22 @@ class Store:
         try:
             src.deserialize(data)
             rows = src.execute("SELECT kind, id, seq, doc FROM documents").fetchall()
+            has_samples = src.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'samples'"
+            ).fetchone()
+            samples = (
+                src.execute("SELECT device_id, metric, ts, num, raw, quality FROM samples").fetchall()
+                if has_samples
+                else []
+            )
         finally:
             src.close()
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.execute("DELETE FROM documents")
             self._db.executemany("INSERT INTO documents (kind, id, seq, doc) VALUES (?, ?, ?, ?)", rows)
+            self._db.execute("DELETE FROM samples")
+            self._db.executemany("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)", samples)
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
@@ -83,6 +117,56 @@ class Store:
 
     def close(self) -> None:
         self._db.close()
+
+    # Telemetry samples -----------------------------------------------------------------------
+    def put_samples(self, device_id: str, rows: list[tuple[str, float, Any, float | None]]) -> None:
+        """Store ``(metric, ts, value, quality)`` rows in one transaction; same (metric, ts) replaces."""
+        encoded = [(device_id, m, ts, *_encode(v), q) for m, ts, v, q in rows]
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany("INSERT OR REPLACE INTO samples VALUES (?, ?, ?, ?, ?, ?)", encoded)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def sample_metrics(self, device_id: str) -> list[str]:
+        rows = self._db.execute(
+            "SELECT DISTINCT metric FROM samples WHERE device_id = ? ORDER BY metric", (device_id,)
+        )
+        return [m for (m,) in rows.fetchall()]
+
+    def sample_count(self, device_id: str, metric: str, lo: float, hi: float) -> int:
+        return self._db.execute(
+            "SELECT COUNT(*) FROM samples WHERE device_id = ? AND metric = ? AND ts >= ? AND ts <= ?",
+            (device_id, metric, lo, hi),
+        ).fetchone()[0]
+
+    def sample_page(
+        self, device_id: str, metric: str, lo: float, hi: float, offset: int, limit: int
+    ) -> list[Sample]:
+        """Samples with ``lo <= ts <= hi``, newest first, skipping the newest ``offset``."""
+        rows = self._db.execute(
+            "SELECT ts, num, raw, quality FROM samples WHERE device_id = ? AND metric = ? "
+            "AND ts >= ? AND ts <= ? ORDER BY ts DESC LIMIT ? OFFSET ?",
+            (device_id, metric, lo, hi, limit, offset),
+        ).fetchall()
+        return [(ts, _decode(num, raw), q) for ts, num, raw, q in rows]
+
+    def sample_numbers(self, device_id: str, metric: str, lo: float, hi: float) -> list[tuple[float, Any]]:
+        """``(ts, number or None)`` with ``lo <= ts <= hi``, oldest first (for aggregates and buckets)."""
+        return self._db.execute(
+            "SELECT ts, num FROM samples WHERE device_id = ? AND metric = ? AND ts >= ? AND ts <= ? "
+            "ORDER BY ts",
+            (device_id, metric, lo, hi),
+        ).fetchall()
+
+    def latest_samples(self, device_id: str) -> dict[str, Sample]:
+        rows = self._db.execute(
+            "SELECT metric, MAX(ts), num, raw, quality FROM samples WHERE device_id = ? GROUP BY metric",
+            (device_id,),
+        ).fetchall()
+        return {m: (ts, _decode(num, raw), q) for m, ts, num, raw, q in rows}
 
     # Collection primitives -------------------------------------------------------------------
     def _put(self, kind: str, id_: str, doc: dict[str, Any]) -> None:

@@ -13,6 +13,10 @@ import simpy
 
 from hardware.ports.events import Event, EventKind
 from twin.automation.apikeys import ApiKeyRing
+from twin.automation.device_types import DeviceTypeRegistry
+from twin.automation.ingest import Ingest
+from twin.automation.registry import DeviceRegistry
+from twin.automation.telemetry import Telemetry
 from twin.automation.users import UserDirectory
 from twin.bus import EventBus
 from twin.camera import Camera
@@ -68,6 +72,10 @@ class World:
             camera_id = f"cam-{i + 1:02d}"
             self.cameras[camera_id] = Camera(self, camera_id, i + 1)
         self.users = UserDirectory(self)
+        self.device_types = DeviceTypeRegistry(self)
+        self.devices = DeviceRegistry(self)
+        self.ingest = Ingest(self)
+        self.telemetry = Telemetry(self)
         self.api_keys = ApiKeyRing(self)
 
     # Time ----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ ERROR_TABLE: dict[tuple[ErrorCode, str | None], tuple[int, str]] = {
     (ErrorCode.TIMEOUT, None): (504, "AGENT_EXECUTION_TIMEOUT"),
     (ErrorCode.STORAGE_FULL, None): (507, "INTERNAL_ERROR"),
     (ErrorCode.INTERNAL, None): (500, "INTERNAL_ERROR"),
+    (ErrorCode.INVALID_INPUT, "media_type"): (415, "UNSUPPORTED_MEDIA_TYPE"),
 }
 
 # Setup validation failures name the offending field (reference: setup handler codes).

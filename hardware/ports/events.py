@@ -21,6 +21,8 @@ class EventKind(StrEnum):
     USER_CREATED = "user.created"
     CLOCK_JUMP = "clock.jump"
     WORLD_RESET = "world.reset"
+    DEVICE_METRIC = "device.metric"
+    DEVICE_DISCOVERED = "device.discovered"
 
 
 @dataclass(frozen=True, slots=True)

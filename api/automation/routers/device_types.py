@@ -1,0 +1,38 @@
+"""Device type templates (jwt-or-api-key)."""
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from api.automation.deps import Backend, current_user
+from api.automation.schemas import devices as schemas
+from api.automation.schemas import ok
+
+router = APIRouter(tags=["device-types"], dependencies=[Depends(current_user)])
+
+
+@router.get("/device-types")
+async def list_device_types(backend: Backend) -> JSONResponse:
+    return ok(schemas.device_type_list(backend.devices.list_device_types()), backend.clock.now())
+
+
+@router.post("/device-types")
+async def create_device_type(body: schemas.DeviceTypeBody, backend: Backend) -> JSONResponse:
+    created = backend.devices.create_device_type(body.to_port())
+    data = {"success": True, "registered": True, "device_type": created.device_type, "name": created.name}
+    return ok(data, backend.clock.now())
+
+
+@router.put("/device-types")
+async def validate_device_type(body: schemas.DeviceTypeBody, backend: Backend) -> JSONResponse:
+    return ok(schemas.validation(backend.devices.validate_device_type(body.to_port())), backend.clock.now())
+
+
+@router.get("/device-types/{device_type}")
+async def get_device_type(device_type: str, backend: Backend) -> JSONResponse:
+    return ok(schemas.device_type_full(backend.devices.get_device_type(device_type)), backend.clock.now())
+
+
+@router.delete("/device-types/{device_type}")
+async def delete_device_type(device_type: str, backend: Backend) -> JSONResponse:
+    backend.devices.delete_device_type(device_type)
+    return ok({"success": True, "device_type": device_type, "deleted": True}, backend.clock.now())

@@ -1,0 +1,490 @@
+"""Wire shapes of devices, device types, drafts, commands and the webhook (release 0.9.24)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qsl
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hardware.ports.devices import (
+    Approval,
+    CommandDef,
+    CurrentValues,
+    DataType,
+    Device,
+    DeviceDetail,
+    DevicePage,
+    DeviceType,
+    Draft,
+    MetricDef,
+    ParameterDef,
+    Validation,
+)
+from hardware.ports.errors import InvalidInput
+
+PLUGIN_ID = "internal-mqtt"
+PLUGIN_NAME = "Internal MQTT"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# Requests -----------------------------------------------------------------------------------
+class CreateDeviceRequest(_Body):
+    device_type: str
+    device_id: str | None = None
+    name: str
+    adapter_type: str
+    connection_config: dict[str, Any]
+    offline_timeout_secs: int | None = None
+
+
+class UpdateDeviceRequest(_Body):
+    name: str | None = None
+    adapter_type: str | None = None
+    connection_config: dict[str, Any] | None = None
+    adapter_id: str | None = None
+    offline_timeout_secs: int | None = None
+
+
+class CommandRequest(_Body):
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class MetricWriteRequest(_Body):
+    metric: str
+    value: Any
+    timestamp: float | None = None
+    """Milliseconds (the vendor divides by 1000 before storing)."""
+
+
+def _data_type(raw: str | dict[str, Any]) -> DataType:
+    if isinstance(raw, str):
+        return DataType(raw.lower())
+    if len(raw) == 1:
+        (kind, body), *_ = raw.items()
+        body = body or {}
+        if kind.lower() == "enum":
+            return DataType("enum", options=tuple(str(o) for o in body.get("options", ())))
+        if kind.lower() == "array":
+            element = body.get("element_type")
+            return DataType("array", element_type=None if element is None else _data_type(element).kind)
+    raise InvalidInput(f"Invalid data_type: {json.dumps(raw)}", field="data_type")
+
+
+class MetricBody(_Body):
+    name: str
+    display_name: str | None = None
+    data_type: str | dict[str, Any] = "float"
+    unit: str = ""
+    min: float | None = None
+    max: float | None = None
+    required: bool = False
+
+    def to_port(self) -> MetricDef:
+        return MetricDef(
+            self.name,
+            self.display_name or self.name,
+            _data_type(self.data_type),
+            self.unit,
+            self.min,
+            self.max,
+            self.required,
+        )
+
+
+class ParameterBody(_Body):
+    name: str
+    display_name: str | None = None
+    data_type: str | dict[str, Any] = "string"
+    default_value: Any = None
+    min: float | None = None
+    max: float | None = None
+    unit: str = ""
+    allowed_values: list[Any] = Field(default_factory=list)
+    required: bool = False
+    help_text: str = ""
+
+    def to_port(self) -> ParameterDef:
+        return ParameterDef(
+            self.name,
+            self.display_name or self.name,
+            _data_type(self.data_type),
+            self.default_value,
+            self.min,
+            self.max,
+            self.unit,
+            tuple(self.allowed_values),
+            self.required,
+            self.help_text,
+        )
+
+
+class CommandBody(_Body):
+    name: str
+    display_name: str | None = None
+    description: str = ""
+    payload_template: str = ""
+    parameters: list[ParameterBody] = Field(default_factory=list)
+    fixed_values: dict[str, Any] = Field(default_factory=dict)
+
+    def to_port(self) -> CommandDef:
+        return CommandDef(
+            self.name,
+            self.display_name or self.name,
+            self.description,
+            self.payload_template,
+            tuple(p.to_port() for p in self.parameters),
+            dict(self.fixed_values),
+        )
+
+
+class DeviceTypeBody(_Body):
+    device_type: str
+    name: str
+    description: str = ""
+    categories: list[str] = Field(default_factory=list)
+    mode: str = "simple"
+    metrics: list[MetricBody] = Field(default_factory=list)
+    uplink_samples: list[Any] = Field(default_factory=list)
+    commands: list[CommandBody] = Field(default_factory=list)
+    default_offline_timeout_secs: int | None = None
+    store_raw: bool | None = None
+
+    def to_port(self) -> DeviceType:
+        return DeviceType(
+            device_type=self.device_type,
+            name=self.name,
+            description=self.description,
+            categories=tuple(self.categories),
+            mode=self.mode,
+            metrics=tuple(m.to_port() for m in self.metrics),
+            commands=tuple(c.to_port() for c in self.commands),
+            uplink_samples=tuple(self.uplink_samples),
+            default_offline_timeout_secs=self.default_offline_timeout_secs,
+            store_raw=self.store_raw,
+        )
+
+
+class NewTypeBody(_Body):
+    device_type: str
+    name: str
+    description: str = ""
+
+    def to_port(self) -> DeviceType:
+        return DeviceType(device_type=self.device_type, name=self.name, description=self.description)
+
+
+class ApproveRequest(_Body):
+    existing_type: str | None = None
+    new_type: NewTypeBody | None = None
+    device_name: str | None = None
+
+
+# Devices ------------------------------------------------------------------------------------
+def rfc3339(unix: float | None) -> str | None:
+    """``2026-01-01T00:00:10+00:00`` (chrono's ``to_rfc3339``), or ``None``."""
+    if unix is None:
+        return None
+    return datetime.fromtimestamp(unix, UTC).isoformat()
+
+
+def device_dto(d: Device) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": d.device_id,
+        "device_id": d.device_id,
+        "name": d.name,
+        "device_type": d.device_type,
+        "adapter_type": d.adapter_type,
+        "status": d.status,
+        "last_seen": rfc3339(d.last_seen),
+        "online": d.online,
+        "transport_connected": d.online,
+        "plugin_id": d.adapter_id or PLUGIN_ID,
+        "plugin_name": d.adapter_id or PLUGIN_NAME,
+        "effective_offline_timeout_secs": d.effective_offline_timeout_secs,
+        "metric_count": d.metric_count,
+        "command_count": d.command_count,
+        "config": {k: v if isinstance(v, str) else json.dumps(v) for k, v in d.connection_config.items()},
+    }
+    if d.adapter_id is not None:
+        body["adapter_id"] = d.adapter_id
+    if d.offline_timeout_secs is not None:
+        body["offline_timeout_secs"] = d.offline_timeout_secs
+    return body
+
+
+def device_page(p: DevicePage) -> dict[str, Any]:
+    pages = -(-p.total // p.limit)
+    return {
+        "devices": [device_dto(d) for d in p.devices],
+        "count": len(p.devices),
+        "pagination": {
+            "page": p.page,
+            "limit": p.limit,
+            "total": p.total,
+            "total_pages": pages,
+            "has_next": p.page < pages,
+            "has_prev": p.page > 1,
+        },
+    }
+
+
+def device_detail(detail: DeviceDetail) -> dict[str, Any]:
+    return {
+        **device_dto(detail.device),
+        "connection_config": dict(detail.device.connection_config),
+        "current_values": dict(detail.current_values),
+        "metrics": [metric_def(m) for m in detail.metrics],
+        "commands": [command_def(c) for c in detail.commands],
+    }
+
+
+def current_values(c: CurrentValues) -> dict[str, Any]:
+    d = c.device
+    device = {
+        "id": d.device_id,
+        "device_id": d.device_id,
+        "name": d.name,
+        "device_type": d.device_type,
+        "adapter_type": d.adapter_type,
+        "status": d.status,
+        "last_seen": rfc3339(d.last_seen),
+        "online": d.online,
+        "transport_connected": d.online,
+        "transport_changed_at": None,
+        "offline_timeout_secs": d.offline_timeout_secs,
+        "effective_offline_timeout_secs": d.effective_offline_timeout_secs,
+        "plugin_id": d.adapter_id or PLUGIN_ID,
+        "plugin_name": d.adapter_id or PLUGIN_NAME,
+        "adapter_id": d.adapter_id,
+    }
+    metrics = {
+        m.name: {
+            "name": m.name,
+            "display_name": m.display_name,
+            "unit": m.unit,
+            "data_type": m.data_type,
+            "value": m.value,
+            "is_virtual": m.is_virtual,
+        }
+        for m in c.metrics
+    }
+    commands = [
+        {
+            "name": cmd.name,
+            "display_name": cmd.display_name,
+            "parameters": [param_def(p) for p in cmd.parameters],
+        }
+        for cmd in c.commands
+    ]
+    return {"device": device, "metrics": metrics, "commands": commands}
+
+
+# Device types: serde (lowercase) and Debug (list) forms --------------------------------------
+def data_type(t: DataType) -> Any:
+    if t.kind == "enum":
+        return {"enum": {"options": list(t.options)}}
+    if t.kind == "array" and t.element_type:
+        return {"array": {"element_type": t.element_type}}
+    return t.kind
+
+
+def data_type_debug(t: DataType) -> str:
+    if t.kind == "enum":
+        return "Enum { options: [" + ", ".join(json.dumps(o) for o in t.options) + "] }"
+    if t.kind == "array" and t.element_type:
+        return f"Array {{ element_type: {t.element_type.capitalize()} }}"
+    return t.kind.capitalize()
+
+
+def _opt(body: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return body
+
+
+def metric_def(m: MetricDef) -> dict[str, Any]:
+    body = {"name": m.name, "display_name": m.display_name, "data_type": data_type(m.data_type)}
+    return _opt({**body, "unit": m.unit}, min=m.min, max=m.max) | {"required": m.required}
+
+
+def param_def(p: ParameterDef) -> dict[str, Any]:
+    body = {
+        "name": p.name,
+        "display_name": p.display_name,
+        "data_type": data_type(p.data_type),
+        "unit": p.unit,
+        "allowed_values": list(p.allowed_values),
+        "required": p.required,
+        "help_text": p.help_text,
+        "validation": [],
+    }
+    return _opt(body, default_value=p.default_value, min=p.min, max=p.max)
+
+
+def command_def(c: CommandDef) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "display_name": c.display_name,
+        "description": c.description,
+        "payload_template": c.payload_template,
+        "parameters": [param_def(p) for p in c.parameters],
+        "fixed_values": dict(c.fixed_values),
+        "samples": [],
+        "parameter_groups": [],
+    }
+
+
+def device_type_full(t: DeviceType) -> dict[str, Any]:
+    body = {
+        "device_type": t.device_type,
+        "name": t.name,
+        "description": t.description,
+        "categories": list(t.categories),
+        "mode": t.mode,
+        "metrics": [metric_def(m) for m in t.metrics],
+        "uplink_samples": list(t.uplink_samples),
+        "commands": [command_def(c) for c in t.commands],
+        "metric_count": len(t.metrics),
+        "command_count": len(t.commands),
+    }
+    return _opt(body, default_offline_timeout_secs=t.default_offline_timeout_secs, store_raw=t.store_raw)
+
+
+def device_type_item(t: DeviceType) -> dict[str, Any]:
+    metrics = [
+        _opt(
+            {"name": m.name, "display_name": m.display_name, "data_type": data_type_debug(m.data_type)},
+            unit=m.unit or None,
+            min=m.min,
+            max=m.max,
+        )
+        for m in t.metrics
+    ]
+    commands = [
+        {
+            "name": c.name,
+            "display_name": c.display_name,
+            "parameters": [
+                {"name": p.name, "display_name": p.display_name, "data_type": data_type_debug(p.data_type)}
+                for p in c.parameters
+            ],
+        }
+        for c in t.commands
+    ]
+    return {
+        "device_type": t.device_type,
+        "name": t.name,
+        "description": t.description,
+        "categories": list(t.categories),
+        "mode": t.mode,
+        "metrics": metrics,
+        "commands": commands,
+        "metric_count": len(t.metrics),
+        "command_count": len(t.commands),
+    }
+
+
+def device_type_list(types: tuple[DeviceType, ...]) -> dict[str, Any]:
+    return {"device_types": [device_type_item(t) for t in types], "count": len(types)}
+
+
+def validation(v: Validation) -> dict[str, Any]:
+    body: dict[str, Any] = {"valid": v.valid, "warnings": list(v.warnings), "message": v.message}
+    if v.errors:
+        body["errors"] = list(v.errors)
+    return body
+
+
+# Drafts -------------------------------------------------------------------------------------
+def draft_dto(d: Draft) -> dict[str, Any]:
+    body = {
+        "id": d.id,
+        "device_id": d.device_id,
+        "source": d.source,
+        "status": d.status,
+        "sample_count": d.sample_count,
+        "max_samples": d.max_samples,
+        "discovered_at": int(d.discovered_at),
+        "updated_at": int(d.updated_at),
+    }
+    return _opt(body, original_topic=d.original_topic, generated_type=d.generated_type)
+
+
+def draft_list(drafts: tuple[Draft, ...]) -> dict[str, Any]:
+    return {"items": [draft_dto(d) for d in drafts], "count": len(drafts)}
+
+
+def approval(a: Approval) -> dict[str, Any]:
+    return {
+        "original_device_id": a.original_device_id,
+        "system_device_id": a.system_device_id,
+        "device_type": a.device_type,
+        "recommended_topic": a.recommended_topic,
+        "registered": True,
+        "message": a.message,
+    }
+
+
+# Webhook ------------------------------------------------------------------------------------
+class WebhookPayload(BaseModel):
+    """``{data, timestamp?, quality?, device_id?}`` after content-type handling."""
+
+    model_config = ConfigDict(extra="ignore")
+    data: dict[str, Any]
+    timestamp: float | None = None
+    quality: float | None = None
+    device_id: str | None = None
+
+
+def _number(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+def webhook_payload(content_type: str, body: bytes, form: dict[str, Any] | None = None) -> WebhookPayload:
+    """JSON without ``data`` is wrapped whole; images become a data URL under ``image``; text under
+    ``text``; forms become fields. A missing type or octet-stream is tried as JSON. Else 415."""
+    media = content_type.split(";")[0].strip().lower()
+    if media in ("", "application/json", "application/octet-stream") or media.endswith("+json"):
+        try:
+            parsed = json.loads(body or b"{}")
+        except ValueError as err:
+            raise InvalidInput("Invalid JSON payload", field="body") from err
+        if not isinstance(parsed, dict):
+            raise InvalidInput("Webhook payload must be a JSON object", field="body")
+        if isinstance(parsed.get("data"), dict):
+            try:
+                return WebhookPayload.model_validate(parsed)
+            except ValueError as err:
+                raise InvalidInput(f"Invalid webhook payload: {err}", field="body") from err
+        device_id = parsed.pop("device_id", None)
+        return WebhookPayload(data=parsed, device_id=device_id if isinstance(device_id, str) else None)
+    if media.startswith("image/"):
+        encoded = base64.b64encode(body).decode()
+        return WebhookPayload(data={"image": f"data:{media};base64,{encoded}"})
+    if media == "text/plain":
+        return WebhookPayload(data={"text": body.decode("utf-8", errors="replace")})
+    if media == "application/x-www-form-urlencoded":
+        fields = {k: _number(v) for k, v in parse_qsl(body.decode("utf-8", errors="replace"))}
+    elif media == "multipart/form-data" and form is not None:
+        fields = {k: _number(v) if isinstance(v, str) else v for k, v in form.items()}
+    else:
+        raise InvalidInput(f"Unsupported content type: {media}", resource="media_type")
+    device_id = fields.pop("device_id", None)
+    return WebhookPayload(data=fields, device_id=device_id if isinstance(device_id, str) else None)
+
+
+def webhook_received(device_id: str, count: int, *, generic: bool) -> dict[str, Any]:
+    key = "metrics_processed" if generic else "metrics_received"
+    return {"success": True, "device_id": device_id, key: count}

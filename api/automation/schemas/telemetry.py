@@ -1,0 +1,74 @@
+"""Wire shapes of telemetry: the per-device history and the cross-device query (release 0.9.24)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hardware.ports.devices import Series, SourceSeries, TelemetryPage
+
+
+def _seconds(t: float | None) -> float | int | None:
+    if t is None:
+        return None
+    return int(t) if float(t).is_integer() else t
+
+
+def rows(s: Series, quality: Any = None) -> list[dict[str, Any]]:
+    """One dict per point: ``value`` follows the aggregate; ``min/max/sum/count`` always present."""
+    if quality is None:
+        return [
+            {"timestamp": t, "value": v, "min": lo, "max": hi, "sum": total, "count": n}
+            for t, v, lo, hi, total, n in zip(
+                s.timestamps, s.values, s.mins, s.maxs, s.sums, s.counts, strict=True
+            )
+        ]
+    return [
+        {"timestamp": t, "value": v, "quality": q, "min": lo, "max": hi, "sum": total, "count": n}
+        for t, v, q, lo, hi, total, n in zip(
+            s.timestamps, s.values, quality, s.mins, s.maxs, s.sums, s.counts, strict=True
+        )
+    ]
+
+
+def telemetry_page(p: TelemetryPage) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "device_id": p.device_id,
+        "metrics": list(p.metrics),
+        "data": {s.metric: rows(s) for s in p.series},
+        "start": _seconds(p.start),
+        "end": _seconds(p.end),
+    }
+    if not p.metrics:
+        return body
+    body["aggregated"] = p.aggregated
+    body["pagination"] = {
+        "offset": p.offset,
+        "limit": p.limit,
+        "total": p.total,
+        "next_cursor": _seconds(p.next_cursor),
+    }
+    return body
+
+
+def source_series(s: SourceSeries) -> dict[str, Any]:
+    head = {
+        "source_id": s.source_id,
+        "source": s.source,
+        "metric": s.metric,
+        "start": _seconds(s.start),
+        "end": _seconds(s.end),
+    }
+    if s.aggregation is not None:
+        return {
+            **head,
+            "aggregation": s.aggregation,
+            "value": s.value,
+            "count": s.total_count,
+            "total_count": s.total_count,
+        }
+    return {
+        **head,
+        "count": len(s.series),
+        "total_count": s.total_count,
+        "data": rows(s.series, s.quality),
+    }

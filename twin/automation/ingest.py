@@ -1,0 +1,168 @@
+"""Data pushed by devices (webhook, ``POST /devices/:id/metrics``) and auto-onboarding drafts.
+
+Pushed samples are durable (the store's ``samples`` table). Each ingested metric value publishes
+a ``DEVICE_METRIC`` event; data from an unknown device is recorded under its id and opens a draft
+(``DEVICE_DISCOVERED``) that approval turns into a device with the same id.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from hardware.ports.devices import Approval, DataType, DeviceType, Draft, Ingested, MetricDef
+from hardware.ports.errors import InvalidInput, NotFound, Unauthenticated
+from hardware.ports.events import EventKind
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+MAX_DRAFT_SAMPLES = 10
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, list):
+        return "array"
+    return "string"
+
+
+def _draft(doc: dict[str, Any]) -> Draft:
+    return Draft(
+        id=doc["id"],
+        device_id=doc["device_id"],
+        source=doc["source"],
+        status=doc["status"],
+        sample_count=doc["sample_count"],
+        max_samples=doc["max_samples"],
+        discovered_at=doc["discovered_at"],
+        updated_at=doc["updated_at"],
+        generated_type=doc.get("generated_type"),
+        original_topic=doc.get("original_topic"),
+    )
+
+
+class Ingest:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.drafts = world.store.collection("device_drafts")
+
+    def _record(self, device_id: str, data: Mapping[str, Any], ts: float, quality: float | None) -> None:
+        self.world.store.put_samples(device_id, [(m, ts, v, quality) for m, v in data.items()])
+        for metric, value in data.items():
+            self.world.emit(
+                EventKind.DEVICE_METRIC,
+                device_id,
+                metric=metric,
+                value=value,
+                timestamp=ts,
+                quality=quality,
+            )
+
+    def webhook(
+        self,
+        device_id: str,
+        data: Mapping[str, Any],
+        timestamp: float | None,
+        quality: float | None,
+        token: str | None,
+    ) -> Ingested:
+        if not device_id:
+            raise InvalidInput("device_id is required", field="device_id")
+        if quality is not None and not 0.0 <= quality <= 1.0:
+            raise InvalidInput("quality must be between 0 and 1", field="quality")
+        ts = self.world.now() if timestamp is None else float(timestamp)
+        doc = self.world.devices.find_doc(device_id)
+        if doc is None:
+            self._discover(device_id, data, ts, quality)
+            return Ingested(device_id, len(data), draft=True)
+        expected = doc["connection_config"].get("webhook_token")
+        if expected:
+            if not token:
+                raise Unauthenticated("Webhook token required", resource="webhook")
+            if not hmac.compare_digest(str(expected), token):
+                raise Unauthenticated("Invalid webhook token", resource="webhook")
+        self._record(device_id, data, ts, quality)
+        self.world.devices.seen(device_id)
+        return Ingested(device_id, len(data), draft=False)
+
+    def push_metric(self, device_id: str, metric: str, value: Any, timestamp: float | None) -> float:
+        self.world.devices.doc(device_id)
+        if not metric:
+            raise InvalidInput("metric is required", field="metric")
+        ts = self.world.now() if timestamp is None else float(timestamp)
+        self._record(device_id, {metric: value}, ts, None)
+        self.world.devices.seen(device_id)
+        return ts
+
+    # Drafts ------------------------------------------------------------------------------------
+    def _discover(self, device_id: str, data: Mapping[str, Any], ts: float, quality: float | None) -> None:
+        now = self.world.now()
+        doc = self.drafts.get(device_id)
+        if doc is None:
+            doc = {
+                "id": device_id,
+                "device_id": device_id,
+                "source": "webhook",
+                "status": "collecting",
+                "sample_count": 0,
+                "max_samples": MAX_DRAFT_SAMPLES,
+                "discovered_at": now,
+                "metrics": {},
+            }
+            self.world.emit(EventKind.DEVICE_DISCOVERED, device_id, via="webhook", timestamp=now)
+        doc["sample_count"] += 1
+        doc["updated_at"] = now
+        doc["metrics"].update({m: _kind(v) for m, v in data.items()})
+        if doc["sample_count"] >= doc["max_samples"]:
+            doc["status"] = "waiting_processing"
+        self.drafts.put(device_id, doc)
+        self._record(device_id, data, ts, quality)
+
+    def list_drafts(self) -> tuple[Draft, ...]:
+        return tuple(_draft(d) for d in self.drafts.values())
+
+    def approve(
+        self,
+        draft_id: str,
+        existing_type: str | None,
+        new_type: DeviceType | None,
+        device_name: str | None,
+    ) -> Approval:
+        doc = self.drafts.get(draft_id)
+        if doc is None:
+            raise NotFound(f"Draft {draft_id} not found", resource="draft")
+        types = self.world.device_types
+        if existing_type:
+            device_type = types.get(existing_type).device_type
+        else:
+            if new_type is None:
+                new_type = DeviceType(device_type=f"auto_{doc['device_id']}", name=doc["device_id"])
+            if not new_type.metrics:
+                metrics = tuple(
+                    MetricDef(name, name, DataType(kind)) for name, kind in sorted(doc["metrics"].items())
+                )
+                new_type = DeviceType(
+                    device_type=new_type.device_type,
+                    name=new_type.name,
+                    description=new_type.description,
+                    metrics=metrics,
+                )
+            device_type = types.create(new_type).device_type
+        device_id = doc["device_id"]
+        self.world.devices.create(device_type, device_name or device_id, "webhook", {}, device_id, None)
+        self.world.devices.seen(device_id, at=doc["updated_at"])
+        self.drafts.delete(draft_id)
+        return Approval(
+            original_device_id=device_id,
+            system_device_id=device_id,
+            device_type=device_type,
+            recommended_topic=f"device/{device_type}/{device_id}/uplink",
+            message="Device registered successfully",
+        )

@@ -1,0 +1,359 @@
+"""The automation server's device registry: simulated sensors and client-created devices.
+
+Every device in ``world.sensors`` is a device here (adapter ``mqtt``, last seen = its last
+procedural sample). Client-created devices, the per-sensor overrides (name, config, timeout,
+deletion) and the archive of deleted devices are durable documents in the store. Status is
+computed on the world clock: never seen → ``disconnected``; seen within the effective timeout →
+``online``; else ``offline``.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hardware.ports.devices import (
+    DEVICE_STATUSES,
+    KEEP,
+    CommandSent,
+    CurrentMetric,
+    CurrentValues,
+    Device,
+    DeviceCreated,
+    DeviceDetail,
+    DevicePage,
+    DeviceType,
+    Keep,
+)
+from hardware.ports.errors import InternalError, InvalidInput, NotFound
+from hardware.ports.events import EventKind
+
+if TYPE_CHECKING:
+    from twin.sensors import SensorFleet
+    from twin.world import World
+
+DEFAULT_OFFLINE_TIMEOUT_S = 300
+TIMEOUT_RANGE = (30, 86_400)
+VIRTUAL_PREFIXES = ("transform.", "virtual.", "computed.", "derived.", "aggregated.")
+
+
+def not_found(device_id: str) -> NotFound:
+    return NotFound(f"Device {device_id} not found", resource="device")
+
+
+def check_timeout(value: int | None) -> None:
+    if value is not None and not TIMEOUT_RANGE[0] <= value <= TIMEOUT_RANGE[1]:
+        raise InvalidInput("offline_timeout_secs must be between 30 and 86400", field="offline_timeout_secs")
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetrySource:
+    """What the telemetry query needs to know about a (live or archived) device."""
+
+    device_id: str
+    metrics: tuple[str, ...]
+    fleet: SensorFleet | None
+    upto: float
+    """Unix seconds: no procedural sample after this (now, or the deletion time)."""
+
+
+class DeviceRegistry:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.docs = world.store.collection("devices")
+        self.overlays = world.store.collection("sensor_overlays")
+        self.archive = world.store.collection("archived_devices")
+
+    # Lookup ----------------------------------------------------------------------------------
+    def _sim_doc(self, device_id: str, overlay: dict[str, Any] | None) -> dict[str, Any]:
+        fleet = self.world.sensor_of[device_id]
+        doc = {
+            "device_id": device_id,
+            "name": device_id,
+            "device_type": fleet.group.device_type,
+            "adapter_type": "mqtt",
+            "connection_config": {
+                "telemetry_topic": f"device/{fleet.group.device_type}/{device_id}/uplink",
+                "command_topic": f"device/{fleet.group.device_type}/{device_id}/downlink",
+            },
+            "adapter_id": None,
+            "offline_timeout_secs": None,
+            "last_seen": None,
+        }
+        doc.update(overlay or {})
+        doc["simulated"] = True
+        return doc
+
+    def find_doc(self, device_id: str) -> dict[str, Any] | None:
+        """The live device's document (sensor defaults merged with overrides), or ``None``."""
+        if device_id in self.world.sensor_of:
+            overlay = self.overlays.get(device_id)
+            if overlay is not None and overlay.get("deleted_at") is not None:
+                return None
+            return self._sim_doc(device_id, overlay)
+        return self.docs.get(device_id)
+
+    def doc(self, device_id: str) -> dict[str, Any]:
+        found = self.find_doc(device_id)
+        if found is None:
+            raise not_found(device_id)
+        return found
+
+    def exists(self, device_id: str) -> bool:
+        return self.find_doc(device_id) is not None
+
+    def device_type_of(self, doc: dict[str, Any]) -> DeviceType | None:
+        return self.world.device_types.find(doc["device_type"])
+
+    def _last_sample(self, fleet: SensorFleet, upto_sim: float) -> float | None:
+        if upto_sim < 0:
+            return None
+        period = fleet.group.period
+        return self.world.epoch + math.floor(upto_sim / period + 1e-9) * period
+
+    def _view(self, doc: dict[str, Any], dtype: DeviceType | None) -> Device:
+        last_seen = doc.get("last_seen")
+        if doc.get("simulated"):
+            sampled = self._last_sample(self.world.sensor_of[doc["device_id"]], self.world.env.now)
+            last_seen = max(x for x in (last_seen, sampled) if x is not None) if sampled else last_seen
+        override = doc.get("offline_timeout_secs")
+        default = dtype.default_offline_timeout_secs if dtype else None
+        effective = override or default or DEFAULT_OFFLINE_TIMEOUT_S
+        if last_seen is None:
+            status = "disconnected"
+        elif self.world.now() - last_seen > effective:
+            status = "offline"
+        else:
+            status = "online"
+        return Device(
+            device_id=doc["device_id"],
+            name=doc["name"],
+            device_type=doc["device_type"],
+            adapter_type=doc["adapter_type"],
+            connection_config=doc["connection_config"],
+            status=status,
+            last_seen=last_seen,
+            offline_timeout_secs=override,
+            effective_offline_timeout_secs=effective,
+            adapter_id=doc.get("adapter_id"),
+            simulated=bool(doc.get("simulated")),
+            metric_count=len(dtype.metrics) if dtype else 0,
+            command_count=len(dtype.commands) if dtype else 0,
+        )
+
+    def view(self, device_id: str) -> Device:
+        doc = self.doc(device_id)
+        return self._view(doc, self.device_type_of(doc))
+
+    def _all_docs(self) -> list[dict[str, Any]]:
+        overlays = dict(self.overlays.items())
+        docs = [
+            self._sim_doc(d, overlays.get(d))
+            for fleet in self.world.sensors.values()
+            for d in fleet.device_ids
+            if overlays.get(d, {}).get("deleted_at") is None
+        ]
+        return docs + self.docs.values()
+
+    # Queries ---------------------------------------------------------------------------------
+    def list(self, page: int, limit: int, device_type: str | None, status: str | None) -> DevicePage:
+        if status == "connected":
+            status = "online"
+        if status is not None and status not in DEVICE_STATUSES:
+            raise InvalidInput(f"Invalid status '{status}'", field="status")
+        page, limit = max(1, page), min(max(1, limit), 1000)
+        docs = self._all_docs()
+        if device_type is not None:
+            docs = [d for d in docs if d["device_type"] == device_type]
+        types: dict[str, DeviceType | None] = {}
+
+        def view(d: dict[str, Any]) -> Device:
+            if d["device_type"] not in types:
+                types[d["device_type"]] = self.device_type_of(d)
+            return self._view(d, types[d["device_type"]])
+
+        if status is not None:
+            views = [v for v in map(view, docs) if v.status == status]
+            total, chosen = len(views), views[(page - 1) * limit : page * limit]
+        else:
+            total, chosen = len(docs), [view(d) for d in docs[(page - 1) * limit : page * limit]]
+        return DevicePage(tuple(chosen), page, limit, total)
+
+    def detail(self, device_id: str) -> DeviceDetail:
+        doc = self.doc(device_id)
+        dtype = self.device_type_of(doc)
+        values = {m.name: m.value for m in self._current_metrics(doc, dtype) if m.value is not None}
+        return DeviceDetail(
+            self._view(doc, dtype),
+            dtype.metrics if dtype else (),
+            dtype.commands if dtype else (),
+            values,
+        )
+
+    def _current_metrics(self, doc: dict[str, Any], dtype: DeviceType | None) -> list[CurrentMetric]:
+        device_id = doc["device_id"]
+        values: dict[str, tuple[float, Any]] = {}
+        if doc.get("simulated"):
+            fleet = self.world.sensor_of[device_id]
+            t = self._last_sample(fleet, self.world.env.now)
+            if t is not None:
+                now = fleet.values(t - self.world.epoch)
+                i = fleet.index[device_id]
+                values = {name: (t, float(col[i])) for name, col in now.items()}
+        for metric, (ts, value, _) in self.world.store.latest_samples(device_id).items():
+            if metric not in values or ts >= values[metric][0]:
+                values[metric] = (ts, value)
+        out = [
+            CurrentMetric(
+                m.name, m.display_name, m.unit, m.data_type.kind, values.get(m.name, (None, None))[1]
+            )
+            for m in (dtype.metrics if dtype else ())
+        ]
+        known = {m.name for m in out}
+        for name in sorted(values):
+            if name in known or name == "_raw":
+                continue
+            virtual = name.startswith(VIRTUAL_PREFIXES)
+            kind = "float" if virtual else "string"
+            out.append(CurrentMetric(name, name, "-", kind, values[name][1], is_virtual=virtual))
+        return out
+
+    def current(self, device_id: str) -> CurrentValues:
+        doc = self.doc(device_id)
+        dtype = self.device_type_of(doc)
+        return CurrentValues(
+            self._view(doc, dtype), tuple(self._current_metrics(doc, dtype)), dtype.commands if dtype else ()
+        )
+
+    # Mutations -------------------------------------------------------------------------------
+    def create(
+        self,
+        device_type: str,
+        name: str,
+        adapter_type: str,
+        connection_config: Mapping[str, Any],
+        device_id: str | None,
+        offline_timeout_secs: int | None,
+    ) -> DeviceCreated:
+        if self.world.device_types.find(device_type) is None:
+            raise InternalError(f"Failed to add device: Device type template '{device_type}' not found")
+        check_timeout(offline_timeout_secs)
+        if not device_id:
+            suffix = self.world.streams.get("automation.device_ids").bytes(4).hex()
+            device_id = f"{device_type}_{suffix}"
+        existing = self.find_doc(device_id)
+        fields = {
+            "name": name,
+            "device_type": device_type,
+            "adapter_type": adapter_type,
+            "connection_config": dict(connection_config),
+            "offline_timeout_secs": offline_timeout_secs,
+        }
+        if device_id in self.world.sensor_of:
+            overlay = {k: v for k, v in (self.overlays.get(device_id) or {}).items() if k != "deleted_at"}
+            self.overlays.put(device_id, {**overlay, **fields})
+        else:
+            base = existing or {"device_id": device_id, "adapter_id": None, "last_seen": None}
+            self.docs.put(device_id, {**base, **fields})
+        self.archive.delete(device_id)
+        return DeviceCreated(device_id, updated_existing=existing is not None)
+
+    def update(
+        self,
+        device_id: str,
+        *,
+        name: str | None,
+        adapter_type: str | None,
+        connection_config: Mapping[str, Any] | None,
+        adapter_id: str | Keep | None,
+        offline_timeout_secs: int | Keep | None,
+    ) -> None:
+        doc = self.doc(device_id)
+        changes: dict[str, Any] = {}
+        if name is not None:
+            changes["name"] = name
+        if adapter_type is not None:
+            changes["adapter_type"] = adapter_type
+        if connection_config is not None:
+            changes["connection_config"] = dict(connection_config)
+        if adapter_id is not KEEP:
+            changes["adapter_id"] = adapter_id
+        if offline_timeout_secs is not KEEP:
+            check_timeout(offline_timeout_secs)
+            changes["offline_timeout_secs"] = offline_timeout_secs
+        self._save(doc, changes)
+
+    def _save(self, doc: dict[str, Any], changes: dict[str, Any]) -> None:
+        device_id = doc["device_id"]
+        if doc.get("simulated"):
+            self.overlays.put(device_id, {**(self.overlays.get(device_id) or {}), **changes})
+        else:
+            self.docs.put(device_id, {**doc, **changes})
+
+    def seen(self, device_id: str, at: float | None = None) -> None:
+        """Record that the device talked to the server (webhook, pushed metric), by default now."""
+        self._save(self.doc(device_id), {"last_seen": self.world.now() if at is None else at})
+
+    def delete(self, device_id: str) -> None:
+        doc = self.doc(device_id)
+        dtype = self.device_type_of(doc)
+        now = self.world.now()
+        if doc.get("simulated"):
+            self._save(doc, {"deleted_at": now})
+        else:
+            self.docs.delete(device_id)
+        self.archive.put(
+            device_id,
+            {
+                "device_id": device_id,
+                "device_type": doc["device_type"],
+                "metrics": [m.name for m in dtype.metrics] if dtype else [],
+                "simulated": bool(doc.get("simulated")),
+                "deleted_at": now,
+            },
+        )
+
+    def send_command(self, device_id: str, command: str, params: Mapping[str, Any]) -> CommandSent:
+        doc = self.doc(device_id)
+        dtype = self.device_type_of(doc)
+        defined = {c.name for c in dtype.commands} if dtype else set()
+        if defined and command not in defined:
+            raise InvalidInput(
+                f"Failed to send command: Command '{command}' not defined for device type "
+                f"'{doc['device_type']}'",
+                field="command",
+            )
+        command_id = str(uuid.UUID(bytes=self.world.streams.get("automation.commands").bytes(16), version=4))
+        simulated = bool(doc.get("simulated"))
+        self.world.emit(
+            EventKind.DEVICE_COMMAND_RESULT,
+            device_id,
+            command_id=command_id,
+            command=command,
+            params=dict(params),
+            status="success" if simulated else "sent",
+            result={"acknowledged": True} if simulated else None,
+            timestamp=self.world.now(),
+        )
+        return CommandSent(device_id, command, command_id)
+
+    # Telemetry -------------------------------------------------------------------------------
+    def telemetry_source(self, device_id: str, history: bool) -> TelemetrySource:
+        doc = self.find_doc(device_id)
+        fleet = self.world.sensor_of.get(device_id)
+        if doc is not None:
+            dtype = self.device_type_of(doc)
+            metrics = tuple(m.name for m in dtype.metrics) if dtype else ()
+            return TelemetrySource(device_id, metrics, fleet, self.world.now())
+        archived = self.archive.get(device_id) if history else None
+        if archived is None:
+            raise not_found(device_id)
+        return TelemetrySource(
+            device_id,
+            tuple(archived["metrics"]),
+            fleet if archived["simulated"] else None,
+            archived["deleted_at"],
+        )
