@@ -1,0 +1,54 @@
+"""The device registry in the world, no HTTP: status on the world clock, snapshots, reset."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware.ports.devices import KEEP, AutomationDevices
+from hardware.ports.errors import InternalError, NotFound
+from twin.automation.devices import TwinDevices
+from twin.world import World
+
+
+def test_adapter_satisfies_the_port_and_survives_reset(world: World) -> None:
+    devices = TwinDevices(world)
+    assert isinstance(devices, AutomationDevices)
+    devices.create_device("env_sensor", "lab", "webhook", {}, device_id="lab")
+    world.reset()
+    with pytest.raises(NotFound):
+        devices.get_device("lab")
+    assert devices.list_devices().total == 4
+
+
+def test_status_uses_the_timeout_chain(world: World) -> None:
+    world.devices.create("env_sensor", "lab", "webhook", {}, "lab", None)
+    assert world.devices.view("lab").status == "disconnected"
+    world.ingest.webhook("lab", {"t": 1}, None, None, None)
+    world.env.run(until=299)
+    assert world.devices.view("lab").status == "online"
+    world.env.run(until=301)
+    assert world.devices.view("lab").status == "offline"
+    world.devices.update(
+        "lab", name=None, adapter_type=None, connection_config=None, adapter_id=KEEP, offline_timeout_secs=600
+    )
+    assert world.devices.view("lab").status == "online"
+    sensor = world.devices.view("env_sensor-0001")
+    assert sensor.status == "online" and sensor.last_seen == world.epoch + 300
+
+
+def test_unknown_type_is_an_internal_error(world: World) -> None:
+    with pytest.raises(InternalError, match="Device type template 'x' not found"):
+        world.devices.create("x", "n", "mqtt", {}, None, None)
+
+
+def test_snapshot_restores_devices_samples_and_drafts(world: World) -> None:
+    world.devices.create("env_sensor", "lab", "webhook", {}, "lab", None)
+    world.ingest.webhook("lab", {"t": 1.5}, None, None, None)
+    world.ingest.webhook("stray", {"t": 2}, None, None, None)
+    snap = world.snapshot()
+    world.devices.delete("lab")
+    world.ingest.approve("stray", "env_sensor", None, None)
+    world.restore(snap)
+    assert world.devices.view("lab").status == "online"
+    assert world.store.latest_samples("lab")["t"][1] == 1.5
+    assert [d.device_id for d in world.ingest.list_drafts()] == ["stray"]
