@@ -31,6 +31,7 @@ from api.gateway.tls import write_self_signed
 from api.realtime.mqtt import EmbeddedBroker, TelemetryBridge
 from hardware.ports.types import ClockMode
 from twin.automation.backend import TwinAutomation
+from twin.automation.network import network_info
 from twin.clock import SimClock
 from twin.control import TwinControl
 from twin.fleet import CameraSpec, WorldConfig, default_sensor_group
@@ -97,7 +98,9 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     limiter = RateLimiter(settings.rate_limit or host_rate_limit(), clock.now)
     if settings.api_key:
         world.api_keys.ensure_default(settings.api_key)
-    automation_app = create_automation_app(automation, release=settings.release, limiter=limiter)
+    automation_app = create_automation_app(
+        automation, release=settings.release, limiter=limiter, network=network_info(settings)
+    )
     automation_app.add_middleware(FaultMiddleware, faults=faults["automation"], sleep=clock.sleep)
     gateways: dict[str, TwinGateway] = {}
     gateway_apps: dict[str, FastAPI] = {}

@@ -38,6 +38,10 @@ class Settings:
     """Requests per minute per client; ``None`` derives it from the host like the real server."""
     api_key: str | None = None
     """A default API key to seed (``NEOMIND_API_KEY``); never printed."""
+    public_host: str | None = None
+    """The host clients reach this server at (``NEOMIND_PUBLIC_HOST``); default: this host's LAN address."""
+    server_url: str | None = None
+    """The public base URL of the API server (``NEOMIND_SERVER_URL``), e.g. behind a reverse proxy."""
 
     @property
     def clock_mode(self) -> ClockMode | None:
@@ -87,4 +91,8 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
         values["port"] = int(environ["NEOMIND_PORT"])
     if environ.get("NEOMIND_API_KEY"):
         values["api_key"] = environ["NEOMIND_API_KEY"]
+    if environ.get("NEOMIND_PUBLIC_HOST", "").strip():
+        values["public_host"] = environ["NEOMIND_PUBLIC_HOST"].strip()
+    if environ.get("NEOMIND_SERVER_URL", "").strip():
+        values["server_url"] = environ["NEOMIND_SERVER_URL"].strip()
     return command, Settings(**values)

@@ -5,16 +5,21 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from api.automation import errors
+from api.automation import errors, metrics
 from api.automation.ratelimit import RateLimiter
-from api.automation.routers import auth, health
+from api.automation.routers import auth, health, settings, system
 from hardware.ports.automation import AutomationBackend
+from hardware.ports.system import NetworkInfo
 
 RELEASES = ("0.9.24", "0.9.17")
 
 
 def create_app(
-    backend: AutomationBackend, *, release: str = "0.9.24", limiter: RateLimiter | None = None
+    backend: AutomationBackend,
+    *,
+    release: str = "0.9.24",
+    limiter: RateLimiter | None = None,
+    network: NetworkInfo | None = None,
 ) -> FastAPI:
     if release not in RELEASES:
         raise ValueError(f"unknown release {release!r}; expected one of {', '.join(RELEASES)}")
@@ -25,8 +30,10 @@ def create_app(
     app.state.version = release
     app.state.release = release
     app.state.limiter = limiter
+    app.state.network = network or NetworkInfo()
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"])
+    app.add_middleware(metrics.RequestMetrics, counters=metrics.counters_of(app))
     errors.install(app, release)
-    for router in (health.router, auth.router):
+    for router in (health.router, auth.router, system.router_for(release), settings.router):
         app.include_router(router, prefix="/api")
     return app
