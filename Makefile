@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
 
-.PHONY: run test lint format bench load clean setup
+.PHONY: run test lint format bench load coverage clean setup
 
 setup: $(STAMP)
 
@@ -34,6 +34,9 @@ bench: $(STAMP)
 
 load: $(STAMP)
 	$(BIN)/locust -f loadtests/locustfile.py --headless -u 20 -r 10 -t 30s --host http://127.0.0.1:9375 $(ARGS)
+
+coverage: $(STAMP)
+	$(BIN)/python -m scripts.api_coverage
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
