@@ -1,9 +1,10 @@
 """A small asyncio HTTP/1.1 keep-alive load generator (no pipelining), in pure Python.
 
-Each of ``connections`` workers opens one connection and sends ``GET <path>`` again as soon as the
-previous response has been read in full. Responses that complete inside the measured window (after
-the warm-up) are counted, with their latency. Everything is bounded by time: workers stop sending
-at the deadline, and whatever is still in flight a grace period later is cancelled.
+Each of ``connections`` workers opens one connection and sends ``GET <path>`` (with any extra request
+headers, e.g. ``Authorization``) again as soon as the previous response has been read in full; one
+connection thus gives sequential requests, for latency. Responses that complete inside the measured
+window (after the warm-up) are counted, with their latency. Everything is bounded by time: workers
+stop sending at the deadline, and whatever is still in flight a grace period later is cancelled.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import contextlib
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 GRACE = 2.0  # seconds after the deadline before stragglers are cancelled
@@ -71,9 +73,14 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[rank - 1]
 
 
-def request_bytes(path: str) -> bytes:
-    """The one request every worker sends."""
-    return f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode("ascii")
+def request_bytes(path: str, headers: Mapping[str, str] | None = None) -> bytes:
+    """The one request every worker sends: ``GET path`` with ``Host`` and then ``headers``, in order."""
+    lines = [f"GET {path} HTTP/1.1", "Host: x"]
+    for name, value in (headers or {}).items():
+        if any(c in name + value for c in "\r\n") or not name or ":" in name:
+            raise ValueError(f"bad request header {name!r}")
+        lines.append(f"{name}: {value}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
 
 
 def parse_head(head: bytes) -> tuple[int, dict[str, str]]:
@@ -154,12 +161,23 @@ async def worker(host: str, port: int, request: bytes, window: Window, tally: Ta
         await close(writer)
 
 
-async def run(host: str, port: int, path: str, connections: int, duration: float, warmup: float) -> Result:
-    """Load ``http://host:port/path`` with ``connections`` workers; measure ``duration`` after ``warmup``."""
+async def run(
+    host: str,
+    port: int,
+    path: str,
+    connections: int,
+    duration: float,
+    warmup: float,
+    headers: Mapping[str, str] | None = None,
+) -> Result:
+    """Load ``http://host:port/path`` with ``connections`` workers; measure ``duration`` after ``warmup``.
+
+    ``headers`` are sent with every request (none by default, as for ``GET /api/health``).
+    """
     now = time.perf_counter()
     window = Window(now + warmup, now + warmup + duration)
     tally = Tally()
-    request = request_bytes(path)
+    request = request_bytes(path, headers)
     tasks = [asyncio.create_task(worker(host, port, request, window, tally)) for _ in range(connections)]
     _, pending = await asyncio.wait(tasks, timeout=warmup + duration + GRACE)
     for task in pending:

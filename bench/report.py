@@ -1,4 +1,4 @@
-"""Summaries of the trials: a plain-text table for stdout and a JSON-ready dict."""
+"""Summaries of the trials: a plain-text table for stdout and a JSON-ready dict, and targets to check."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from bench.loadgen import Result
 
 @dataclass(frozen=True)
 class Summary:
-    """All trials of one server, plus its memory after the load."""
+    """All trials of one load (one row), plus the server's memory after all loads (None: not shown)."""
 
     name: str
     trials: list[Result]
@@ -64,24 +64,68 @@ def ratio(twin: Summary, baseline: Summary) -> float:
     return twin.median_rps / baseline.median_rps if baseline.median_rps > 0 else math.nan
 
 
+@dataclass(frozen=True)
+class Target:
+    """A goal for one row: ``value`` (already measured) must be ``>=`` or ``<=`` ``limit``."""
+
+    row: str  # the Summary it belongs to
+    what: str  # e.g. "ratio to baseline", "p50 ms"
+    value: float
+    op: str  # ">=" or "<="
+    limit: float
+    text: str  # how the goal reads, e.g. "≥ 0.50" or "p50 ≤ 15 ms"
+
+    @property
+    def passed(self) -> bool:
+        """Whether the goal is met; a missing value (NaN) never is."""
+        if math.isnan(self.value):
+            return False
+        return self.value >= self.limit if self.op == ">=" else self.value <= self.limit
+
+    @property
+    def verdict(self) -> str:
+        return "PASS" if self.passed else "MISS"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "what": self.what,
+            "value": _rounded(self.value, 4),
+            "op": self.op,
+            "limit": self.limit,
+            "target": self.text,
+            "pass": self.passed,
+        }
+
+
 def _cell(value: float | None, fmt: str) -> str:
     return "-" if value is None or math.isnan(value) else format(value, fmt)
 
 
-def table(summaries: list[Summary], header: str) -> str:
-    """The plain-text table printed by ``python -m bench``."""
+def table(
+    summaries: list[Summary],
+    header: str,
+    ratios: dict[str, float] | None = None,
+    targets: list[Target] | None = None,
+) -> str:
+    """The plain-text table printed by ``python -m bench``: one row per summary, with its ratio to the
+    baseline (``ratios``, by row name) and its target and verdict (``targets``) where there are any."""
+    ratios = ratios or {}
+    by_row = {t.row: t for t in targets or []}
+    width = max([10, *(len(s.name) + 2 for s in summaries)])
     columns = (
-        f"{'server':<10}{'median req/s':>13}  {'trials req/s':<28}{'p50 ms':>8}{'p99 ms':>8}"
-        f"{'non-200':>9}{'errors':>8}{'RSS MB':>8}"
+        f"{'load':<{width}}{'median req/s':>13}  {'trials req/s':<28}{'p50 ms':>8}{'p99 ms':>8}"
+        f"{'non-200':>9}{'errors':>8}{'RSS MB':>8}{'ratio':>8}  target"
     )
-    lines = [header, "", columns, "-" * len(columns)]
+    lines = [header, "", columns, "-" * (len(columns) + 16)]
     for s in summaries:
         median = s.median_trial
         trials = " ".join(f"{t.rps:.0f}" for t in s.trials)
+        target = by_row.get(s.name)
         lines.append(
-            f"{s.name:<10}{_cell(s.median_rps, '.1f'):>13}  {trials:<28}"
+            f"{s.name:<{width}}{_cell(s.median_rps, '.1f'):>13}  {trials:<28}"
             f"{_cell(median.p50_ms if median else None, '.2f'):>8}"
             f"{_cell(median.p99_ms if median else None, '.2f'):>8}"
-            f"{s.non_200:>9}{s.errors:>8}{_cell(s.rss_mb, '.1f'):>8}"
+            f"{s.non_200:>9}{s.errors:>8}{_cell(s.rss_mb, '.1f'):>8}{_cell(ratios.get(s.name), '.3f'):>8}"
+            + (f"  {target.text} {target.verdict}" if target else "")
         )
     return "\n".join(lines)

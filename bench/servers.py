@@ -14,16 +14,19 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 HOST = "127.0.0.1"
 ROOT = Path(__file__).resolve().parent.parent
 TWIN_SCRIPT = Path(sys.executable).parent / "twin"
+SCENARIO = Path(__file__).resolve().parent / "scenario.yaml"
+RATE_LIMIT = 100_000_000  # requests per minute per client: the bench must never meet the limiter
 STOP_TIMEOUT = 10.0
+SETUP_TIMEOUT = 60.0
 
 
 class ServerError(RuntimeError):
-    """A server did not come up."""
+    """A server did not come up, or did not answer its setup as the bench needs."""
 
 
 @dataclass
@@ -34,6 +37,7 @@ class Server:
     proc: subprocess.Popen
     port: int
     log: IO[bytes]
+    control_port: int | None = None
 
     @property
     def url(self) -> str:
@@ -53,7 +57,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def launch(name: str, argv: list[str], port: int) -> Server:
+def launch(name: str, argv: list[str], port: int, control_port: int | None = None) -> Server:
     """Start ``argv`` with its output going to a temporary file (so no pipe can fill up)."""
     log = tempfile.TemporaryFile(prefix=f"bench-{name}-")  # noqa: SIM115 - closed by stop()
     try:
@@ -61,7 +65,7 @@ def launch(name: str, argv: list[str], port: int) -> Server:
     except OSError:
         log.close()
         raise
-    return Server(name, proc, port, log)
+    return Server(name, proc, port, log, control_port)
 
 
 def start_bare() -> Server:
@@ -70,17 +74,57 @@ def start_bare() -> Server:
     return launch("bare", [sys.executable, "-m", "bench.bare", "--port", str(port)], port)
 
 
-def start_twin() -> Server:
-    """``twin run`` on free ports, default scenario, state in memory, bound to loopback."""
+def start_twin(scenario: Path = SCENARIO) -> Server:
+    """``twin run`` on free ports with the bench's 1 000-device ``scenario``, step clock, no effective
+    rate limit, state in memory, bound to loopback."""
     port, control_port = free_port(), free_port()
     twin = [str(TWIN_SCRIPT)] if TWIN_SCRIPT.exists() else [sys.executable, "-m", "twin.cli"]
     argv = [
         *twin, "run",
+        "--scenario", str(scenario), "--step", "--rate-limit", str(RATE_LIMIT),
         "--host", HOST, "--port", str(port), "--control-port", str(control_port),
         "--mqtt-port", "0",
         "--gateway-addressing", "port", "--gateway-http-port", "0", "--gateway-https-port", "0",
     ]  # fmt: skip
-    return launch("twin", argv, port)
+    return launch("twin", argv, port, control_port)
+
+
+def http_json(
+    method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
+    """One request with an optional JSON body; returns the status and the decoded JSON body (None if the
+    body is not JSON). HTTP error statuses are returned, not raised; transport errors raise OSError."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=SETUP_TIMEOUT) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as err:
+        status, raw = err.code, err.read()
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, None
+
+
+def advance_clock(server: Server, seconds: float) -> float:
+    """Move the twin's step clock on by ``seconds`` over the control plane; returns the new sim time."""
+    url = f"http://{HOST}:{server.control_port}/clock/advance"
+    status, body = http_json("POST", url, {"seconds": seconds})
+    if status != 200 or not isinstance(body, dict) or "sim_time" not in body:
+        raise ServerError(f"{server.name}: POST {url} answered {status}: {body!r}")
+    return float(body["sim_time"])
+
+
+def initialize_admin(server: Server, username: str, password: str) -> str:
+    """Create the twin's first admin (``POST /api/setup/initialize``); returns its bearer token."""
+    url = f"{server.url}/api/setup/initialize"
+    status, body = http_json("POST", url, {"username": username, "password": password})
+    if status != 200 or not isinstance(body, dict) or not isinstance(body.get("token"), str):
+        raise ServerError(f"{server.name}: POST {url} answered {status}: {body!r}")
+    return body["token"]
 
 
 def healthy(url: str) -> bool:
