@@ -87,8 +87,9 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     args = vars(_parser().parse_args(argv))
     command = args.pop("command")
     values = {key: value for key, value in args.items() if value is not None}
-    if "port" not in values and environ.get("NEOMIND_PORT", "").isdigit():
-        values["port"] = int(environ["NEOMIND_PORT"])
+    port_variable = "PORT" if values.get("release") == "0.9.17" else "NEOMIND_PORT"  # renamed after 0.9.17
+    if "port" not in values and environ.get(port_variable, "").isdigit():
+        values["port"] = int(environ[port_variable])
     if environ.get("NEOMIND_API_KEY"):
         values["api_key"] = environ["NEOMIND_API_KEY"]
     if environ.get("NEOMIND_PUBLIC_HOST", "").strip():

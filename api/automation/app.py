@@ -14,6 +14,7 @@ from api.automation.routers import (
     devices,
     docs,
     health,
+    legacy,
     not_simulated,
     settings,
     system,
@@ -57,6 +58,8 @@ def create_app(
         settings.router,
     ):
         mount(app, router)
+    if release == "0.9.17":
+        mount(app, legacy.router)
     mount(app, docs.router)
     mount(app, not_simulated.router_for(app, release))
     app.router.routes.sort(key=lambda route: specificity(getattr(route, "path", "")))

@@ -47,8 +47,9 @@ class AutomationBackend(Protocol):
 
     def set_registration(self, enabled: bool) -> None: ...
 
-    def register(self, username: str, password: str) -> Login:
-        """Self-service sign-up with the regular role; ``Forbidden`` while registration is disabled."""
+    def register(self, username: str, password: str, *, earlier_release: bool = False) -> Login:
+        """Self-service sign-up with the regular role; ``Forbidden`` while registration is disabled.
+        ``earlier_release``: registration is open and the first registrant becomes administrator."""
 
     def change_password(self, user: User, old_password: str, new_password: str) -> None: ...
 

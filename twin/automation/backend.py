@@ -49,8 +49,8 @@ class TwinAutomation:
     def set_registration(self, enabled: bool) -> None:
         self.world.users.set_registration(enabled)
 
-    def register(self, username: str, password: str) -> Login:
-        return self.world.users.register(username, password)
+    def register(self, username: str, password: str, *, earlier_release: bool = False) -> Login:
+        return self.world.users.register(username, password, earlier_release=earlier_release)
 
     def change_password(self, user: User, old_password: str, new_password: str) -> None:
         self.world.users.change_password(user, old_password, new_password)

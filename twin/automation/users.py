@@ -147,12 +147,14 @@ class UserDirectory:
     def set_registration(self, enabled: bool) -> None:
         self.settings.put("auth", {"registration_enabled": enabled})
 
-    def register(self, username: str, password: str) -> Login:
-        """Registrants always get the regular role, whatever they ask for."""
-        if not self.registration_enabled():
+    def register(self, username: str, password: str, *, earlier_release: bool = False) -> Login:
+        """Registrants get the regular role, whatever they ask for. The earlier release had open
+        registration in which the first registered user became the administrator."""
+        if not earlier_release and not self.registration_enabled():
             raise Forbidden("Registration is disabled; an administrator can enable it")
         self._check_new(username, password)
-        user = self.create(username, password, "user")
+        role = "admin" if earlier_release and self.setup_required() else "user"
+        user = self.create(username, password, role)
         return Login(token=self._issue(user), user=user)
 
     def add(self, username: str, password: str, role: str) -> User:

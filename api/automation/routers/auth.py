@@ -16,8 +16,10 @@ async def login(body: schemas.LoginRequest, backend: Backend) -> JSONResponse:
 
 
 @router.post("/auth/register")
-async def register(body: schemas.RegisterRequest, backend: Backend) -> JSONResponse:
-    return JSONResponse(schemas.login_response(backend.register(body.username, body.password)), 201)
+async def register(request: Request, body: schemas.RegisterRequest, backend: Backend) -> JSONResponse:
+    earlier = request.app.state.release == "0.9.17"
+    login = backend.register(body.username, body.password, earlier_release=earlier)
+    return JSONResponse(schemas.login_response(login), 201)
 
 
 @router.post("/auth/logout")

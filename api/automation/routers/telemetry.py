@@ -1,6 +1,6 @@
 """Telemetry history per device and the cross-device query (jwt-or-api-key)."""
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from api.automation.deps import Backend, current_user
@@ -13,6 +13,7 @@ router = APIRouter(tags=["telemetry"], dependencies=[Depends(current_user)])
 
 @router.get("/devices/{device_id}/telemetry")
 async def telemetry(
+    request: Request,
     device_id: str,
     backend: Backend,
     metric: str | None = None,
@@ -26,6 +27,8 @@ async def telemetry(
     history: bool = False,
     bucketed: bool = False,
 ) -> JSONResponse:
+    if request.app.state.release == "0.9.17":  # hours was ignored and value was always the average
+        hours, aggregate = None, "avg" if aggregate is not None else None
     query = TelemetryQuery(metric, start, end, hours, aggregate, limit, offset, cursor, history, bucketed)
     return ok(schemas.telemetry_page(backend.devices.telemetry(device_id, query)), backend.clock.now())
 
