@@ -27,7 +27,7 @@ TARGET = ROOT / "API_COVERAGE.md"
 def render() -> str:
     app = build(Settings(scenario=ROOT / "scenarios" / "test.yaml", step=True)).automation_app
     served: dict[tuple[str, str], tuple[str, str]] = {}
-    for route in app.routes:
+    for route in app.state.routes:
         if isinstance(route, APIRoute):
             state = "501 not simulated yet" if route.endpoint is not_simulated else "simulated"
             for method in route.methods:

@@ -35,9 +35,16 @@ class SensorFleet:
             for i, m in enumerate(self.group.metrics)
         }
 
-    def current(self, device_id: str) -> dict[str, float]:
+    def values_of(self, device_id: str, t: float) -> dict[str, float]:
+        """One device's metrics at sim time ``t``, without evaluating the rest of the fleet."""
         i = self.index[device_id]
-        return {name: float(v[i]) for name, v in self.values(self.world.env.now).items()}
+        return {
+            m.name: float(evaluate(m.signal, self._metric_keys[k][i : i + 1], t, self.world.epoch)[0])
+            for k, m in enumerate(self.group.metrics)
+        }
+
+    def current(self, device_id: str) -> dict[str, float]:
+        return self.values_of(device_id, self.world.env.now)
 
     def block(self, times: np.ndarray) -> dict[str, np.ndarray]:
         """Every metric of every device at each of ``times``: arrays of shape (len(times), devices)."""

@@ -21,6 +21,7 @@ from api.automation.routers import (
     telemetry,
     webhook,
 )
+from api.automation.routing import group_by_area
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.system import NetworkInfo
 
@@ -37,7 +38,12 @@ def create_app(
     if release not in RELEASES:
         raise ValueError(f"unknown release {release!r}; expected one of {', '.join(RELEASES)}")
     app = FastAPI(
-        title="Automation backend", version=release, docs_url=None, redoc_url=None, openapi_url=None
+        title="Automation backend",
+        version=release,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        redirect_slashes=False,
     )
     app.state.backend = backend
     app.state.version = release
@@ -63,12 +69,14 @@ def create_app(
     mount(app, docs.router)
     mount(app, not_simulated.router_for(app, release))
     app.router.routes.sort(key=lambda route: specificity(getattr(route, "path", "")))
+    app.state.routes = tuple(app.router.routes)  # the flat list: routes.json, OpenAPI, coverage
+    app.router.routes[:] = group_by_area(app.state.routes)
     return app
 
 
 def mount(app: FastAPI, router: APIRouter, prefix: str = "/api") -> None:
     """Add ``router``'s routes to ``app`` as plain routes under ``prefix``, router-level dependencies
-    included, so ``app.routes`` lists every route (for routes.json, OpenAPI and matching order)."""
+    included, so every route is a plain ``APIRoute`` (for routes.json, OpenAPI and matching order)."""
     for route in router.routes:
         if isinstance(route, APIRoute):
             extra = [d for d in route.dependencies if d not in router.dependencies]

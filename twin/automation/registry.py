@@ -200,9 +200,8 @@ class DeviceRegistry:
             fleet = self.world.sensor_of[device_id]
             t = self._last_sample(fleet, self.world.env.now)
             if t is not None:
-                now = fleet.values(t - self.world.epoch)
-                i = fleet.index[device_id]
-                values = {name: (t, float(col[i])) for name, col in now.items()}
+                now = fleet.values_of(device_id, t - self.world.epoch)
+                values = {name: (t, value) for name, value in now.items()}
         for metric, (ts, value, _) in self.world.store.latest_samples(device_id).items():
             if metric not in values or ts >= values[metric][0]:
                 values[metric] = (ts, value)

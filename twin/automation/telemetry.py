@@ -51,6 +51,8 @@ def bucket_size(span: float, limit: int) -> float:
 
 
 def _stamps(ts: np.ndarray) -> list[float | int]:
+    if ts.size and bool(np.all(np.mod(ts, 1.0) == 0.0)):  # the common case: whole seconds
+        return ts.astype(np.int64).tolist()
     return [int(t) if t.is_integer() else t for t in ts.tolist()]
 
 
@@ -59,7 +61,10 @@ def _plain(arr: np.ndarray) -> list[Any]:
 
 
 def _raw_series(metric: str, ts: np.ndarray, values: list[Any], total: int) -> Series:
-    numbers = [v if isinstance(v, int | float) and not isinstance(v, bool) else None for v in values]
+    if all(type(v) is float for v in values):  # simulated and most pushed series
+        numbers = values
+    else:
+        numbers = [v if isinstance(v, int | float) and not isinstance(v, bool) else None for v in values]
     return Series(metric, _stamps(ts), values, numbers, numbers, numbers, [1] * len(values), total)
 
 

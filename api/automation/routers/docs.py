@@ -42,7 +42,7 @@ def auth_of(route: APIRoute) -> str:
 
 def route_table(app: FastAPI) -> list[dict[str, str]]:
     rows = []
-    for route in app.routes:
+    for route in app.state.routes:
         if isinstance(route, APIRoute):
             auth = auth_of(route)
             rows += [
@@ -75,7 +75,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     if cached is None:
         routes = [
             r
-            for r in app.routes
+            for r in app.state.routes
             if isinstance(r, APIRoute) and r.include_in_schema and ":path}" not in r.path
         ]
         doc = get_openapi(

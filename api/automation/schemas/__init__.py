@@ -6,6 +6,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,9 +25,16 @@ def rfc3339_nanos(unix: float) -> str:
     return f"{stamp}.{nanos:09d}Z"
 
 
+class Json(JSONResponse):
+    """JSON rendered by orjson: same bytes as the compact stdlib form, several times faster."""
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
 def ok(data: Any, now: float) -> JSONResponse:
     """The success envelope ``{success, data, meta{timestamp, request_id}}``."""
-    return JSONResponse(
+    return Json(
         {
             "success": True,
             "data": data,
