@@ -26,6 +26,7 @@ class SensorFleet:
         keys = np.array([world.streams.key(d) for d in self.device_ids], dtype=np.uint64)
         self._metric_keys = [metric_key(keys, i) for i in range(len(group.metrics))]
         self.last_sample_at: float | None = None
+        self._last_row: dict[str, list[float]] | None = None
         self.process = world.env.process(self._sample())
 
     def values(self, t: float) -> dict[str, np.ndarray]:
@@ -36,8 +37,11 @@ class SensorFleet:
         }
 
     def values_of(self, device_id: str, t: float) -> dict[str, float]:
-        """One device's metrics at sim time ``t``, without evaluating the rest of the fleet."""
+        """One device's metrics at sim time ``t``, without evaluating the rest of the fleet (the
+        last emitted sample is kept, so reading current values costs a lookup)."""
         i = self.index[device_id]
+        if t == self.last_sample_at and self._last_row is not None:
+            return {name: column[i] for name, column in self._last_row.items()}
         return {
             m.name: float(evaluate(m.signal, self._metric_keys[k][i : i + 1], t, self.world.epoch)[0])
             for k, m in enumerate(self.group.metrics)
@@ -81,3 +85,4 @@ class SensorFleet:
                         metrics={name: col[i] for name, col in zip(names, columns, strict=True)},
                     )
                 self.last_sample_at = t
+                self._last_row = dict(zip(names, columns, strict=True))

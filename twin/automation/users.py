@@ -6,8 +6,10 @@ Tokens are HS256 JWTs ``{sub, username, role, iat, exp}`` valid for seven days o
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import json
 import re
 import secrets
 import uuid
@@ -41,6 +43,26 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(digest.hex(), digest_hex)
 
 
+def _b64url(part: str) -> bytes:
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def verify_hs256(token: str, secret: bytes) -> dict:
+    """The claims of an HS256 JWT whose signature is valid (expiry is checked by the caller, on the
+    world clock). Raises ``Unauthenticated`` with the server's messages."""
+    try:
+        header, payload, signature = token.split(".")
+        expected = hmac.new(secret, f"{header}.{payload}".encode(), hashlib.sha256).digest()
+        signed = hmac.compare_digest(_b64url(signature), expected)
+        if signed and json.loads(_b64url(header)).get("alg") == "HS256":
+            claims = json.loads(_b64url(payload))
+            if isinstance(claims, dict):
+                return claims
+    except (ValueError, UnicodeDecodeError) as err:
+        raise Unauthenticated("Invalid token: malformed") from err
+    raise Unauthenticated("Invalid token: Invalid signature")
+
+
 def _token_key(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -55,13 +77,17 @@ class UserDirectory:
         self.users = world.store.collection("users")
         self.sessions = world.store.collection("sessions")
         self.settings = world.store.collection("settings")
+        self._secret_value: bytes | None = None
 
     def _secret(self) -> bytes:
-        doc = self.settings.get("jwt_secret")
-        if doc is None:
-            doc = {"value": secrets.token_hex(32)}
-            self.settings.put("jwt_secret", doc)
-        return bytes.fromhex(doc["value"])
+        """The signing secret: durable (tokens survive restarts), read from the store once."""
+        if self._secret_value is None:
+            doc = self.settings.get("jwt_secret")
+            if doc is None:
+                doc = {"value": secrets.token_hex(32)}
+                self.settings.put("jwt_secret", doc)
+            self._secret_value = bytes.fromhex(doc["value"])
+        return self._secret_value
 
     def setup_required(self) -> bool:
         return len(self.users) == 0
@@ -117,17 +143,7 @@ class UserDirectory:
         return token
 
     def authenticate(self, token: str) -> User:
-        try:
-            claims = jwt.decode(
-                token,
-                self._secret(),
-                algorithms=["HS256"],
-                options={"verify_exp": False, "verify_iat": False},
-            )
-        except jwt.InvalidSignatureError as err:
-            raise Unauthenticated("Invalid token: Invalid signature") from err
-        except jwt.PyJWTError as err:
-            raise Unauthenticated("Invalid token: malformed") from err
+        claims = verify_hs256(token, self._secret())
         if claims.get("exp", 0) + CLOCK_SKEW_S < self.world.now():
             raise Unauthenticated("Token has expired")
         if _token_key(token) not in self.sessions:
