@@ -138,3 +138,57 @@ async def test_state_dir_keeps_users_across_restarts(tmp_path: Path) -> None:
                     assert resp.status_code == 200
         finally:
             await stop(running)
+
+
+async def wait_for(predicate, attempts: int = 250) -> None:
+    for _ in range(attempts):
+        if predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("condition not reached")
+
+
+async def test_mqtt_uplinks_make_drafts_and_commands_go_down(tmp_path: Path) -> None:
+    twin = build(socket_settings())
+    running = await start(twin, tmp_path)
+    device = MQTTClient(config={"auto_reconnect": False})
+    try:
+        await wait_for(lambda: twin.bridge.connected)
+        await device.connect(f"mqtt://127.0.0.1:{running.broker.port}")
+        await device.subscribe([("device/+/th-1/downlink", 1)])
+        await device.publish(
+            "device/thermo/th-1/uplink", b'{"temperature": 19.5, "timestamp": 1767225601}', qos=1
+        )
+        await wait_for(lambda: twin.bridge.received >= 1)
+        async with httpx.AsyncClient(base_url=running.url("automation")) as http:
+            token = (
+                await http.post("/api/setup/initialize", json={"username": "admin", "password": "abc12345"})
+            ).json()["token"]
+            auth = {"Authorization": f"Bearer {token}"}
+            drafts = (await http.get("/api/devices/drafts", headers=auth)).json()["data"]
+            assert [(d["device_id"], d["source"]) for d in drafts["items"]] == [("th-1", "mqtt")]
+
+            # A device the server knows: its uplinks are telemetry, and commands reach its downlink topic.
+            approved = await http.post("/api/devices/drafts/th-1/approve", json={}, headers=auth)
+            assert approved.status_code == 200, approved.text
+            twin.clock.advance(5)  # an uplink without a timestamp is stamped with the world's time
+            await device.publish("device/thermo/th-1/uplink", b'{"temperature": 20.5}', qos=1)
+            await wait_for(lambda: twin.bridge.received >= 2)
+            current = (await http.get("/api/devices/th-1/current", headers=auth)).json()["data"]
+            assert current["metrics"]["temperature"]["value"] == 20.5
+            command = await http.post(
+                "/api/devices/th-1/command/reboot", json={"params": {"delay": 5}}, headers=auth
+            )
+            assert command.status_code == 200, command.text
+            device_type = (await http.get("/api/devices/th-1", headers=auth)).json()["data"]["device_type"]
+        message = await device.deliver_message(timeout_duration=10)
+        body = json.loads(message.data)
+        assert message.topic == f"device/{device_type}/th-1/downlink"
+        assert body["command"] == "reboot" and body["params"] == {"delay": 5} and body["request_id"]
+        # Garbage on a device topic is counted, not fatal.
+        await device.publish("device/thermo/th-1/uplink", b"not json", qos=1)
+        await wait_for(lambda: twin.bridge.rejected >= 1)
+        assert twin.bridge.connected
+    finally:
+        await device.disconnect()
+        await stop(running)

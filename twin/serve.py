@@ -28,7 +28,7 @@ from api.control.app import create_app as create_control_app
 from api.faults import FaultMiddleware, FaultSet
 from api.gateway.app import create_app as create_gateway_app
 from api.gateway.tls import write_self_signed
-from api.realtime.mqtt import EmbeddedBroker, TelemetryBridge
+from api.realtime.mqtt import EmbeddedBroker, MqttBridge
 from hardware.ports.types import ClockMode
 from twin.automation.backend import TwinAutomation
 from twin.automation.network import network_info
@@ -56,7 +56,7 @@ class Twin:
     automation_app: FastAPI
     gateway_apps: dict[str, FastAPI]
     control_app: FastAPI
-    bridge: TelemetryBridge | None = None
+    bridge: MqttBridge | None = None
 
 
 def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
@@ -92,7 +92,7 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     store = Store(settings.state_dir / "twin.sqlite3" if settings.state_dir else None)
     world = World(config, store=store, record_trace=record_trace)
     clock = SimClock(world, mode=mode, speed=speed)
-    bridge_box: list[TelemetryBridge] = []
+    bridge_box: list[MqttBridge] = []
     automation = TwinAutomation(world, clock, mqtt_ready=lambda: bool(bridge_box and bridge_box[0].connected))
     faults: dict[str, FaultSet] = {"automation": FaultSet()}
     limiter = RateLimiter(settings.rate_limit or host_rate_limit(), clock.now)
@@ -124,7 +124,7 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         create_control_app(control, faults, {"automation": limiter}),
     )
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
-    twin.bridge = TelemetryBridge(automation, mqtt_url)
+    twin.bridge = MqttBridge(automation, mqtt_url)
     bridge_box.append(twin.bridge)
     return twin
 

@@ -1,5 +1,5 @@
-"""MQTT: the embedded broker (amqtt, a real broker on a real port) and the bridge that publishes
-world telemetry as devices do, flat JSON on ``device/{device_type}/{device_id}/uplink``."""
+"""MQTT: the embedded broker (amqtt, a real broker on a real port) and the bridge between the broker
+and the automation backend: device topics ``device/{device_type}/{device_id}/uplink`` and ``.../downlink``."""
 
 from __future__ import annotations
 
@@ -13,9 +13,13 @@ from amqtt.client import MQTTClient
 from amqtt.errors import BrokerError
 
 from hardware.ports.automation import AutomationBackend
-from hardware.ports.events import Event, EventKind
+from hardware.ports.errors import DomainError
+from hardware.ports.events import Event, EventKind, Subscription
 
 log = logging.getLogger(__name__)
+
+
+UPLINK_FILTER = "device/+/+/uplink"
 
 
 def uplink_topic(device_type: str, device_id: str) -> str:
@@ -59,11 +63,31 @@ class EmbeddedBroker:
         await self._broker.shutdown()
 
 
-class TelemetryBridge:
-    """Subscribes to the backend's telemetry events and publishes each as an uplink message.
+def device_of_uplink(topic: str) -> str | None:
+    """``device/{type}/{id}/uplink`` → the device id; anything else → ``None``."""
+    parts = topic.split("/")
+    if len(parts) == 4 and parts[0] == "device" and parts[3] == "uplink" and parts[1] and parts[2]:
+        return parts[2]
+    return None
 
-    Reconnects with a short backoff when the broker goes away; events that arrive meanwhile wait
-    in the bounded subscription queue (the oldest are dropped and counted).
+
+def downlink_payload(event: Event) -> bytes:
+    body = {
+        "command": event.data["command"],
+        "params": event.data["params"],
+        "request_id": event.data["command_id"],
+    }
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+class MqttBridge:
+    """The automation backend's side of the broker.
+
+    Out: world telemetry as uplink messages, and commands for real devices on their downlink
+    topics (QoS 1, not retained). In: uplinks on ``device/+/+/uplink`` (an unknown device becomes a
+    draft; the simulated sensors' own uplinks are not ingested twice). Reconnects with a short
+    backoff when the broker goes away; outgoing events wait meanwhile in the bounded subscription
+    queue (the oldest are dropped and counted).
     """
 
     def __init__(self, backend: AutomationBackend, url: str, *, queue: int = 10_000) -> None:
@@ -72,20 +96,20 @@ class TelemetryBridge:
         self.queue = queue
         self.connected = False
         self.published = 0
+        self.received = 0
+        self.rejected = 0
 
     async def run(self) -> None:
-        sub = self.backend.subscribe(frozenset({EventKind.DEVICE_TELEMETRY}), maxlen=self.queue)
+        kinds = frozenset({EventKind.DEVICE_TELEMETRY, EventKind.DEVICE_COMMAND_RESULT})
+        sub = self.backend.subscribe(kinds, maxlen=self.queue)
         try:
             while True:
                 client = MQTTClient(client_id="twin-bridge", config={"auto_reconnect": False})
                 try:
                     await client.connect(self.url)
+                    await client.subscribe([(UPLINK_FILTER, 0)])
                     self.connected = True
-                    while True:
-                        event = await sub.get()
-                        topic = uplink_topic(event.data["device_type"], event.source)
-                        await client.publish(topic, uplink_payload(event), qos=0)
-                        self.published += 1
+                    await first_failure(self._send(client, sub), self._receive(client))
                 except asyncio.CancelledError:
                     raise
                 except Exception as err:  # broker down or connection lost: retry
@@ -97,3 +121,49 @@ class TelemetryBridge:
                 await asyncio.sleep(1.0)
         finally:
             sub.close()
+
+    async def _send(self, client: MQTTClient, sub: Subscription) -> None:
+        while True:
+            event = await sub.get()
+            if event.kind is EventKind.DEVICE_TELEMETRY:
+                topic = uplink_topic(event.data["device_type"], event.source)
+                await client.publish(topic, uplink_payload(event), qos=0)
+            elif event.data.get("downlink_topic"):
+                await client.publish(event.data["downlink_topic"], downlink_payload(event), qos=1)
+            else:
+                continue
+            self.published += 1
+
+    async def _receive(self, client: MQTTClient) -> None:
+        while True:
+            message = await client.deliver_message()
+            if message is None:
+                continue
+            device_id = device_of_uplink(message.topic)
+            try:
+                data = json.loads(bytes(message.data)) if device_id else None
+            except ValueError:
+                data = None
+            if not isinstance(data, dict):
+                self.rejected += 1
+                continue
+            try:
+                if self.backend.devices.mqtt_uplink(device_id, data, message.topic) is not None:
+                    self.received += 1
+            except DomainError:
+                self.rejected += 1
+
+
+async def first_failure(*coros) -> None:
+    """Run ``coros`` together until one of them ends; cancel the rest and re-raise its error."""
+    tasks = [asyncio.create_task(c) for c in coros]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+    for task in done:
+        task.result()

@@ -346,6 +346,10 @@ class AutomationDevices(Protocol):
         """Record pushed metrics. A device with ``webhook_token`` set requires it
         (``Unauthenticated`` otherwise); an unknown device gets a draft."""
 
+    def mqtt_uplink(self, device_id: str, data: Mapping[str, Any], topic: str) -> Ingested | None:
+        """An uplink received from the broker; an unknown device gets a draft. Uplinks of the
+        simulated sensors themselves are ignored (``None``)."""
+
     def list_drafts(self) -> tuple[Draft, ...]: ...
 
     def approve_draft(

@@ -116,6 +116,9 @@ class TwinDevices:
     ) -> Ingested:
         return self.world.ingest.webhook(device_id, data, timestamp, quality, token)
 
+    def mqtt_uplink(self, device_id: str, data: Mapping[str, Any], topic: str) -> Ingested | None:
+        return self.world.ingest.uplink(device_id, data, topic)
+
     def list_drafts(self) -> tuple[Draft, ...]:
         return self.world.ingest.list_drafts()
 

@@ -92,6 +92,22 @@ class Ingest:
         self.world.devices.seen(device_id)
         return Ingested(device_id, len(data), draft=False)
 
+    def uplink(self, device_id: str, data: Mapping[str, Any], topic: str) -> Ingested | None:
+        """A JSON object a device published on ``device/{type}/{id}/uplink``. The twin's own simulated
+        sensors publish there too; those messages are not ingested again (``None``)."""
+        if device_id in self.world.sensor_of:
+            return None
+        metrics = {k: v for k, v in data.items() if k != "timestamp"}
+        stamp = data.get("timestamp")
+        numeric = isinstance(stamp, int | float) and not isinstance(stamp, bool)
+        ts = float(stamp) if numeric else self.world.now()
+        if self.world.devices.find_doc(device_id) is None:
+            self._discover(device_id, metrics, ts, None, via="mqtt", topic=topic)
+            return Ingested(device_id, len(metrics), draft=True)
+        self._record(device_id, metrics, ts, None)
+        self.world.devices.seen(device_id)
+        return Ingested(device_id, len(metrics), draft=False)
+
     def push_metric(self, device_id: str, metric: str, value: Any, timestamp: float | None) -> float:
         self.world.devices.doc(device_id)
         if not metric:
@@ -102,21 +118,23 @@ class Ingest:
         return ts
 
     # Drafts ------------------------------------------------------------------------------------
-    def _discover(self, device_id: str, data: Mapping[str, Any], ts: float, quality: float | None) -> None:
+    def _discover(self, device_id: str, data: Mapping[str, Any], ts: float, quality: float | None,
+                  via: str = "webhook", topic: str | None = None) -> None:  # fmt: skip
         now = self.world.now()
         doc = self.drafts.get(device_id)
         if doc is None:
             doc = {
                 "id": device_id,
                 "device_id": device_id,
-                "source": "webhook",
+                "source": via,
+                "original_topic": topic,
                 "status": "collecting",
                 "sample_count": 0,
                 "max_samples": MAX_DRAFT_SAMPLES,
                 "discovered_at": now,
                 "metrics": {},
             }
-            self.world.emit(EventKind.DEVICE_DISCOVERED, device_id, via="webhook", timestamp=now)
+            self.world.emit(EventKind.DEVICE_DISCOVERED, device_id, via=via, timestamp=now)
         doc["sample_count"] += 1
         doc["updated_at"] = now
         doc["metrics"].update({m: _kind(v) for m, v in data.items()})

@@ -327,6 +327,11 @@ class DeviceRegistry:
             )
         command_id = str(uuid.UUID(bytes=self.world.streams.get("automation.commands").bytes(16), version=4))
         simulated = bool(doc.get("simulated"))
+        # A real device gets the command on its MQTT downlink topic (the reference's fallback for a
+        # device whose type is unknown is ``{id}/command/{command}``).
+        topic = doc["connection_config"].get("command_topic") or (
+            f"device/{doc['device_type']}/{device_id}/downlink" if dtype else f"{device_id}/command/{command}"
+        )
         self.world.emit(
             EventKind.DEVICE_COMMAND_RESULT,
             device_id,
@@ -336,6 +341,7 @@ class DeviceRegistry:
             status="success" if simulated else "sent",
             result={"acknowledged": True} if simulated else None,
             timestamp=self.world.now(),
+            downlink_topic=None if simulated else topic,
         )
         return CommandSent(device_id, command, command_id)
 
