@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +160,39 @@ class Store:
             "ORDER BY ts",
             (device_id, metric, lo, hi),
         ).fetchall()
+
+    def all_sample_metrics(self) -> list[str]:
+        """Every metric name with at least one stored sample, on any device."""
+        return [m for (m,) in self._db.execute("SELECT DISTINCT metric FROM samples ORDER BY metric")]
+
+    def delete_samples_before(
+        self,
+        cutoff: float,
+        *,
+        metrics: Iterable[str] | None = None,
+        device_ids: Iterable[str] | None = None,
+    ) -> int:
+        """Delete stored samples with ``ts < cutoff`` in one transaction; the number deleted.
+
+        ``metrics`` / ``device_ids`` restrict the deletion (``None``: any; an empty list: none).
+        """
+        where, args = ["ts < ?"], [cutoff]
+        for column, names in (("metric", metrics), ("device_id", device_ids)):
+            if names is None:
+                continue
+            names = sorted(set(names))
+            if not names:
+                return 0
+            where.append(f"{column} IN ({','.join('?' * len(names))})")
+            args.extend(names)
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = self._db.execute(f"DELETE FROM samples WHERE {' AND '.join(where)}", args)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+        return cur.rowcount
 
     def latest_samples(self, device_id: str) -> dict[str, Sample]:
         rows = self._db.execute(

@@ -16,6 +16,7 @@ from twin.automation.apikeys import ApiKeyRing
 from twin.automation.device_types import DeviceTypeRegistry
 from twin.automation.ingest import Ingest
 from twin.automation.registry import DeviceRegistry
+from twin.automation.retention import Retention
 from twin.automation.telemetry import Telemetry
 from twin.automation.users import UserDirectory
 from twin.bus import EventBus
@@ -77,6 +78,7 @@ class World:
         self.ingest = Ingest(self)
         self.telemetry = Telemetry(self)
         self.api_keys = ApiKeyRing(self)
+        self.retention = Retention(self)
 
     # Time ----------------------------------------------------------------------------------
     def now(self) -> float:

@@ -54,10 +54,12 @@ async def authenticate(request: Request, backend: AutomationBackend) -> Principa
     return Principal("api_key", key=api_key)
 
 
-def rate_limit(request: Request) -> None:
+def rate_limit(request: Request, suffix: str = "") -> None:
+    """Count the request against the shared limiter; ``RateLimited`` past the limit. ``suffix``
+    narrows the key: the webhooks pass ``":" + device_id`` (one window per client and device)."""
     limiter: RateLimiter | None = request.app.state.limiter
     if limiter is not None and limited_path(request.url.path):
-        retry_after = limiter.hit(client_key(request))
+        retry_after = limiter.hit(client_key(request) + suffix)
         if retry_after is not None:
             raise RateLimited("Rate limit exceeded", retry_after=retry_after)
 
@@ -84,6 +86,11 @@ async def admin_user(
         raise Forbidden("Admin access required", admin_required=True)
     rate_limit(request)
     return principal
+
+
+def rate_limit_device(request: Request, device_id: str) -> None:
+    """The webhooks' limiter check, keyed by client + ``:`` + device id (reference §3)."""
+    rate_limit(request, ":" + device_id)
 
 
 Backend = Annotated[AutomationBackend, Depends(get_backend)]

@@ -68,8 +68,11 @@ class RetentionCleanup:
     ran_at: float
     """Unix seconds on the world clock."""
     default_cutoff: float | None
-    """Samples of numeric metrics older than this are due for removal (``None``: kept forever)."""
+    """Stored samples of numeric metrics older than this are removed (``None``: kept forever)."""
     image_cutoff: float | None
+    """The same for image-like metrics (``image``, ``frame``, ``snapshot``...)."""
+    deleted: int = 0
+    """Stored (pushed) samples removed by this run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +179,7 @@ class AutomationSystem(Protocol):
         """Apply the given fields of :class:`RetentionPolicy`; ``InvalidInput`` for a bad value."""
 
     def cleanup_retention(self) -> RetentionCleanup:
-        """Run the retention cleanup now."""
+        """Run the retention cleanup now: delete stored samples older than the retention."""
 
     def agent_settings(self) -> AgentSettings: ...
 

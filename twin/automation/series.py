@@ -34,9 +34,12 @@ class MetricSeries(Protocol):
 
 
 class ProceduralSeries:
-    """Samples at sim t = 0, period, 2·period, … up to ``upto`` (Unix seconds)."""
+    """Samples at sim t = 0, period, 2·period, … up to ``upto`` (Unix seconds), none before
+    ``since`` (the retention window: simulated history is cut as stored samples are deleted)."""
 
-    def __init__(self, fleet: SensorFleet, device_id: str, metric: str, upto: float) -> None:
+    def __init__(
+        self, fleet: SensorFleet, device_id: str, metric: str, upto: float, since: float | None = None
+    ) -> None:
         world = fleet.world
         index = next(i for i, m in enumerate(fleet.group.metrics) if m.name == metric)
         self.spec = fleet.group.metrics[index].signal
@@ -45,9 +48,10 @@ class ProceduralSeries:
         self.epoch = world.epoch
         self.period = fleet.group.period
         self.k_max = math.floor((upto - self.epoch) / self.period + 1e-9)
+        self.k_min = 0 if since is None else max(0, math.ceil((since - self.epoch) / self.period - 1e-9))
 
     def _range(self, lo: float, hi: float) -> tuple[int, int]:
-        k0 = max(0, math.ceil((lo - self.epoch) / self.period - 1e-9))
+        k0 = max(self.k_min, math.ceil((lo - self.epoch) / self.period - 1e-9))
         k1 = min(self.k_max, math.floor((hi - self.epoch) / self.period + 1e-9))
         if self.epoch + k1 * self.period > hi:  # guard the tolerance above on exclusive cursors
             k1 -= 1

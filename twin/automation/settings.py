@@ -146,12 +146,8 @@ class ServerSettings:
         return self._save("retention", policy)
 
     def cleanup_retention(self) -> RetentionCleanup:
-        policy, now = self.retention(), self.world.now()
-
-        def cutoff(hours: int | None) -> float | None:
-            return None if hours is None else now - hours * HOUR_S
-
-        return RetentionCleanup(now, cutoff(policy.default_retention), cutoff(policy.image_retention))
+        """Delete stored samples older than the retention now (:mod:`twin.automation.retention`)."""
+        return self.world.retention.cleanup(self.retention())
 
     # Agent and device defaults -------------------------------------------------------------------
     def agent(self) -> AgentSettings:

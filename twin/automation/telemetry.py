@@ -1,7 +1,8 @@
 """Telemetry queries over the world: per device (paged by offset or cursor, aggregated, bucketed,
-archived history) and cross-device by source. Simulated history is evaluated on demand with numpy;
-pushed samples come from the store. Windows are inclusive, timestamps Unix seconds, raw pages are
-newest first."""
+archived history) and cross-device by source. Simulated history is evaluated on demand with numpy
+and cut at the retention window (now - ``default_retention``; stored samples are deleted by
+:mod:`twin.automation.retention`); pushed samples come from the store. Windows are inclusive,
+timestamps Unix seconds, raw pages are newest first."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from hardware.ports.devices import (
     TelemetryQuery,
 )
 from hardware.ports.errors import InvalidInput
+from hardware.ports.system import RetentionPolicy
 from twin.automation.registry import TelemetrySource
 from twin.automation.series import (
     MergedSeries,
@@ -78,12 +80,15 @@ class Telemetry:
         self.world = world
 
     # Series construction ---------------------------------------------------------------------
-    def _series(self, src: TelemetrySource, metric: str, stored_metrics: set[str]) -> MetricSeries:
+    def _series(
+        self, src: TelemetrySource, metric: str, stored_metrics: set[str], policy: RetentionPolicy
+    ) -> MetricSeries:
         stored = StoredSeries(self.world.store, src.device_id, metric)
         simulated = src.fleet is not None and any(m.name == metric for m in src.fleet.group.metrics)
         if not simulated:
             return stored
-        proc = ProceduralSeries(src.fleet, src.device_id, metric, src.upto)
+        since = self.world.retention.since(metric, policy)
+        proc = ProceduralSeries(src.fleet, src.device_id, metric, src.upto, since)
         return MergedSeries(proc, stored) if metric in stored_metrics else proc
 
     def _window(self, start: float | None, end: float | None, hours: int | None) -> tuple[float, float]:
@@ -119,7 +124,8 @@ class Telemetry:
                 names = ("_raw",)
         if len(names) > MAX_METRICS:
             raise InvalidInput(f"Too many metrics ({len(names)} > {MAX_METRICS})", field="metric")
-        series = {m: self._series(src, m, stored_metrics) for m in names}
+        policy = self.world.retention.policy()
+        series = {m: self._series(src, m, stored_metrics, policy) for m in names}
         totals = {m: s.count(lo, hi) for m, s in series.items()}
         total = totals[names[0]] if names else 0
         aggregated = q.aggregate is not None
@@ -223,7 +229,7 @@ class Telemetry:
         lo, hi = self._window(q.start, q.end, None)
         src = self.world.devices.telemetry_source(device_id, history=False)
         stored_metrics = set(self.world.store.sample_metrics(device_id))
-        s = self._series(src, q.metric, stored_metrics)
+        s = self._series(src, q.metric, stored_metrics, self.world.retention.policy())
         total = s.count(lo, hi)
         common = {
             "source_id": f"device:{device_id}",

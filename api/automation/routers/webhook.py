@@ -1,10 +1,11 @@
 """Device webhooks: public (no authentication); a device's ``webhook_token``, when set, is checked
-by the backend. The token comes as ``Authorization: Bearer <t>`` or ``?token=``."""
+by the backend. The token comes as ``Authorization: Bearer <t>`` or ``?token=``. Both routes share
+the API's rate limiter, keyed by client + ``:`` + device id (for the generic route, the body's)."""
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend, bearer_token
+from api.automation.deps import Backend, bearer_token, rate_limit_device
 from api.automation.schemas import devices as schemas
 from api.automation.schemas import ok
 from hardware.ports.errors import InvalidInput
@@ -36,6 +37,7 @@ async def webhook(request: Request, backend: Backend) -> JSONResponse:
     payload = await _payload(request)
     if not payload.device_id:
         raise InvalidInput("device_id is required in the body", field="device_id")
+    rate_limit_device(request, payload.device_id)
     result = backend.devices.webhook(
         payload.device_id, payload.data, payload.timestamp, payload.quality, await _token(request)
     )
@@ -45,6 +47,7 @@ async def webhook(request: Request, backend: Backend) -> JSONResponse:
 
 @router.post("/devices/{device_id}/webhook")
 async def device_webhook(device_id: str, request: Request, backend: Backend) -> JSONResponse:
+    rate_limit_device(request, device_id)
     payload = await _payload(request)
     result = backend.devices.webhook(
         device_id, payload.data, payload.timestamp, payload.quality, await _token(request)

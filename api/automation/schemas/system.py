@@ -80,13 +80,15 @@ def retention(p: RetentionPolicy) -> dict[str, Any]:
 
 
 def retention_cleanup(c: RetentionCleanup) -> dict[str, Any]:
-    """Times are unix seconds; a ``None`` cutoff means that class of data is kept forever."""
+    """Times are unix seconds; a ``None`` cutoff means that class of data is kept forever;
+    ``deleted`` counts the stored samples removed (simulated sensor history is not stored)."""
     return {
         "success": True,
         "message": "Retention cleanup completed",
         "ran_at": int(c.ran_at),
         "default_cutoff": None if c.default_cutoff is None else int(c.default_cutoff),
         "image_cutoff": None if c.image_cutoff is None else int(c.image_cutoff),
+        "deleted": c.deleted,
     }
 
 
