@@ -194,8 +194,9 @@ def rfc3339(unix: float | None) -> str | None:
     return datetime.fromtimestamp(unix, UTC).isoformat()
 
 
-def device_dto(d: Device) -> dict[str, Any]:
-    body: dict[str, Any] = {
+def _device_core(d: Device) -> dict[str, Any]:
+    """The fields every device shape shares (list item, detail and ``/current``)."""
+    return {
         "id": d.device_id,
         "device_id": d.device_id,
         "name": d.name,
@@ -208,6 +209,12 @@ def device_dto(d: Device) -> dict[str, Any]:
         "plugin_id": d.adapter_id or PLUGIN_ID,
         "plugin_name": d.adapter_id or PLUGIN_NAME,
         "effective_offline_timeout_secs": d.effective_offline_timeout_secs,
+    }
+
+
+def device_dto(d: Device) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        **_device_core(d),
         "metric_count": d.metric_count,
         "command_count": d.command_count,
         "config": {k: v if isinstance(v, str) else json.dumps(v) for k, v in d.connection_config.items()},
@@ -248,20 +255,9 @@ def device_detail(detail: DeviceDetail) -> dict[str, Any]:
 def current_values(c: CurrentValues) -> dict[str, Any]:
     d = c.device
     device = {
-        "id": d.device_id,
-        "device_id": d.device_id,
-        "name": d.name,
-        "device_type": d.device_type,
-        "adapter_type": d.adapter_type,
-        "status": d.status,
-        "last_seen": rfc3339(d.last_seen),
-        "online": d.online,
-        "transport_connected": d.online,
+        **_device_core(d),
         "transport_changed_at": None,
         "offline_timeout_secs": d.offline_timeout_secs,
-        "effective_offline_timeout_secs": d.effective_offline_timeout_secs,
-        "plugin_id": d.adapter_id or PLUGIN_ID,
-        "plugin_name": d.adapter_id or PLUGIN_NAME,
         "adapter_id": d.adapter_id,
     }
     metrics = {
