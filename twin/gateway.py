@@ -10,6 +10,7 @@ from hardware.ports.errors import Unavailable
 from hardware.ports.types import GatewayInfo, PublicKey
 from twin.camera import Camera
 from twin.clock import SimClock
+from twin.video.backend import TwinGatewayMedia
 from twin.world import World
 
 
@@ -55,3 +56,4 @@ class TwinGateway:
         self.clock = clock
         self.auth = TwinGatewayAuth(world, camera_id)
         self.system = TwinGatewaySystem(world, camera_id)
+        self.media = TwinGatewayMedia(world, clock, camera_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from hardware.ports.clock import Clock
+from hardware.ports.media import GatewayMedia
 from hardware.ports.types import GatewayInfo, PublicKey
 
 
@@ -46,3 +47,4 @@ class GatewayBackend(Protocol):
     clock: Clock
     auth: GatewayAuth
     system: GatewaySystem
+    media: GatewayMedia
