@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 SESSION_LIFETIME_S = 7 * 24 * 60 * 60
 ROLES = ("admin", "user", "viewer")
+MAX_VERIFIED = 10_000
 CLOCK_SKEW_S = 30
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
@@ -78,6 +79,7 @@ class UserDirectory:
         self.sessions = world.store.collection("sessions")
         self.settings = world.store.collection("settings")
         self._secret_value: bytes | None = None
+        self._verified: dict[str, tuple[User, int]] = {}
 
     def _secret(self) -> bytes:
         """The signing secret: durable (tokens survive restarts), read from the store once."""
@@ -143,18 +145,33 @@ class UserDirectory:
         return token
 
     def authenticate(self, token: str) -> User:
-        claims = verify_hs256(token, self._secret())
-        if claims.get("exp", 0) + CLOCK_SKEW_S < self.world.now():
+        """Signature, expiry (world clock), then the session and its user. A session already
+        verified is remembered in memory (logout and user removal forget it), so the common case
+        is a dictionary lookup rather than an HMAC and two queries."""
+        key = _token_key(token)
+        known = self._verified.get(key)
+        if known is None:
+            claims = verify_hs256(token, self._secret())
+            exp = claims.get("exp", 0)
+            if exp + CLOCK_SKEW_S < self.world.now():
+                raise Unauthenticated("Token has expired")
+            if key not in self.sessions:
+                raise Unauthenticated("Session has been revoked")
+            doc = self.users.get(claims.get("username", ""))
+            if doc is None:
+                raise Unauthenticated("Session has been revoked")
+            if len(self._verified) >= MAX_VERIFIED:
+                self._verified.clear()
+            known = self._verified[key] = (_user(doc), exp)
+        user, exp = known
+        if exp + CLOCK_SKEW_S < self.world.now():
             raise Unauthenticated("Token has expired")
-        if _token_key(token) not in self.sessions:
-            raise Unauthenticated("Session has been revoked")
-        doc = self.users.get(claims.get("username", ""))
-        if doc is None:
-            raise Unauthenticated("Session has been revoked")
-        return _user(doc)
+        return user
 
     def logout(self, token: str) -> None:
-        self.sessions.delete(_token_key(token))
+        key = _token_key(token)
+        self._verified.pop(key, None)
+        self.sessions.delete(key)
 
     # Self-service registration, administration, passwords -------------------------------------
     def registration_enabled(self) -> bool:
@@ -189,6 +206,7 @@ class UserDirectory:
             raise NotFound(f"User '{username}' not found", resource="user")
         for key, doc in self.sessions.items():
             if doc["username"] == username:
+                self._verified.pop(key, None)
                 self.sessions.delete(key)
 
     def change_password(self, user: User, old: str, new: str) -> None:
