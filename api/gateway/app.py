@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from api.gateway import errors
-from api.gateway.routers import auth, system
+from api.gateway.routers import auth, media, system
 from hardware.ports.gateway import GatewayBackend
 
 
@@ -20,6 +20,6 @@ def create_app(backend: GatewayBackend) -> FastAPI:
         allow_headers=["Content-Type", "Authorization", "X-API-Key"],
     )
     errors.install(app)
-    for router in (auth.router, system.public, system.router):
+    for router in (auth.router, system.public, system.router, media.status_router, media.router):
         app.include_router(router)
     return app

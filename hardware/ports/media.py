@@ -1,10 +1,85 @@
-"""The edge gateway's media area: streams, encoders, media status and the live H.264 feed."""
+"""The edge gateway's media area: streams, encoders, media status and the live H.264 feed.
+
+A viewer of the live feed opens a :class:`MediaViewer` on one stream: it first takes the stream's
+cached parameter sets (:meth:`MediaViewer.config_frame`), then awaits access units one by one
+(:meth:`MediaViewer.next_frame`). Payloads are AVCC (4-byte big-endian length + NAL, no start codes);
+timestamps are 90 kHz ticks (the encoder's nanoseconds divided by 11111, wrapped to u32).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """One configured encoder (the device's ``camera-daemon.yaml`` entry)."""
+
+    stream_id: str
+    codec: str
+    width: int
+    height: int
+    fps: int
+    bitrate_bps: int
+    gop: int
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStatus:
+    """One row of ``GET media/status``."""
+
+    config: StreamConfig
+    status: str
+    """``streaming`` while at least one viewer watches, ``idle`` otherwise."""
+    has_encoder: bool
+    ms_since_last_frame: float | None
+    measured_fps: float
+    status_detail: str
+    viewers: int = 0
+    dropped_frames: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MediaFrame:
+    """One access unit as the live feed sends it."""
+
+    key: bool
+    pts: int
+    dts: int
+    payload: bytes
+    """AVCC NAL units."""
+
+
+@runtime_checkable
+class MediaViewer(Protocol):
+    """One subscriber of a stream: a bounded queue of 60 frames; when full, non-key frames drop."""
+
+    stream_id: str
+    dropped: int
+
+    def config_frame(self) -> MediaFrame:
+        """The cached SPS/PPS as one AVCC frame: not key, PTS/DTS 0."""
+
+    def request_keyframe(self) -> None:
+        """Ask the encoder for an IDR as its next frame."""
+
+    async def next_frame(self) -> MediaFrame:
+        """The next frame, waiting (in world time) until one is encoded; ``Unavailable`` once closed."""
+
+    def close(self) -> None:
+        """Leave the stream; idempotent. The stream stops encoding when its last viewer leaves."""
 
 
 @runtime_checkable
 class GatewayMedia(Protocol):
     """A camera's video streams as its gateway serves them."""
+
+    def streams(self) -> list[StreamConfig]:
+        """The configured encoders, in configuration order."""
+
+    def status(self) -> list[StreamStatus]:
+        """Every stream's encoder state, for ``GET media/status``."""
+
+    def open_viewer(self, stream_id: str) -> MediaViewer:
+        """Start watching a stream; ``NotFound`` if no encoder of that id is configured."""

@@ -1,0 +1,141 @@
+"""``/api/v1/media/status`` and the live feed ``GET /api/v1/h264/{stream_id}`` (WebSocket).
+
+The feed, as the device serves it (reference §8):
+
+- Refusals come before the upgrade as plain HTTP answers (the WebSocket denial response): no or a bad
+  token → 401/2000 like the device's auth middleware; a ``stream_id`` containing ``..`` → 400/1001;
+  an unknown stream → 404/4000. If the server lacks the denial extension, the socket is closed with
+  1008 instead (Starlette then answers 403).
+- After the upgrade: the cached SPS/PPS as one frame (frame_type 1, PTS/DTS 0), a keyframe request,
+  then one binary message per access unit: an 18-byte header (magic ``0xFFD8FF00``, frame_type 0 key /
+  1 not key, flags ``0x01``, PTS u32, DTS u32, 4 reserved zero bytes, all big-endian) + AVCC payload.
+- At most 5 connections per client IP: a sixth closes the oldest with 1008 "Connection replaced".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+
+from fastapi import APIRouter, Depends, WebSocket
+from fastapi.responses import JSONResponse
+from starlette.websockets import WebSocketDisconnect
+
+from api.gateway import errors, schemas
+from api.gateway.deps import Backend, request_token, require_session
+from hardware.ports.errors import DomainError, NotFound, Unauthenticated
+from hardware.ports.media import MediaFrame, MediaViewer
+
+router = APIRouter(tags=["media"])
+status_router = APIRouter(prefix="/api/v1/media", tags=["media"], dependencies=[Depends(require_session)])
+
+MAGIC = 0xFFD8FF00
+FLAGS = 0x01
+HEADER = struct.Struct(">IBBII4x")
+MAX_PER_IP = 5
+REPLACED = (1008, "Connection replaced")
+
+
+def pack(frame: MediaFrame) -> bytes:
+    """One binary message: the 18-byte header, then the AVCC payload."""
+    return HEADER.pack(MAGIC, 0 if frame.key else 1, FLAGS, frame.pts, frame.dts) + frame.payload
+
+
+@status_router.get("/status")
+async def media_status(backend: Backend) -> JSONResponse:
+    return schemas.ok(schemas.media_status(backend.media.status()))
+
+
+@dataclass(eq=False)
+class _Connection:
+    websocket: WebSocket
+    tasks: list[asyncio.Task] = field(default_factory=list)
+
+    async def replace(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await self.websocket.close(*REPLACED)
+
+
+def _clients(websocket: WebSocket) -> dict[str, deque[_Connection]]:
+    state = websocket.app.state
+    if not hasattr(state, "h264_clients"):
+        state.h264_clients = {}
+    return state.h264_clients
+
+
+async def _deny(websocket: WebSocket, response: JSONResponse) -> None:
+    try:
+        await websocket.send_denial_response(response)
+    except RuntimeError:  # no denial-response extension on this server
+        await websocket.close(code=1008)
+
+
+@router.websocket("/api/v1/h264/{stream_id}")
+async def h264(websocket: WebSocket, stream_id: str) -> None:
+    backend = websocket.app.state.backend
+    token = request_token(websocket)  # type: ignore[arg-type]  # headers and query, as for HTTP
+    try:
+        if not token:
+            raise Unauthenticated("Invalid or missing authentication token")
+        backend.auth.check_token(token)
+    except DomainError:
+        await _deny(websocket, errors.unauthorized())
+        return
+    if ".." in stream_id:
+        await _deny(websocket, errors.fail(1001, "Invalid stream id"))
+        return
+    try:
+        viewer = backend.media.open_viewer(stream_id)
+    except NotFound as err:
+        await _deny(websocket, errors.fail(4000, err.message))
+        return
+    host = websocket.client.host if websocket.client else ""
+    conns = _clients(websocket).setdefault(host, deque())
+    me = _Connection(websocket)
+    conns.append(me)
+    try:
+        while len(conns) > MAX_PER_IP:
+            await conns.popleft().replace()
+        await websocket.accept()
+        await _serve(websocket, viewer, me)
+    finally:
+        viewer.close()
+        if me in conns:
+            conns.remove(me)
+        if not conns:
+            _clients(websocket).pop(host, None)
+
+
+async def _serve(websocket: WebSocket, viewer: MediaViewer, me: _Connection) -> None:
+    await websocket.send_bytes(pack(viewer.config_frame()))
+    viewer.request_keyframe()
+    sender = asyncio.create_task(_pump(websocket, viewer))
+    receiver = asyncio.create_task(_drain(websocket))
+    me.tasks = [sender, receiver]
+    try:
+        await asyncio.wait(me.tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in me.tasks:
+            task.cancel()
+        await asyncio.gather(*me.tasks, return_exceptions=True)
+
+
+async def _pump(websocket: WebSocket, viewer: MediaViewer) -> None:
+    with contextlib.suppress(WebSocketDisconnect, DomainError, RuntimeError):
+        while True:
+            frame = await viewer.next_frame()
+            await websocket.send_bytes(pack(frame))
+
+
+async def _drain(websocket: WebSocket) -> None:
+    """Read (and ignore) what the client sends until it goes away."""
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return

@@ -1,0 +1,101 @@
+"""The live H.264 feed over a real socket: framing, refusals and the per-IP connection limit."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from tests.test_serve import socket_settings
+from tests.twin.test_video import decode
+from twin.serve import build, start, stop
+from twin.video import stream as video_stream
+
+pytestmark = pytest.mark.socket
+
+
+def header(message: bytes) -> tuple[int, int, int, int, int, bytes]:
+    return struct.unpack(">IBBII4s", message[:18])
+
+
+@pytest.fixture
+async def gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(video_stream, "RESOLUTION_SCALE", 0.125)
+    twin = build(socket_settings())
+    running = await start(twin, tmp_path)
+    base = running.url("cam-01/http")
+    async with httpx.AsyncClient() as http:
+        login = await http.post(base + "/api/login", json={"username": "admin", "password": "password"})
+        token = login.json()["data"]["token"].removeprefix("Bearer ")
+    try:
+        yield twin, base, token
+    finally:
+        await stop(running)
+
+
+async def test_sps_pps_first_then_key_and_delta_frames_that_decode(gateway) -> None:
+    twin, base, token = gateway
+    ws_base = base.replace("http://", "ws://")
+    async with connect(f"{ws_base}/api/v1/h264/main?token={token}") as ws:
+        config = await ws.recv()
+        magic, frame_type, flags, pts, dts, reserved = header(config)
+        assert (magic, frame_type, flags, pts, dts, reserved) == (0xFFD8FF00, 1, 1, 0, 0, b"\0" * 4)
+        assert config[22] & 0x1F == 7  # AVCC: length, then the SPS
+        twin.clock.advance(1)
+        messages = [await ws.recv() for _ in range(31)]
+    heads = [header(m) for m in messages]
+    assert all(h[0] == 0xFFD8FF00 and h[2] == 1 and h[5] == b"\0" * 4 for h in heads)
+    assert heads[0][1] == 0 and heads[-1][1] == 1
+    assert [h[3] for h in heads] == sorted(h[3] for h in heads) and all(h[3] == h[4] for h in heads)
+    frames = decode(config[18:], [m[18:] for m in messages])
+    assert len(frames) == 31 and (frames[0].width, frames[0].height) == (240, 134)
+    async with httpx.AsyncClient() as http:
+        status = await http.get(base + "/api/v1/media/status", headers={"Authorization": f"Bearer {token}"})
+        refused = await http.get(base + "/api/v1/media/status")
+    rows = status.json()["data"]["streams"]
+    assert [r["stream_id"] for r in rows] == ["main", "sub", "third"]
+    assert set(rows[0]) == {
+        "stream_id", "status", "has_encoder", "codec", "width", "height", "fps", "bitrate_bps", "gop",
+        "ms_since_last_frame", "measured_fps", "status_detail",
+    }  # fmt: skip
+    assert rows[1]["ms_since_last_frame"] is None and rows[0]["fps"] == 30
+    assert refused.status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "code"),
+    [("main", 401, 2000), ("main..x?token={t}", 400, 1001), ("fourth?token={t}", 404, 4000)],
+)
+async def test_refusals_come_before_the_upgrade(gateway, path: str, status: int, code: int) -> None:
+    _, base, token = gateway
+    url = base.replace("http://", "ws://") + "/api/v1/h264/" + path.format(t=token)
+    with pytest.raises(InvalidStatus) as info:
+        async with connect(url):
+            pass
+    assert info.value.response.status_code == status
+    assert f'"code":{code}' in info.value.response.body.decode()
+
+
+async def test_a_sixth_connection_from_one_ip_replaces_the_oldest(gateway) -> None:
+    _, base, token = gateway
+    url = base.replace("http://", "ws://") + f"/api/v1/h264/third?token={token}"
+    sockets = [await connect(url) for _ in range(5)]
+    try:
+        for ws in sockets:
+            await ws.recv()
+        sixth = await connect(url)
+        sockets.append(sixth)
+        await sixth.recv()
+        with pytest.raises(ConnectionClosed) as info:
+            while True:
+                await sockets[0].recv()
+        assert info.value.rcvd.code == 1008 and info.value.rcvd.reason == "Connection replaced"
+        for ws in sockets[1:]:
+            await ws.ping()
+    finally:
+        for ws in sockets:
+            await ws.close()

@@ -1,0 +1,108 @@
+"""Scene, renderer, encoder and streams of the synthetic video, without HTTP."""
+
+from __future__ import annotations
+
+import itertools
+
+import av
+import numpy as np
+import pytest
+
+from hardware.ports.errors import NotFound
+from hardware.ports.types import ClockMode
+from twin.clock import SimClock
+from twin.fleet import CameraSpec, WorldConfig
+from twin.video import stream as video_stream
+from twin.video.backend import TwinGatewayMedia
+from twin.video.encoder import H264Encoder, avcc_to_annexb
+from twin.video.render import Renderer
+from twin.video.scene import Scene
+from twin.world import World
+
+
+def decode(parameter_sets: bytes, payloads: list[bytes]) -> list[av.VideoFrame]:
+    """Decode AVCC access units; the SPS/PPS go in front of the first one (a lone SPS/PPS packet
+    is refused by FFmpeg's decoder, a remuxer would put them in the avcC box)."""
+    ctx = av.CodecContext.create("h264", "r")
+    frames = []
+    payloads = [parameter_sets + payloads[0], *payloads[1:]]
+    for payload in payloads:
+        frames.extend(ctx.decode(av.Packet(avcc_to_annexb(payload))))
+    return frames
+
+
+def test_same_seed_and_time_give_identical_frames_and_time_moves_objects() -> None:
+    a = Renderer(Scene(42), 160, 96, "cam-01").render(3.0, 1_767_225_603.0)
+    b = Renderer(Scene(42), 160, 96, "cam-01").render(3.0, 1_767_225_603.0)
+    assert a.shape == (96, 160, 3) and a.dtype == np.uint8
+    assert a.tobytes() == b.tobytes()
+    assert Scene(42).boxes(0.0) != Scene(42).boxes(5.0)
+    assert Scene(42).boxes(0.0) != Scene(43).boxes(0.0)
+    for box in Scene(42).boxes(123.4):
+        assert 0 <= box.x <= 1 - box.w and 0 <= box.y <= 1 - box.h
+
+
+def test_encoder_output_is_avcc_and_decodes_to_the_configured_size() -> None:
+    enc = H264Encoder(160, 96, 30, 200_000, 10)
+    renderer = Renderer(Scene(1), 160, 96, "cam-01")
+    units = []
+    for i in range(25):
+        if i == 15:
+            enc.request_keyframe()
+        units.extend(enc.encode(renderer.render(i / 30, i / 30)))
+    assert [i for i, u in enumerate(units) if u.key] == [0, 10, 15]
+    for unit in units:  # AVCC: length prefixes walk the payload exactly, no start codes
+        i = 0
+        while i < len(unit.avcc):
+            i += 4 + int.from_bytes(unit.avcc[i : i + 4], "big")
+        assert i == len(unit.avcc)
+        assert not unit.avcc.startswith(b"\x00\x00\x00\x01")
+    assert enc.sps and enc.sps[0] & 0x1F == 7 and enc.pps and enc.pps[0] & 0x1F == 8
+    frames = decode(enc.parameter_sets(), [u.avcc for u in units])
+    assert len(frames) == 25
+    assert {(f.width, f.height) for f in frames} == {(160, 96)}
+
+
+@pytest.fixture
+def media(monkeypatch: pytest.MonkeyPatch) -> tuple[TwinGatewayMedia, SimClock]:
+    monkeypatch.setattr(video_stream, "RESOLUTION_SCALE", 0.125)
+    world = World(WorldConfig(seed=3, cameras=CameraSpec(1)))
+    clock = SimClock(world, mode=ClockMode.STEP)
+    return TwinGatewayMedia(world, clock, "cam-01"), clock
+
+
+async def test_frames_come_only_while_watched_and_only_as_world_time_moves(media) -> None:
+    gm, clock = media
+    assert [s.stream_id for s in gm.streams()] == ["main", "sub", "third"]
+    assert gm.streams()[0].width == 240
+    clock.advance(1)
+    status = {s.config.stream_id: s for s in gm.status()}
+    assert status["main"].status == "idle" and status["main"].ms_since_last_frame is None
+    viewer = gm.open_viewer("main")
+    assert viewer.config_frame().payload and viewer.config_frame().pts == 0
+    first = await viewer.next_frame()
+    assert first.key and viewer.pending() == 0
+    clock.advance(1)
+    assert viewer.pending() == 30
+    frames = [await viewer.next_frame() for _ in range(30)]
+    assert all(b.pts > a.pts for a, b in itertools.pairwise(frames))
+    assert frames[0].pts == round(1 / 30 * 1e9) // 11111 + 90_000
+    assert len(decode(viewer.config_frame().payload, [first.payload] + [f.payload for f in frames])) == 31
+    main = gm.status()[0]
+    assert main.status == "streaming" and main.measured_fps == pytest.approx(30, rel=0.05)
+    assert main.ms_since_last_frame == 0
+    viewer.close()
+    clock.advance(1)
+    assert gm.status()[0].status == "idle"
+    assert gm.status()[0].ms_since_last_frame == 1000  # the last frame was at t=2
+    with pytest.raises(NotFound):
+        gm.open_viewer("fourth")
+
+
+async def test_a_full_queue_drops_non_key_frames_and_counts_them(media) -> None:
+    gm, clock = media
+    viewer = gm.open_viewer("third")  # 15 fps, GOP 30
+    clock.advance(5)  # 75 more frames: the queue holds 60
+    assert viewer.pending() <= video_stream.QUEUE_FRAMES
+    assert viewer.dropped > 0
+    assert gm.status()[2].dropped_frames == viewer.dropped
