@@ -7,7 +7,16 @@ across resets and restores.
 from __future__ import annotations
 
 from hardware.ports.errors import Unavailable
-from hardware.ports.types import GatewayInfo, PublicKey
+from hardware.ports.types import (
+    ClientTimeSync,
+    DeviceTime,
+    GatewayInfo,
+    OtaStatus,
+    PublicKey,
+    SystemStats,
+    TimeConfig,
+    TimezoneInfo,
+)
 from twin.camera import Camera
 from twin.clock import SimClock
 from twin.video.backend import TwinGatewayMedia
@@ -48,6 +57,58 @@ class TwinGatewaySystem(_CameraArea):
     def reachable(self) -> bool:
         camera = self._world.cameras.get(self._id)
         return camera is not None and camera.powered
+
+    def stats(self) -> SystemStats:
+        return self.camera.stats()
+
+    def change_password(self, old_password: str, new_password: str, timestamp: int) -> None:
+        self.camera.change_password(old_password, new_password, timestamp)
+
+    def restart(self) -> None:
+        self.camera.restart()
+
+    def ota_status(self) -> OtaStatus:
+        return self.camera.ota_status()
+
+    def os_upgrade_status(self) -> dict[str, object] | None:
+        return None
+
+    def device_time(self) -> DeviceTime:
+        return self.camera.device_time()
+
+    def set_time(self, datetime: str) -> None:
+        self.camera.clock.set_time(datetime)
+
+    def sync_time_from_client(self, client_timestamp: int) -> ClientTimeSync:
+        return self.camera.clock.sync_from_client(client_timestamp)
+
+    def time_config(self) -> TimeConfig:
+        return self.camera.clock.config()
+
+    def save_time_config(
+        self,
+        timezone: str,
+        time_format: str,
+        sync_mode: str,
+        ntp_server: str,
+        ntp_interval: int,
+        manual_datetime: str,
+    ) -> None:
+        self.camera.clock.save_config(
+            timezone, time_format, sync_mode, ntp_server, ntp_interval, manual_datetime
+        )
+
+    def set_timezone(self, timezone: str) -> None:
+        self.camera.clock.set_timezone(timezone)
+
+    def timezones(self) -> tuple[TimezoneInfo, ...]:
+        return self.camera.clock.timezones()
+
+    def set_ntp(self, enabled: bool | None, server: str, interval: int) -> None:
+        self.camera.clock.set_ntp(enabled, server, interval)
+
+    def sync_ntp(self) -> None:
+        self.camera.clock.sync_ntp()
 
 
 class TwinGateway:

@@ -60,6 +60,7 @@ CODES: dict[int, tuple[int, str]] = {
 # (domain code, resource or None) -> business code. Resource-specific rows win.
 DOMAIN_CODES: dict[tuple[ErrorCode, str | None], int] = {
     (ErrorCode.INVALID_INPUT, None): 1001,
+    (ErrorCode.INVALID_INPUT, "parameter"): 1004,
     (ErrorCode.NOT_FOUND, None): 4000,
     (ErrorCode.NOT_FOUND, "model"): 5000,
     (ErrorCode.NOT_FOUND, "app"): 6000,

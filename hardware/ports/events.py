@@ -23,6 +23,10 @@ class EventKind(StrEnum):
     WORLD_RESET = "world.reset"
     DEVICE_METRIC = "device.metric"
     DEVICE_DISCOVERED = "device.discovered"
+    CAMERA_POWER_DOWN = "camera.power_down"
+    CAMERA_POWER_UP = "camera.power_up"
+    CAMERA_PASSWORD_CHANGED = "camera.password_changed"
+    CAMERA_TIME_SET = "camera.time_set"
 
 
 @dataclass(frozen=True, slots=True)

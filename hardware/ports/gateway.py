@@ -10,7 +10,16 @@ from typing import Protocol, runtime_checkable
 
 from hardware.ports.clock import Clock
 from hardware.ports.media import GatewayMedia
-from hardware.ports.types import GatewayInfo, PublicKey
+from hardware.ports.types import (
+    ClientTimeSync,
+    DeviceTime,
+    GatewayInfo,
+    OtaStatus,
+    PublicKey,
+    SystemStats,
+    TimeConfig,
+    TimezoneInfo,
+)
 
 
 @runtime_checkable
@@ -39,6 +48,52 @@ class GatewaySystem(Protocol):
 
     def reachable(self) -> bool:
         """False while the device is down (booting, powered off): the API then refuses connections."""
+
+    def stats(self) -> SystemStats: ...
+
+    def change_password(self, old_password: str, new_password: str, timestamp: int) -> None:
+        """Both passwords RSA ciphertext or plaintext, like login. ``TimestampSkew`` for a stale
+        non-zero timestamp; ``InvalidInput(resource="parameter")`` for a new password outside 8-32
+        characters; ``InvalidInput`` for a wrong (non-empty) old password. Sessions end shortly after."""
+
+    def restart(self) -> None:
+        """Reboot the device: it goes down shortly after answering and is unreachable while booting."""
+
+    def ota_status(self) -> OtaStatus: ...
+
+    def os_upgrade_status(self) -> dict[str, object] | None:
+        """The current OS-upgrade job, or None when there is none."""
+
+    # Device time -------------------------------------------------------------------------------
+    def device_time(self) -> DeviceTime:
+        """The device's clock; every timestamp the device reports is on it."""
+
+    def set_time(self, datetime: str) -> None:
+        """RFC 3339; ``InvalidInput`` if malformed or while NTP is enabled."""
+
+    def sync_time_from_client(self, client_timestamp: int) -> ClientTimeSync: ...
+
+    def time_config(self) -> TimeConfig: ...
+
+    def save_time_config(
+        self,
+        timezone: str,
+        time_format: str,
+        sync_mode: str,
+        ntp_server: str,
+        ntp_interval: int,
+        manual_datetime: str,
+    ) -> None: ...
+
+    def set_timezone(self, timezone: str) -> None:
+        """``InvalidInput`` for a name not in :meth:`timezones`."""
+
+    def timezones(self) -> tuple[TimezoneInfo, ...]: ...
+
+    def set_ntp(self, enabled: bool | None, server: str, interval: int) -> None: ...
+
+    def sync_ntp(self) -> None:
+        """Enable NTP and put the device clock back on true time."""
 
 
 @runtime_checkable

@@ -102,3 +102,70 @@ class Principal:
         if self.user is not None:
             return self.user.role == "admin"
         return self.key is not None and "*" in self.key.permissions
+
+
+@dataclass(frozen=True, slots=True)
+class TimezoneInfo:
+    name: str
+    country: str
+    offset_s: int
+    """Offset from UTC in seconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTime:
+    """The device's own clock: world time plus whatever offset was set on the device."""
+
+    unix: float
+    timezone: str
+    offset_s: int
+    """The timezone's offset from UTC in seconds, at ``unix``."""
+    uptime_s: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimeConfig:
+    timezone: str
+    time_format: str
+    sync_mode: str
+    ntp_enabled: bool
+    ntp_server: str
+    ntp_interval: int
+    ntp_synced: bool
+    last_sync: str
+    fallback_servers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientTimeSync:
+    synced: bool
+    diff_s: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcceleratorStats:
+    """The AI runtime's ``SystemStats``: accelerator utilisation, temperature and memory."""
+
+    device_utilization: float
+    device_temperature: float
+    total_memory_bytes: int
+    used_memory_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class SystemStats:
+    unix_timestamp: int
+    ai_runtime: AcceleratorStats | None
+
+
+@dataclass(frozen=True, slots=True)
+class OtaStatus:
+    status: str
+    progress: int
+    message: str
+    current_step: str
+    version: str
+    start_time: int
+    error: str
+    reboot_needed: bool
+    current_boot_id: str = ""

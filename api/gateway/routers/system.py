@@ -1,9 +1,11 @@
-"""``/api/v1/system/*``: health (public) and the token-protected system area."""
+"""``/api/v1/system/*``: health and the two upgrade statuses (public), and the token-protected
+system area: info, stats, password, restart and the device's time."""
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from api.gateway import schemas
+from api.gateway import schemas_system as shapes
 from api.gateway.deps import Backend, require_session
 
 public = APIRouter(prefix="/api/v1/system", tags=["system"])
@@ -12,9 +14,88 @@ router = APIRouter(prefix="/api/v1/system", tags=["system"], dependencies=[Depen
 
 @public.get("/health")
 async def health(backend: Backend) -> JSONResponse:
-    return schemas.ok(schemas.health(backend.clock.now()))
+    return schemas.ok(schemas.health(backend.system.device_time().unix))
+
+
+@public.get("/ota/status")
+async def ota_status(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.ota_status(backend.system.ota_status()))
+
+
+@public.get("/os-upgrade/status")
+async def os_upgrade_status(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.os_upgrade_status(backend.system.os_upgrade_status()))
 
 
 @router.get("/info")
 async def info(backend: Backend) -> JSONResponse:
     return schemas.ok(schemas.system_info(backend.system.info()))
+
+
+@router.get("/stats")
+async def stats(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.system_stats(backend.system.stats()))
+
+
+@router.post("/password")
+async def change_password(request: Request, backend: Backend) -> JSONResponse:
+    old, new, timestamp = shapes.parse_password(await request.body())
+    backend.system.change_password(old, new, timestamp)
+    return schemas.ok(shapes.password_changed())
+
+
+@router.post("/restart")
+async def restart(backend: Backend) -> JSONResponse:
+    backend.system.restart()
+    return schemas.ok(shapes.reboot_started())
+
+
+@router.get("/time")
+async def get_time(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.system_time(backend.system.device_time()))
+
+
+@router.post("/time/set")
+async def set_time(request: Request, backend: Backend) -> JSONResponse:
+    backend.system.set_time(shapes.parse_set_time(await request.body()))
+    return shapes.ok_msg("Time updated successfully")
+
+
+@router.post("/time/sync-from-client")
+async def sync_from_client(request: Request, backend: Backend) -> JSONResponse:
+    result = backend.system.sync_time_from_client(shapes.parse_client_sync(await request.body()))
+    return schemas.ok(shapes.client_sync(result))
+
+
+@router.get("/time/config")
+async def get_time_config(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.time_config(backend.system.time_config()))
+
+
+@router.put("/time/config")
+async def save_time_config(request: Request, backend: Backend) -> JSONResponse:
+    backend.system.save_time_config(*shapes.parse_time_config(await request.body()))
+    return shapes.ok_msg("Time configuration saved")
+
+
+@router.put("/time/timezone")
+async def set_timezone(request: Request, backend: Backend) -> JSONResponse:
+    backend.system.set_timezone(shapes.parse_timezone(await request.body()))
+    return shapes.ok_msg("Timezone updated successfully")
+
+
+@router.get("/time/timezones")
+async def timezones(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.timezones(backend.system.timezones()))
+
+
+@router.put("/time/ntp")
+async def set_ntp(request: Request, backend: Backend) -> JSONResponse:
+    backend.system.set_ntp(*shapes.parse_ntp(await request.body()))
+    return shapes.ok_msg("NTP configuration updated")
+
+
+@router.post("/time/ntp/sync")
+async def sync_ntp(backend: Backend) -> JSONResponse:
+    backend.system.sync_ntp()
+    return shapes.ok_msg("NTP synchronization triggered")
