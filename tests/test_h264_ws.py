@@ -62,7 +62,9 @@ async def test_sps_pps_first_then_key_and_delta_frames_that_decode(gateway) -> N
         "stream_id", "status", "has_encoder", "codec", "width", "height", "fps", "bitrate_bps", "gop",
         "ms_since_last_frame", "measured_fps", "status_detail",
     }  # fmt: skip
-    assert rows[1]["ms_since_last_frame"] is None and rows[0]["fps"] == 30
+    assert (
+        rows[1]["status"] == "active" and rows[1]["ms_since_last_frame"] is not None and rows[0]["fps"] == 30
+    )
     assert refused.status_code == 401
 
 

@@ -48,15 +48,22 @@ class TwinGatewayMedia:
         out = []
         now = self._world.env.now
         for s in self._current().values():
-            since = None if s.last_frame_at is None else round((now - s.last_frame_at) * 1000, 1)
+            # The device's camera daemon encodes all the time; the twin renders only while someone
+            # watches, but reports what the device would: an active stream whose last frame is at
+            # most one frame period old.
+            period = 1.0 / s.config.fps
+            if s.running() and s.last_frame_at is not None:
+                since = round((now - s.last_frame_at) * 1000, 1)
+            else:
+                since = round((now % period) * 1000, 1)
             out.append(
                 StreamStatus(
                     config=s.config,
-                    status="streaming" if s.running() else "idle",
+                    status="active",
                     has_encoder=True,
                     ms_since_last_frame=since,
-                    measured_fps=s.measured_fps(),
-                    status_detail=f"{len(s.viewers)} viewer(s)" if s.running() else "no viewers",
+                    measured_fps=s.measured_fps() if s.running() else float(s.config.fps),
+                    status_detail="",
                     viewers=len(s.viewers),
                     dropped_frames=s.dropped(),
                 )
