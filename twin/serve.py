@@ -29,6 +29,7 @@ from api.faults import FaultMiddleware, FaultSet
 from api.gateway.app import create_app as create_gateway_app
 from api.gateway.tls import write_self_signed
 from api.realtime.mqtt import EmbeddedBroker, MqttBridge
+from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
 from twin.automation.backend import TwinAutomation
 from twin.automation.network import network_info
@@ -146,9 +147,13 @@ class Listener:
     server: _Server
     scheme: str = "http"
     task: asyncio.Task | None = None
+    bound: tuple[str, int] | None = None
+    """Where it listens, kept so a listener closed while its camera is down re-binds the same port."""
 
     @property
     def address(self) -> tuple[str, int]:
+        if self.bound is not None:
+            return self.bound
         sock = self.server.servers[0].sockets[0]
         host, port = sock.getsockname()[:2]
         return host, port
@@ -165,6 +170,7 @@ class Running:
     listeners: dict[str, Listener] = field(default_factory=dict)
     broker: EmbeddedBroker | None = None
     tasks: list[asyncio.Task] = field(default_factory=list)
+    supervisor: asyncio.Task | None = None
 
     def url(self, name: str) -> str:
         return self.listeners[name].url
@@ -256,10 +262,69 @@ async def start(twin: Twin, cert_dir: Path) -> Running:
                 await stop(running)
                 raise OSError(f"{listener.name}: server failed to start")
             await asyncio.sleep(0.005)
+        listener.bound = listener.address
+    running.supervisor = asyncio.create_task(_supervise_power(running), name="gateway-power")
     return running
 
 
+_POWER_EVENTS = (
+    EventKind.CAMERA_POWER_DOWN,
+    EventKind.CAMERA_POWER_UP,
+    EventKind.CAMERA_BOOTED,
+    EventKind.WORLD_RESET,
+)
+
+
+async def _supervise_power(running: Running) -> None:
+    """A camera that is down refuses connections like the real device: close its HTTP and HTTPS
+    listeners when it powers down and re-bind them (same host and port) when it is up again."""
+    sub = running.twin.world.bus.subscribe(_POWER_EVENTS)
+    try:
+        while True:
+            await sub.get()
+            while sub.get_nowait() is not None:
+                pass
+            await _reconcile_power(running)
+    finally:
+        sub.close()
+
+
+async def _reconcile_power(running: Running) -> None:
+    for camera_id, camera in running.twin.world.cameras.items():
+        for name in (f"{camera_id}/http", f"{camera_id}/https"):
+            listener = running.listeners.get(name)
+            if listener is None:
+                continue
+            serving = listener.task is not None and not listener.task.done()
+            if camera.powered and not serving:
+                try:
+                    await _reopen(listener)
+                except OSError as err:  # the port was taken meanwhile: stay down, retry on the next event
+                    log.warning("twin: %s", err)
+            elif not camera.powered and serving:
+                listener.server.should_exit = True
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(listener.task)
+                log.info("twin: %s closed while its camera is down", listener.name)
+
+
+async def _reopen(listener: Listener) -> None:
+    old = listener.server.config
+    host, port = listener.address
+    ssl = {"ssl_certfile": old.ssl_certfile, "ssl_keyfile": old.ssl_keyfile} if old.ssl_certfile else {}
+    listener.server = _server(old.app, host, port, **ssl)
+    sock = _bind(listener)
+    listener.task = asyncio.create_task(listener.server.serve(sockets=[sock]), name=listener.name)
+    while not listener.server.started and not listener.task.done():
+        await asyncio.sleep(0.005)
+    log.info("twin: %s listening again", listener.name)
+
+
 async def stop(running: Running) -> None:
+    if running.supervisor is not None:
+        running.supervisor.cancel()
+        with contextlib.suppress(BaseException):
+            await running.supervisor
     for listener in running.listeners.values():
         listener.server.should_exit = True
     for listener in running.listeners.values():
