@@ -14,9 +14,10 @@ from pathlib import Path
 
 from fastapi.routing import APIRoute
 
-from api.automation.catalogue import WS, shape_of, to_vendor, vendor_routes
+from api.automation.catalogue import WS, vendor_routes
 from api.automation.routers.docs import auth_of
 from api.automation.routers.not_simulated import not_simulated
+from api.routing import shape_of, to_vendor
 from twin.serve import build
 from twin.settings import Settings
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.routing import APIRoute, APIWebSocketRoute
 
 from api.automation import errors, metrics
 from api.automation.ratelimit import RateLimiter
@@ -21,11 +20,12 @@ from api.automation.routers import (
     telemetry,
     webhook,
 )
-from api.automation.routing import group_by_area
+from api.routing import finish, mount
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.system import NetworkInfo
 
 RELEASES = ("0.9.24", "0.9.17")
+API = "/api"
 
 
 def create_app(
@@ -63,56 +63,10 @@ def create_app(
         system.router_for(release),
         settings.router,
     ):
-        mount(app, router)
+        mount(app, router, API)
     if release == "0.9.17":
-        mount(app, legacy.router)
-    mount(app, docs.router)
-    mount(app, not_simulated.router_for(app, release))
-    app.router.routes.sort(key=lambda route: specificity(getattr(route, "path", "")))
-    app.state.routes = tuple(app.router.routes)  # the flat list: routes.json, OpenAPI, coverage
-    app.router.routes[:] = group_by_area(app.state.routes)
+        mount(app, legacy.router, API)
+    mount(app, docs.router, API)
+    mount(app, not_simulated.router_for(app, release), API)
+    finish(app, area_depth=2)  # areas are /api/<first segment>
     return app
-
-
-def mount(app: FastAPI, router: APIRouter, prefix: str = "/api") -> None:
-    """Add ``router``'s routes to ``app`` as plain routes under ``prefix``, router-level dependencies
-    included, so every route is a plain ``APIRoute`` (for routes.json, OpenAPI and matching order)."""
-    for route in router.routes:
-        if isinstance(route, APIRoute):
-            extra = [d for d in route.dependencies if d not in router.dependencies]
-            app.add_api_route(
-                prefix + route.path,
-                route.endpoint,
-                methods=sorted(route.methods),
-                dependencies=[*router.dependencies, *extra],
-                status_code=route.status_code,
-                tags=route.tags or router.tags,
-                summary=route.summary,
-                description=route.description,
-                response_class=route.response_class,
-                include_in_schema=route.include_in_schema,
-                name=route.name,
-            )
-        elif isinstance(route, APIWebSocketRoute):
-            app.add_api_websocket_route(
-                prefix + route.path,
-                route.endpoint,
-                name=route.name,
-                dependencies=[*router.dependencies, *route.dependencies],
-            )
-        else:
-            raise TypeError(f"cannot mount {route!r}")
-
-
-def specificity(path: str) -> tuple[int, ...]:
-    """Sort key giving the real server's matching order: at each segment a literal beats a
-    parameter, which beats a wildcard (FastAPI would otherwise take the first registered match)."""
-    ranks = []
-    for segment in path.strip("/").split("/"):
-        if segment.endswith(":path}"):
-            ranks.append(2)
-        elif segment.startswith("{"):
-            ranks.append(1)
-        else:
-            ranks.append(0)
-    return (*ranks, -len(ranks))

@@ -6,10 +6,11 @@ makes public exactly the spec's list; every other HTTP route is protected.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+
+from api.routing import shape_of
 
 PUBLIC = "public"
 HYBRID = "jwt-or-api-key"
@@ -63,22 +64,6 @@ def is_spec_public(method: str, path: str) -> bool:
         if (public.endswith("/*") and path.startswith(public[:-1])) or shape == shape_of(public):
             return True
     return False
-
-
-def shape_of(path: str) -> str:
-    """A path with every parameter blanked, in vendor or FastAPI syntax: ``/api/devices/{}``."""
-    path = re.sub(r"\{[^}/]+:path\}|\*[A-Za-z_]+", "{*}", path)
-    return re.sub(r"(?<=/):[A-Za-z_]+|\{[^}/*]+\}", "{}", path)
-
-
-def to_fastapi(path: str) -> str:
-    path = re.sub(r"\*([A-Za-z_]+)", r"{\1:path}", path)
-    return re.sub(r"(?<=/):([A-Za-z_]+)", r"{\1}", path)
-
-
-def to_vendor(path: str) -> str:
-    path = re.sub(r"\{([A-Za-z_]+):path\}", r"*\1", path)
-    return re.sub(r"\{([A-Za-z_]+)\}", r":\1", path)
 
 
 @cache

@@ -9,8 +9,8 @@ import re
 import httpx
 import pytest
 
-from api.automation.app import specificity
 from api.automation.catalogue import WS, vendor_routes
+from api.routing import specificity
 from tests.conftest import _client, admin_token
 from twin.serve import build
 from twin.settings import Settings

@@ -16,8 +16,9 @@ from fastapi.routing import APIRoute, APIWebSocketRoute
 from starlette.routing import WebSocketRoute
 from swagger_ui_bundle import swagger_ui_path
 
-from api.automation.catalogue import HYBRID, JWT_ONLY, PUBLIC, WEBHOOK, WS, to_vendor
+from api.automation.catalogue import HYBRID, JWT_ONLY, PUBLIC, WEBHOOK, WS
 from api.automation.deps import admin_user, current_user
+from api.routing import to_vendor
 from hardware.ports.errors import NotFound
 
 router = APIRouter(tags=["docs"])

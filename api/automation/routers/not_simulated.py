@@ -7,9 +7,10 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
-from api.automation.catalogue import HYBRID, JWT_ONLY, WS, shape_of, to_fastapi, vendor_routes
+from api.automation.catalogue import HYBRID, JWT_ONLY, WS, vendor_routes
 from api.automation.deps import admin_user, current_user
 from api.automation.errors import error_response
+from api.routing import shape_of, to_fastapi
 
 AUTH_DEPENDENCIES = {HYBRID: [Depends(current_user)], JWT_ONLY: [Depends(admin_user)]}
 
