@@ -121,3 +121,26 @@ def group_by_area(routes: Sequence[BaseRoute], depth: int) -> list[BaseRoute]:
     for route in routes:
         areas.setdefault(area_of(getattr(route, "path", ""), depth), []).append(route)
     return [AreaRoutes(prefix, members) for prefix, members in areas.items()]
+
+
+# Routes the twin does not simulate yet ---------------------------------------------------------
+def served(app: FastAPI) -> set[tuple[str, str]]:
+    """(method, path shape) of every HTTP route ``app`` serves so far."""
+    return {(m, shape_of(r.path)) for r in app.routes if isinstance(r, APIRoute) for m in r.methods}
+
+
+def fallback_router(
+    app: FastAPI, routes: Sequence[tuple[str, tuple[str, ...], list, bool]], endpoint, prefix: str = ""
+) -> APIRouter:
+    """One ``endpoint`` route per catalogued ``(vendor path, methods, dependencies, in_schema)`` that
+    ``app`` does not serve yet (paths relative to ``prefix``); include it after every real router."""
+    done = {(m, shape.removeprefix(prefix)) for m, shape in served(app)}
+    router = APIRouter(tags=["not simulated"])
+    for path, methods, dependencies, in_schema in routes:
+        shape = shape_of(path)
+        missing = [m for m in methods if (m, shape) not in done]
+        if missing:
+            router.add_api_route(to_fastapi(path), endpoint, methods=missing, dependencies=dependencies,
+                                 include_in_schema=in_schema, name=f"not_simulated:{path}")  # fmt: skip
+            done.update((m, shape) for m in missing)
+    return router

@@ -6,7 +6,8 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from api.gateway import errors
-from api.gateway.routers import auth, media, system
+from api.gateway.routers import auth, media, not_simulated, system
+from api.routing import finish, mount
 from hardware.ports.gateway import GatewayBackend
 
 
@@ -21,5 +22,7 @@ def create_app(backend: GatewayBackend) -> FastAPI:
     )
     errors.install(app)
     for router in (auth.router, system.public, system.router, media.status_router, media.router):
-        app.include_router(router)
+        mount(app, router)
+    mount(app, not_simulated.router_for(app))
+    finish(app, area_depth=3)  # areas are /api/v1/<first segment>
     return app

@@ -102,6 +102,12 @@ def fail(
     return JSONResponse(body, status_code=status_of(code), headers=headers)
 
 
+def not_simulated_response(detail: str) -> JSONResponse:
+    """A device route the twin does not simulate yet: HTTP 501 with the device's error shape."""
+    body = {"code": 1000, "message": message_of(1000), "error": {"type": "system", "detail": detail}}
+    return JSONResponse(body, status_code=501)
+
+
 def not_found() -> JSONResponse:
     """The device's SPA NoRoute answer for an unknown path or a wrong method."""
     return JSONResponse({"code": 404, "message": "Not found"}, status_code=404)
