@@ -129,18 +129,28 @@ def served(app: FastAPI) -> set[tuple[str, str]]:
     return {(m, shape_of(r.path)) for r in app.routes if isinstance(r, APIRoute) for m in r.methods}
 
 
-def fallback_router(
+def fallback_routes(
     app: FastAPI, routes: Sequence[tuple[str, tuple[str, ...], list, bool]], endpoint, prefix: str = ""
-) -> APIRouter:
+) -> list[APIRoute]:
     """One ``endpoint`` route per catalogued ``(vendor path, methods, dependencies, in_schema)`` that
-    ``app`` does not serve yet (paths relative to ``prefix``); include it after every real router."""
-    done = {(m, shape.removeprefix(prefix)) for m, shape in served(app)}
-    router = APIRouter(tags=["not simulated"])
+    ``app`` does not serve yet (``prefix`` + vendor path); add them after every real router. Each is
+    built once, with its full path, and added as it is."""
+    done = served(app)
+    out = []
     for path, methods, dependencies, in_schema in routes:
-        shape = shape_of(path)
+        full = prefix + path
+        shape = shape_of(full)
         missing = [m for m in methods if (m, shape) not in done]
         if missing:
-            router.add_api_route(to_fastapi(path), endpoint, methods=missing, dependencies=dependencies,
-                                 include_in_schema=in_schema, name=f"not_simulated:{path}")  # fmt: skip
+            route = APIRoute(
+                to_fastapi(full),
+                endpoint,
+                methods=missing,
+                dependencies=dependencies,
+                include_in_schema=in_schema,
+                name=f"not_simulated:{path}",
+                tags=["not simulated"],
+            )
+            out.append(route)
             done.update((m, shape) for m in missing)
-    return router
+    return out

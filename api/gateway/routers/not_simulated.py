@@ -3,13 +3,14 @@ behind the device's token check, so clients meet the right 401 first."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 
 from api.gateway.catalogue import device_routes
 from api.gateway.deps import require_session
 from api.gateway.errors import not_simulated_response
-from api.routing import fallback_router
+from api.routing import fallback_routes
 
 
 async def not_simulated(request: Request) -> JSONResponse:
@@ -18,10 +19,10 @@ async def not_simulated(request: Request) -> JSONResponse:
     return not_simulated_response(f"{request.method} {path} is not simulated by this twin yet")
 
 
-def router_for(app: FastAPI) -> APIRouter:
+def routes_for(app: FastAPI) -> list[APIRoute]:
     entries = [
         (r.path, (r.method,), [] if r.auth == "public" else [Depends(require_session)], True)
         for r in device_routes()
         if r.kind != "WS"
     ]
-    return fallback_router(app, entries, not_simulated)
+    return fallback_routes(app, entries, not_simulated)
