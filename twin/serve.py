@@ -44,6 +44,9 @@ from twin.world import World
 
 log = logging.getLogger("twin")
 
+SHUTDOWN_GRACE_S = 2  # uvicorn's graceful shutdown: open connections get this long, then are closed
+START_TIMEOUT_S = 10
+
 
 @dataclass
 class Twin:
@@ -187,6 +190,7 @@ def _gateway_address(settings: Settings, index: int) -> tuple[str, int, int]:
 def _server(app: FastAPI, host: str, port: int, **ssl: str) -> _Server:
     config = uvicorn.Config(
         app,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         host=host,
         port=port,
         log_level="warning",
@@ -303,8 +307,7 @@ async def _reconcile_power(running: Running) -> None:
                     log.warning("twin: %s", err)
             elif not camera.powered and serving:
                 listener.server.should_exit = True
-                with contextlib.suppress(BaseException):
-                    await asyncio.shield(listener.task)
+                await _finish(listener.task)
                 log.info("twin: %s closed while its camera is down", listener.name)
 
 
@@ -315,9 +318,23 @@ async def _reopen(listener: Listener) -> None:
     listener.server = _server(old.app, host, port, **ssl)
     sock = _bind(listener)
     listener.task = asyncio.create_task(listener.server.serve(sockets=[sock]), name=listener.name)
-    while not listener.server.started and not listener.task.done():
+    for _ in range(int(START_TIMEOUT_S / 0.005)):
+        if listener.server.started or listener.task.done():
+            break
         await asyncio.sleep(0.005)
     log.info("twin: %s listening again", listener.name)
+
+
+async def _finish(task: asyncio.Task) -> None:
+    """Wait for a server task that was told to exit; cancel it if it outlives its grace period."""
+    try:
+        await asyncio.wait_for(asyncio.shield(task), SHUTDOWN_GRACE_S + 3)
+    except TimeoutError:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+    except BaseException:  # the task's own failure: it is finished either way
+        pass
 
 
 async def stop(running: Running) -> None:
@@ -329,8 +346,7 @@ async def stop(running: Running) -> None:
         listener.server.should_exit = True
     for listener in running.listeners.values():
         if listener.task is not None:
-            with contextlib.suppress(BaseException):
-                await listener.task
+            await _finish(listener.task)
     for task in running.tasks:
         task.cancel()
     for task in running.tasks:
