@@ -8,29 +8,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import SCENARIOS
+from tests.sockets import socket_settings, until
 from twin.camera import BOOT_S, RESTART_DELAY_S
 from twin.serve import build, start, stop
-from twin.settings import Settings
 
 pytestmark = pytest.mark.socket
-
-
-def socket_settings(**overrides) -> Settings:
-    base = {
-        "scenario": SCENARIOS / "test.yaml",
-        "step": True,
-        "host": "127.0.0.1",
-        "port": 0,
-        "control_port": 0,
-        "mqtt_host": "127.0.0.1",
-        "mqtt_port": 0,
-        "gateway_addressing": "port",
-        "gateway_http_port": 0,
-        "gateway_https_port": 0,
-    }
-    base.update(overrides)
-    return Settings(**base)
 
 
 async def refused(host: str, port: int) -> bool:
@@ -40,14 +22,6 @@ async def refused(host: str, port: int) -> bool:
         return True
     writer.close()
     return False
-
-
-async def poll(check, attempts: int = 250) -> None:
-    for _ in range(attempts):
-        if await check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition not reached")
 
 
 async def test_restart_closes_both_listeners_until_booted(tmp_path: Path) -> None:
@@ -63,8 +37,8 @@ async def test_restart_closes_both_listeners_until_booted(tmp_path: Path) -> Non
             resp = await client.post("/api/v1/system/restart", headers={"Authorization": token})
             assert resp.json()["data"] == {"message": "System reboot initiated"}
         twin.clock.advance(RESTART_DELAY_S)
-        await poll(lambda: refused(*http_addr))
-        await poll(lambda: refused(*https_addr))
+        await until(lambda: refused(*http_addr))
+        await until(lambda: refused(*https_addr))
         twin.clock.advance(BOOT_S / 2)
         assert await refused(*http_addr)
 
@@ -78,7 +52,7 @@ async def test_restart_closes_both_listeners_until_booted(tmp_path: Path) -> Non
             except httpx.ConnectError:
                 return False
 
-        await poll(health_answers)
+        await until(health_answers)
         async with httpx.AsyncClient(base_url=base) as client:
             stale = await client.get("/api/v1/system/info", headers={"Authorization": token})
             assert stale.status_code == 401

@@ -10,7 +10,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from tests.test_serve import socket_settings
+from tests.sockets import socket_settings
 from tests.twin.test_video import decode
 from twin.serve import build, start, stop
 from twin.video import stream as video_stream

@@ -14,28 +14,10 @@ import pytest
 from amqtt.client import MQTTClient
 from cryptography import x509
 
-from tests.conftest import SCENARIOS
+from tests.sockets import socket_settings, until
 from twin.serve import banner, build, start, stop
-from twin.settings import Settings
 
 pytestmark = pytest.mark.socket
-
-
-def socket_settings(**overrides) -> Settings:
-    base = {
-        "scenario": SCENARIOS / "test.yaml",
-        "step": True,
-        "host": "127.0.0.1",
-        "port": 0,
-        "control_port": 0,
-        "mqtt_host": "127.0.0.1",
-        "mqtt_port": 0,
-        "gateway_addressing": "port",
-        "gateway_http_port": 0,
-        "gateway_https_port": 0,
-    }
-    base.update(overrides)
-    return Settings(**base)
 
 
 def can_bind(host: str, port: int) -> bool:
@@ -89,11 +71,7 @@ async def test_mqtt_client_receives_sensor_telemetry(tmp_path: Path) -> None:
     running = await start(twin, tmp_path)
     client = MQTTClient(config={"auto_reconnect": False})
     try:
-        for _ in range(200):  # the bridge connects in the background
-            if twin.bridge.connected:
-                break
-            await asyncio.sleep(0.02)
-        assert twin.bridge.connected
+        await until(lambda: twin.bridge.connected)  # the bridge connects in the background
         await client.connect(f"mqtt://127.0.0.1:{running.broker.port}")
         await client.subscribe([("device/+/+/uplink", 0)])
         twin.clock.advance(10)
@@ -140,26 +118,18 @@ async def test_state_dir_keeps_users_across_restarts(tmp_path: Path) -> None:
             await stop(running)
 
 
-async def wait_for(predicate, attempts: int = 250) -> None:
-    for _ in range(attempts):
-        if predicate():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition not reached")
-
-
 async def test_mqtt_uplinks_make_drafts_and_commands_go_down(tmp_path: Path) -> None:
     twin = build(socket_settings())
     running = await start(twin, tmp_path)
     device = MQTTClient(config={"auto_reconnect": False})
     try:
-        await wait_for(lambda: twin.bridge.connected)
+        await until(lambda: twin.bridge.connected)
         await device.connect(f"mqtt://127.0.0.1:{running.broker.port}")
         await device.subscribe([("device/+/th-1/downlink", 1)])
         await device.publish(
             "device/thermo/th-1/uplink", b'{"temperature": 19.5, "timestamp": 1767225601}', qos=1
         )
-        await wait_for(lambda: twin.bridge.received >= 1)
+        await until(lambda: twin.bridge.received >= 1)
         async with httpx.AsyncClient(base_url=running.url("automation")) as http:
             token = (
                 await http.post("/api/setup/initialize", json={"username": "admin", "password": "abc12345"})
@@ -173,7 +143,7 @@ async def test_mqtt_uplinks_make_drafts_and_commands_go_down(tmp_path: Path) -> 
             assert approved.status_code == 200, approved.text
             twin.clock.advance(5)  # an uplink without a timestamp is stamped with the world's time
             await device.publish("device/thermo/th-1/uplink", b'{"temperature": 20.5}', qos=1)
-            await wait_for(lambda: twin.bridge.received >= 2)
+            await until(lambda: twin.bridge.received >= 2)
             current = (await http.get("/api/devices/th-1/current", headers=auth)).json()["data"]
             assert current["metrics"]["temperature"]["value"] == 20.5
             command = await http.post(
@@ -187,7 +157,7 @@ async def test_mqtt_uplinks_make_drafts_and_commands_go_down(tmp_path: Path) -> 
         assert body["command"] == "reboot" and body["params"] == {"delay": 5} and body["request_id"]
         # Garbage on a device topic is counted, not fatal.
         await device.publish("device/thermo/th-1/uplink", b"not json", qos=1)
-        await wait_for(lambda: twin.bridge.rejected >= 1)
+        await until(lambda: twin.bridge.rejected >= 1)
         assert twin.bridge.connected
     finally:
         await device.disconnect()
