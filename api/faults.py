@@ -24,6 +24,14 @@ class FaultSet:
     def delay_for(self, path: str) -> float:
         return sum(lat.seconds for lat in self.latency if path.startswith(lat.path_prefix))
 
+    def add_latency(self, seconds: float, path_prefix: str = "/") -> int:
+        """Delay requests under ``path_prefix`` by ``seconds`` of world time; the number now active."""
+        self.latency.append(Latency(seconds, path_prefix))
+        return len(self.latency)
+
+    def describe(self) -> dict:
+        return {"latency": [{"seconds": lat.seconds, "path_prefix": lat.path_prefix} for lat in self.latency]}
+
     def clear(self) -> None:
         self.latency.clear()
 

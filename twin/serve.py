@@ -96,8 +96,7 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     store = Store(settings.state_dir / "twin.sqlite3" if settings.state_dir else None)
     world = World(config, store=store, record_trace=record_trace)
     clock = SimClock(world, mode=mode, speed=speed)
-    bridge_box: list[MqttBridge] = []
-    automation = TwinAutomation(world, clock, mqtt_ready=lambda: bool(bridge_box and bridge_box[0].connected))
+    automation = TwinAutomation(world, clock)
     faults: dict[str, FaultSet] = {"automation": FaultSet()}
     limiter = RateLimiter(settings.rate_limit or host_rate_limit(), clock.now)
     if settings.api_key:
@@ -128,8 +127,8 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         create_control_app(control, faults, {"automation": limiter}),
     )
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
-    twin.bridge = MqttBridge(automation, mqtt_url)
-    bridge_box.append(twin.bridge)
+    twin.bridge = bridge = MqttBridge(automation, mqtt_url)
+    automation.mqtt_ready = lambda: bridge.connected
     return twin
 
 

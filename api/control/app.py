@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.automation.ratelimit import RateLimiter
-from api.faults import FaultSet, Latency
+from api.faults import FaultSet
 from hardware.ports.control import WorldControl
 from hardware.ports.errors import DomainError, ErrorCode, NotFound
 from hardware.ports.types import ClockState
@@ -179,17 +179,11 @@ def create_app(
 
     @app.get("/faults")
     async def list_faults(request: Request) -> dict:
-        return {
-            name: {
-                "latency": [{"seconds": lat.seconds, "path_prefix": lat.path_prefix} for lat in fs.latency]
-            }
-            for name, fs in request.app.state.faults.items()
-        }
+        return {name: {**fs.describe()} for name, fs in request.app.state.faults.items()}
 
     @app.post("/faults/{server}/latency")
     async def add_latency(body: LatencyBody, faults: ServerFaults) -> dict:
-        faults.latency.append(Latency(body.seconds, body.path_prefix))
-        return {"latency": len(faults.latency)}
+        return {"latency": faults.add_latency(body.seconds, body.path_prefix)}
 
     @app.delete("/faults/{server}")
     async def clear_faults(faults: ServerFaults) -> dict:

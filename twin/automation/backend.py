@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import ApiKey, Login, Readiness, User
 from twin.automation.devices import TwinDevices
@@ -11,19 +13,20 @@ from twin.world import World
 
 
 class TwinAutomation:
-    def __init__(self, world: World, clock: SimClock, *, mqtt_ready=lambda: True) -> None:
+    def __init__(self, world: World, clock: SimClock) -> None:
         self.world = world
         self.clock = clock
         self.devices = TwinDevices(world)
         self.system = TwinSystem(world)
-        self._mqtt_ready = mqtt_ready
+        self.mqtt_ready: Callable[[], bool] = lambda: False
+        """Whether the MQTT side is connected; the composition root wires it to the bridge."""
 
     def uptime(self) -> float:
         return self.world.uptime()
 
     def readiness(self) -> Readiness:
         # The built-in simulated model backend is always there, so the LLM dependency is ready.
-        return Readiness(database=self.world.store.healthy(), mqtt=bool(self._mqtt_ready()), llm=True)
+        return Readiness(database=self.world.store.healthy(), mqtt=bool(self.mqtt_ready()), llm=True)
 
     def setup_required(self) -> bool:
         return self.world.users.setup_required()
