@@ -34,7 +34,7 @@ async def bearer_token(request: Request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 
 
-def area_of(path: str) -> str:
+def permission_area(path: str) -> str:
     """``/api/devices/d1/telemetry`` → ``devices``."""
     parts = path.split("/")
     return parts[2] if len(parts) > 2 else ""
@@ -48,7 +48,7 @@ async def authenticate(request: Request, backend: AutomationBackend) -> Principa
     if not key:
         raise Unauthenticated("Authentication required. Provide a valid JWT token or API key.")
     api_key = backend.authenticate_key(key)
-    area, write = area_of(request.url.path), request.method not in READ_METHODS
+    area, write = permission_area(request.url.path), request.method not in READ_METHODS
     if not api_key.allows(area, write):
         raise Forbidden(f"API key lacks permission '{area}:{'write' if write else 'read'}'")
     return Principal("api_key", key=api_key)
