@@ -20,6 +20,7 @@ from hardware.ports.events import EventKind
 from hardware.ports.types import DeviceTime, GatewayInfo, OtaStatus, PublicKey, SystemStats
 from twin.camera_stats import accelerator_stats
 from twin.device_clock import DeviceClock
+from twin.storage import Storage
 
 if TYPE_CHECKING:
     from twin.world import World
@@ -53,6 +54,7 @@ class Camera:
         self._restart_pending = False
         self._sessions: dict[str, str] = {}
         self.clock = DeviceClock(world, camera_id)
+        self.storage = Storage(world, camera_id)
         world.emit(EventKind.CAMERA_BOOTED, camera_id, index=index)
 
     # Auth ----------------------------------------------------------------------------------

@@ -1,0 +1,196 @@
+"""A camera's block storage: the small root partition and the large data partition, each a
+``simpy.Container`` of bytes, with every byte above the OS baseline charged to a named owner.
+
+Owners are free-form strings chosen by whoever writes: ``"vfs:/data/aipc/x.bin"``,
+``"image:yolo:1.0"``, ``"container:abc123"``, ``"logs:stale"``, ``"coredump"``. ``free(owner)``
+gives back everything an owner holds, on every partition; ``release`` gives back part of it.
+
+A write that does not fit raises ``StorageFull`` (the gateway answers 8003 / HTTP 507) and
+changes nothing. ``fill`` provokes the "root partition filled by stale logs or core dumps" case.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from hardware.ports.errors import InvalidInput, StorageFull
+from hardware.ports.gateway_apps import PartitionUsage
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+GB = 1_000_000_000
+MB = 1_000_000
+
+ROOT, DATA = "root", "data"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSpec:
+    name: str
+    device: str
+    mountpoint: str
+    fstype: str
+    total: int
+    baseline: int
+    """Bytes the OS image itself occupies: never charged to an owner, never freed."""
+    label: str = ""
+
+
+# Layout of a legacy device: p1 boot, p2 rootfs, p3 data. Root ≈3.3 GB, data ≈53 GB.
+PARTITIONS: tuple[PartitionSpec, ...] = (
+    PartitionSpec(ROOT, "/dev/mmcblk0p2", "/", "ext4", 3_300 * MB, 2_410 * MB, "rootfs"),
+    PartitionSpec(DATA, "/dev/mmcblk0p3", "/data", "ext4", 53_000 * MB, 1_180 * MB, "data"),
+)
+
+
+class Partition:
+    def __init__(self, env: simpy.Environment, spec: PartitionSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.bytes = simpy.Container(env, capacity=spec.total, init=spec.baseline)
+        self.charges: dict[str, int] = defaultdict(int)
+
+    @property
+    def used(self) -> int:
+        return int(self.bytes.level)
+
+    @property
+    def free(self) -> int:
+        return self.spec.total - self.used
+
+    def charge(self, owner: str, nbytes: int) -> None:
+        if nbytes > self.free:
+            raise StorageFull(
+                f"no space left on device: {self.spec.mountpoint} needs {nbytes} bytes, {self.free} free",
+                resource="partition",
+                partition=self.name,
+                needed=nbytes,
+                free=self.free,
+            )
+        if nbytes:
+            self.bytes.put(nbytes)  # fits, so the put succeeds at once
+            self.charges[owner] += nbytes
+
+    def release(self, owner: str, nbytes: int | None = None) -> int:
+        held = self.charges.get(owner, 0)
+        amount = held if nbytes is None else min(held, max(0, nbytes))
+        if amount:
+            self.bytes.get(amount)  # never more than the level, so the get succeeds at once
+            if amount == held:
+                del self.charges[owner]
+            else:
+                self.charges[owner] = held - amount
+        return amount
+
+    def usage(self) -> PartitionUsage:
+        spec = self.spec
+        return PartitionUsage(
+            name=spec.name,
+            device=spec.device,
+            mountpoint=spec.mountpoint,
+            fstype=spec.fstype,
+            total=spec.total,
+            used=self.used,
+            is_system=spec.mountpoint == "/",
+            is_removable=False,
+            is_protected=True,
+            label=spec.label,
+        )
+
+
+class Storage:
+    """The partitions of one camera. Hung off the camera as ``camera.storage``."""
+
+    def __init__(self, world: World, camera_id: str) -> None:
+        self.world = world
+        self.camera_id = camera_id
+        self.partitions: dict[str, Partition] = {spec.name: Partition(world.env, spec) for spec in PARTITIONS}
+
+    def partition(self, name: str) -> Partition:
+        try:
+            return self.partitions[name]
+        except KeyError:
+            raise InvalidInput(f"unknown partition {name!r}", resource="parameter") from None
+
+    def partition_for(self, path: str) -> str:
+        """The partition an absolute path lives on: the longest matching mountpoint."""
+        best, best_len = ROOT, 0
+        for p in self.partitions.values():
+            mount = p.spec.mountpoint.rstrip("/")
+            if (path == mount or path.startswith(mount + "/")) and len(mount) >= best_len:
+                best, best_len = p.name, len(mount)
+        return best
+
+    # Charging ------------------------------------------------------------------------------
+    def charge(self, partition: str, owner: str, nbytes: int) -> None:
+        """Take ``nbytes`` on ``partition`` for ``owner``; ``StorageFull`` and no change if it
+        does not fit."""
+        if nbytes < 0:
+            raise InvalidInput("negative size", resource="parameter")
+        self.partition(partition).charge(owner, int(nbytes))
+
+    def charge_path(self, path: str, owner: str, nbytes: int) -> str:
+        """Charge the partition ``path`` lives on; returns that partition's name."""
+        name = self.partition_for(path)
+        self.charge(name, owner, nbytes)
+        return name
+
+    def release(self, partition: str, owner: str, nbytes: int | None = None) -> int:
+        """Give back up to ``nbytes`` (all when None) held by ``owner`` on one partition."""
+        return self.partition(partition).release(owner, nbytes)
+
+    def free(self, owner: str) -> int:
+        """Give back everything ``owner`` holds on every partition; returns the bytes freed."""
+        return sum(p.release(owner) for p in self.partitions.values())
+
+    def free_prefix(self, prefix: str) -> int:
+        """Free every owner whose name starts with ``prefix`` (``"logs:"``, ``"app:cam-demo"``)."""
+        total = 0
+        for p in self.partitions.values():
+            for owner in [o for o in p.charges if o.startswith(prefix)]:
+                total += p.release(owner)
+        return total
+
+    def held(self, owner: str, partition: str | None = None) -> int:
+        parts = [self.partition(partition)] if partition else self.partitions.values()
+        return sum(p.charges.get(owner, 0) for p in parts)
+
+    def owners(self, partition: str) -> dict[str, int]:
+        return dict(self.partition(partition).charges)
+
+    # Reading -------------------------------------------------------------------------------
+    def usage(self) -> tuple[PartitionUsage, ...]:
+        return tuple(p.usage() for p in self.partitions.values())
+
+    def used(self, partition: str) -> int:
+        return self.partition(partition).used
+
+    def free_bytes(self, partition: str) -> int:
+        return self.partition(partition).free
+
+    # Provoking -----------------------------------------------------------------------------
+    def fill(self, partition: str = ROOT, owner: str = "logs:stale", leave: int = 0) -> int:
+        """Stale logs or core dumps take all but ``leave`` bytes of ``partition``; returns the
+        bytes taken. Undo with ``free(owner)`` (or ``free_prefix("logs:")``)."""
+        p = self.partition(partition)
+        amount = max(0, p.free - leave)
+        p.charge(owner, amount)
+        return amount
+
+    # Snapshot ------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        return {name: dict(p.charges) for name, p in self.partitions.items()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        for name, charges in state.items():
+            if name in self.partitions:
+                p = self.partitions[name]
+                for owner in list(p.charges):
+                    p.release(owner)
+                for owner, nbytes in charges.items():
+                    p.charge(owner, int(nbytes))
