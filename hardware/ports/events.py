@@ -27,6 +27,17 @@ class EventKind(StrEnum):
     CAMERA_POWER_UP = "camera.power_up"
     CAMERA_PASSWORD_CHANGED = "camera.password_changed"
     CAMERA_TIME_SET = "camera.time_set"
+    CAMERA_GPIO_CHANGE = "camera.gpio_change"
+    CAMERA_WIEGAND = "camera.wiegand"
+    CAMERA_RS485_RX = "camera.rs485_rx"
+    CAMERA_DAY_NIGHT = "camera.day_night_switch"
+    CAMERA_PTZ_PRESET = "camera.ptz_preset_reached"
+    CAMERA_DETECTIONS = "camera.detections"
+    AGENT_EXECUTION_STARTED = "agent.execution_started"
+    AGENT_EXECUTION_COMPLETED = "agent.execution_completed"
+    EXTENSION_OUTPUT = "extension.output"
+    EXTENSION_COMMAND_COMPLETED = "extension.command_completed"
+    DASHBOARD_UPDATED = "dashboard.updated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +64,18 @@ class Subscription:
     dropped: int
 
     async def get(self) -> Event:  # pragma: no cover - protocol body
+        raise NotImplementedError
+
+    def get_nowait(self) -> Event | None:  # pragma: no cover - protocol body
+        raise NotImplementedError
+
+    async def ready(self) -> None:  # pragma: no cover - protocol body
+        """Return once at least one event is pending."""
+        raise NotImplementedError
+
+    def drain(self, limit: int | None = None) -> list[tuple[int, Event]]:  # pragma: no cover
+        """Take up to ``limit`` pending events (all when ``None``), oldest first, each with its bus
+        sequence number: publish order, unique per bus, the same for every subscriber."""
         raise NotImplementedError
 
     def close(self) -> None:  # pragma: no cover - protocol body
