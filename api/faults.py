@@ -1,39 +1,159 @@
-"""Transport faults as ASGI middleware. Delays are awaited on the world clock, never ``time.sleep``,
-so a thousand delayed requests cost a thousand timers, not a thousand threads."""
+"""Transport and API faults as ASGI middleware. Delays are awaited on the world clock, never
+``time.sleep``, so a thousand delayed requests cost a thousand timers, not a thousand threads.
+
+Per server: latency with jitter (per path prefix), a 5xx burst (a status for the next N requests or
+until cleared), packet loss (a fraction of connections reset), resets of the next N requests, a hang
+(requests get no answer until the hang is lifted, then their connection closes) and a bandwidth cap
+on response bodies. A reset sends the status line and closes the connection before the body, which
+a client sees as a peer that closed without a complete message. Random draws (jitter, loss) come
+from a counter-based generator seeded per server, so the same run draws the same numbers.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+FAULT_KEY = "twin.fault"
+HANG_POLL_S = 1.0
+_MASK = (1 << 64) - 1
+
+
+class InjectedReset(ConnectionError):
+    """Raised inside the ASGI app to make the server drop the connection (an injected reset)."""
+
+
+class _QuietResets(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, InjectedReset)
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietResets())
+
+
+def _uniform(seed: int, counter: int) -> float:
+    """A splitmix64 draw in [0, 1) for (seed, counter)."""
+    z = (seed * 0x9E3779B97F4A7C15 + counter * 0xBF58476D1CE4E5B9 + 0x94D049BB133111EB) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    z ^= z >> 31
+    return (z >> 11) / float(1 << 53)
 
 
 @dataclass(slots=True)
 class Latency:
     seconds: float
     path_prefix: str = "/"
+    jitter: float = 0.0
+    """Up to this many seconds more or less, drawn per request (the total never goes below 0)."""
+
+
+@dataclass(slots=True)
+class ErrorBurst:
+    status: int
+    path_prefix: str = "/"
+    remaining: int | None = None
+    """Requests left to fail; ``None`` fails every matching request until cleared."""
 
 
 @dataclass(slots=True)
 class FaultSet:
-    """The faults active on one server. The control plane edits it; the middleware reads it."""
+    """The faults active on one server. The control plane and scenarios edit it through its
+    methods; the middleware reads it."""
 
     latency: list[Latency] = field(default_factory=list)
+    errors: list[ErrorBurst] = field(default_factory=list)
+    loss: float = 0.0
+    """Fraction of requests whose connection is reset."""
+    reset_next: int = 0
+    hang: bool = False
+    bandwidth: float | None = None
+    """Response body bytes per world second."""
+    seed: int = 0
+    draws: int = 0
+
+    def _draw(self) -> float:
+        self.draws += 1
+        return _uniform(self.seed, self.draws)
+
+    @property
+    def active(self) -> bool:
+        return bool(
+            self.latency or self.errors or self.loss or self.reset_next or self.hang or self.bandwidth
+        )
 
     def delay_for(self, path: str) -> float:
-        return sum(lat.seconds for lat in self.latency if path.startswith(lat.path_prefix))
+        total = 0.0
+        for lat in self.latency:
+            if path.startswith(lat.path_prefix):
+                total += lat.seconds
+                if lat.jitter:
+                    total += lat.jitter * (2.0 * self._draw() - 1.0)
+        return max(0.0, total)
 
-    def add_latency(self, seconds: float, path_prefix: str = "/") -> int:
-        """Delay requests under ``path_prefix`` by ``seconds`` of world time; the number now active."""
-        self.latency.append(Latency(seconds, path_prefix))
+    def add_latency(self, seconds: float, path_prefix: str = "/", jitter: float = 0.0) -> int:
+        """Delay requests under ``path_prefix`` by ``seconds`` (± ``jitter``) of world time; the
+        number of latency faults now active."""
+        self.latency.append(Latency(seconds, path_prefix, jitter))
         return len(self.latency)
 
+    def remove_latency(self, seconds: float, path_prefix: str = "/", jitter: float = 0.0) -> None:
+        target = Latency(seconds, path_prefix, jitter)
+        if target in self.latency:
+            self.latency.remove(target)
+
+    def add_errors(self, status: int, path_prefix: str = "/", count: int | None = None) -> None:
+        self.errors.append(ErrorBurst(status, path_prefix, count))
+
+    def clear_errors(self) -> None:
+        self.errors.clear()
+
+    def error_for(self, path: str) -> int | None:
+        for burst in self.errors:
+            if path.startswith(burst.path_prefix):
+                if burst.remaining is not None:
+                    burst.remaining -= 1
+                    if burst.remaining <= 0:
+                        self.errors.remove(burst)
+                return burst.status
+        return None
+
+    def should_reset(self) -> bool:
+        if self.reset_next > 0:
+            self.reset_next -= 1
+            return True
+        return self.loss > 0 and self._draw() < self.loss
+
     def describe(self) -> dict:
-        return {"latency": [{"seconds": lat.seconds, "path_prefix": lat.path_prefix} for lat in self.latency]}
+        return {
+            "latency": [
+                {"seconds": lat.seconds, "path_prefix": lat.path_prefix, "jitter": lat.jitter}
+                for lat in self.latency
+            ],
+            "errors": [
+                {"status": b.status, "path_prefix": b.path_prefix, "remaining": b.remaining}
+                for b in self.errors
+            ],
+            "loss": self.loss,
+            "reset_next": self.reset_next,
+            "hang": self.hang,
+            "bandwidth": self.bandwidth,
+        }
 
     def clear(self) -> None:
         self.latency.clear()
+        self.errors.clear()
+        self.loss = 0.0
+        self.reset_next = 0
+        self.hang = False
+        self.bandwidth = None
+
+
+_ERROR_TEXT = {500: b"Internal Server Error", 502: b"Bad Gateway", 503: b"Service Unavailable"}
 
 
 class FaultMiddleware:
@@ -43,8 +163,55 @@ class FaultMiddleware:
         self.sleep = sleep
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            delay = self.faults.delay_for(scope["path"])
-            if delay > 0:
-                await self.sleep(delay)
+        faults = self.faults
+        if scope["type"] not in ("http", "websocket") or not faults.active:
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        delay = faults.delay_for(path)
+        if delay > 0:
+            await self.sleep(delay)
+        if scope["type"] == "websocket":
+            await self.app(scope, receive, send)
+            return
+        if faults.hang:
+            scope[FAULT_KEY] = "hang"
+            while faults.hang:
+                await self.sleep(HANG_POLL_S)
+            await self._reset(send)
+        if faults.should_reset():
+            scope[FAULT_KEY] = "reset"
+            await self._reset(send)
+        status = faults.error_for(path)
+        if status is not None:
+            scope[FAULT_KEY] = f"http_{status}"
+            body = _ERROR_TEXT.get(status, b"Error")
+            headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if faults.bandwidth:
+            await self.app(scope, receive, self._throttled(send, faults.bandwidth))
+            return
         await self.app(scope, receive, send)
+
+    def _throttled(self, send: Send, rate: float) -> Send:
+        async def throttled(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                size = len(message.get("body", b""))
+                if size:
+                    await self.sleep(size / rate)
+            await send(message)
+
+        return throttled
+
+    @staticmethod
+    async def _reset(send: Send) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", b"64")],
+            }
+        )
+        raise InjectedReset("connection reset by the fault layer")

@@ -1,25 +1,56 @@
-"""The twin's implementation of the control-plane port: clock, reset, snapshot, restore, seed."""
+"""The twin's implementation of the control-plane port: clock, reset, snapshot, restore, seed, and
+the scenario actions (faults, storms, device and camera events) with their timed undo."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from hardware.ports.errors import InvalidInput, NotFound
-from hardware.ports.types import ClockState, SnapshotInfo
+from hardware.ports.types import ClockMode, ClockState, SnapshotInfo
 from twin.clock import SimClock
+from twin.journal import RequestJournal
+from twin.scenario import actions
 from twin.world import World, WorldSnapshot
+
+if TYPE_CHECKING:
+    from api.automation.ratelimit import RateLimiter
+    from api.faults import FaultSet
+    from twin.camera import Camera
 
 MAX_SNAPSHOTS = 32
 
 
 class TwinControl:
-    def __init__(self, world: World, clock: SimClock) -> None:
+    def __init__(
+        self,
+        world: World,
+        clock: SimClock,
+        *,
+        faults: dict[str, FaultSet] | None = None,
+        limiters: dict[str, RateLimiter] | None = None,
+        journal: RequestJournal | None = None,
+    ) -> None:
         self.world = world
         self.clock = clock
+        self.faults = faults or {}
+        self.limiters = limiters or {}
+        self.journal = journal if journal is not None else RequestJournal(world)
+        for name, fault_set in self.faults.items():
+            fault_set.seed = world.streams.key(f"faults.{name}")
         self._snapshots: OrderedDict[str, WorldSnapshot] = OrderedDict()
         self._ids = itertools.count(1)
+        self._undo: dict[int, actions.Undo] = {}
+        self._action_ids = itertools.count(1)
+        self.actions_run: list[tuple[float, str, dict[str, Any]]] = []
+        self.stop_at: float | None = None
+        """Set by a step-mode scenario run: a client's world sleep never goes past it."""
+        self.stopped = asyncio.Event()
 
     def clock_state(self) -> ClockState:
         return self.clock.state()
@@ -70,3 +101,85 @@ class TwinControl:
 
     def seed(self) -> int:
         return self.world.seed
+
+    # Lookups for actions ---------------------------------------------------------------------
+    def fault_set(self, server: str) -> FaultSet:
+        found = self.faults.get(server)
+        if found is None:
+            raise NotFound(f"no server named {server!r}", resource="server")
+        return found
+
+    def limiter(self, server: str) -> RateLimiter:
+        found = self.limiters.get(server)
+        if found is None:
+            raise NotFound(f"no rate-limited server named {server!r}", resource="server")
+        return found
+
+    def camera(self, camera_id: str) -> Camera:
+        found = self.world.cameras.get(camera_id)
+        if found is None:
+            raise NotFound(f"no camera {camera_id!r}", resource="camera")
+        return found
+
+    # Actions ---------------------------------------------------------------------------------
+    def run_action(
+        self, name: str, params: dict[str, Any], for_seconds: float | None = None
+    ) -> dict[str, Any]:
+        """Run an action now; with ``for_seconds`` its undo runs that many world seconds later.
+        Returns the action's id (for :meth:`undo_action`) and when it will be undone."""
+        action = actions.check(name)
+        try:
+            parsed = action.params.model_validate(params)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise InvalidInput(f"{name}: {where}: {first['msg']}", field=where or "params") from err
+        if for_seconds is not None and for_seconds <= 0:
+            raise InvalidInput("'for' must be a positive number of seconds", field="for")
+        undo = action.run(self, parsed)
+        action_id = next(self._action_ids)
+        self.actions_run.append((self.world.env.now, name, parsed.model_dump()))
+        if self.world.trace is not None:
+            line = f"{self.world.env.now:.6f} scenario.action {name} {parsed.model_dump()!r}"
+            self.world.trace.append(line)
+        undo_at = None
+        if undo is not None:
+            self._undo[action_id] = undo
+            if for_seconds is not None:
+                undo_at = self.world.env.now + for_seconds
+                self.world.env.process(self._undo_later(action_id, for_seconds))
+        return {"id": action_id, "action": name, "params": parsed.model_dump(), "undo_at": undo_at}
+
+    def _undo_later(self, action_id: int, seconds: float):
+        yield self.world.env.timeout(seconds)
+        self.undo_action(action_id)
+
+    def undo_action(self, action_id: int) -> bool:
+        """Undo a running action; ``False`` if it had no undo or was undone already."""
+        undo = self._undo.pop(action_id, None)
+        if undo is None:
+            return False
+        undo()
+        return True
+
+    def active_actions(self) -> list[int]:
+        return sorted(self._undo)
+
+    # Client sleep on the world clock ---------------------------------------------------------
+    async def sleep_world(self, seconds: float) -> ClockState:
+        """A scripted client's pause on the world clock. In step mode it moves time itself (up to
+        :attr:`stop_at`, where a scenario run holds the client until it ends); in realtime mode it
+        waits on the clock."""
+        if seconds < 0:
+            raise InvalidInput("cannot sleep a negative duration", field="seconds")
+        if self.clock.mode is ClockMode.STEP:
+            target = self.world.env.now + seconds
+            if self.stop_at is not None and target >= self.stop_at:
+                if self.stop_at > self.world.env.now:
+                    self.clock.run_to(self.stop_at)
+                self.stopped.set()
+                await asyncio.Event().wait()  # held until the run ends and the client is stopped
+            self.clock.run_to(target)
+        else:
+            await self.clock.sleep(seconds)
+        return self.clock.state()

@@ -28,6 +28,7 @@ from api.control.app import create_app as create_control_app
 from api.faults import FaultMiddleware, FaultSet
 from api.gateway.app import create_app as create_gateway_app
 from api.gateway.tls import write_self_signed
+from api.journal import JournalMiddleware
 from api.realtime.mqtt import EmbeddedBroker, MqttBridge
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
@@ -37,7 +38,9 @@ from twin.clock import SimClock
 from twin.control import TwinControl
 from twin.fleet import CameraSpec, WorldConfig, default_sensor_group
 from twin.gateway import TwinGateway
+from twin.journal import RequestJournal
 from twin.scenario import load_scenario
+from twin.scenario.actions import describe
 from twin.settings import Settings
 from twin.store import Store
 from twin.world import World
@@ -61,6 +64,7 @@ class Twin:
     gateway_apps: dict[str, FastAPI]
     control_app: FastAPI
     bridge: MqttBridge | None = None
+    journal: RequestJournal | None = None
 
 
 def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
@@ -105,6 +109,8 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         automation, release=settings.release, limiter=limiter, network=network_info(settings)
     )
     automation_app.add_middleware(FaultMiddleware, faults=faults["automation"], sleep=clock.sleep)
+    journal = RequestJournal(world)
+    automation_app.add_middleware(JournalMiddleware, journal=journal, server="automation")
     gateways: dict[str, TwinGateway] = {}
     gateway_apps: dict[str, FastAPI] = {}
     for camera_id in world.cameras:
@@ -112,8 +118,9 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         faults[camera_id] = FaultSet()
         app = create_gateway_app(gateways[camera_id])
         app.add_middleware(FaultMiddleware, faults=faults[camera_id], sleep=clock.sleep)
+        app.add_middleware(JournalMiddleware, journal=journal, server=camera_id)
         gateway_apps[camera_id] = app
-    control = TwinControl(world, clock)
+    control = TwinControl(world, clock, faults=faults, limiters={"automation": limiter}, journal=journal)
     twin = Twin(
         settings,
         world,
@@ -124,7 +131,8 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         faults,
         automation_app,
         gateway_apps,
-        create_control_app(control, faults, {"automation": limiter}),
+        create_control_app(control, faults, {"automation": limiter}, journal=journal, actions=describe()),
+        journal=journal,
     )
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
     twin.bridge = bridge = MqttBridge(automation, mqtt_url)

@@ -1,4 +1,5 @@
-"""The twin's control plane (127.0.0.1:9380): clock, reset, snapshot/restore, seed, faults.
+"""The twin's control plane (127.0.0.1:9380): clock, reset, snapshot/restore, seed, faults,
+scenario actions and the request journal.
 
 Separate from both vendor APIs. Answers plain JSON; errors are ``{"error": {"code", "message"}}``
 with the symbolic domain code.
@@ -6,9 +7,9 @@ with the symbolic domain code.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,6 +59,46 @@ class StormBody(_Body):
 class LatencyBody(_Body):
     seconds: float = Field(ge=0)
     path_prefix: str = "/"
+    jitter: float = Field(default=0.0, ge=0)
+
+
+class SleepBody(_Body):
+    seconds: float = Field(ge=0)
+
+
+class ActionBody(_Body):
+    params: dict[str, Any] = Field(default_factory=dict)
+    for_: float | None = Field(default=None, gt=0, alias="for", description="undo after this many world s")
+
+
+class ActionControl(Protocol):
+    """What the control plane needs beyond the port: scenario actions and the client sleep."""
+
+    def run_action(
+        self, name: str, params: dict[str, Any], for_seconds: float | None = None
+    ) -> dict[str, Any]: ...
+
+    def undo_action(self, action_id: int) -> bool: ...
+
+    def active_actions(self) -> list[int]: ...
+
+    async def sleep_world(self, seconds: float) -> ClockState: ...
+
+
+class JournalView(Protocol):
+    dropped: int
+
+    def __len__(self) -> int: ...
+
+    def select(
+        self,
+        *,
+        since: int = 0,
+        server: str | None = None,
+        route: str | None = None,
+        status: int | None = None,
+        limit: int = 1000,
+    ) -> list[Any]: ...
 
 
 def clock_json(state: ClockState) -> dict[str, Any]:
@@ -109,11 +150,16 @@ def create_app(
     control: WorldControl,
     faults: dict[str, FaultSet] | None = None,
     limiters: dict[str, RateLimiter] | None = None,
+    *,
+    journal: JournalView | None = None,
+    actions: list[dict[str, Any]] | None = None,
 ) -> FastAPI:
     app = FastAPI(title="Twin control plane", docs_url="/docs", redoc_url=None)
     app.state.control = control
     app.state.faults = faults or {}
     app.state.limiters = limiters or {}
+    app.state.journal = journal
+    app.state.actions = actions or []
 
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:
@@ -183,7 +229,7 @@ def create_app(
 
     @app.post("/faults/{server}/latency")
     async def add_latency(body: LatencyBody, faults: ServerFaults) -> dict:
-        return {"latency": faults.add_latency(body.seconds, body.path_prefix)}
+        return {"latency": faults.add_latency(body.seconds, body.path_prefix, body.jitter)}
 
     @app.delete("/faults/{server}")
     async def clear_faults(faults: ServerFaults) -> dict:
@@ -205,4 +251,52 @@ def create_app(
         limiter.calm()
         return limiter_json(limiter)
 
+    @app.post("/clock/sleep")
+    async def sleep(body: SleepBody, control: Control) -> dict:
+        """A scripted client's pause on the world clock: in step mode it moves time by ``seconds``,
+        in realtime mode it answers once that much world time has passed."""
+        return clock_json(await _actions(control).sleep_world(body.seconds))
+
+    @app.get("/actions")
+    async def list_actions(request: Request, control: Control) -> dict:
+        return {"actions": request.app.state.actions, "active": _actions(control).active_actions()}
+
+    @app.post("/actions/{name}")
+    async def run_action(name: str, control: Control, body: ActionBody | None = None) -> dict:
+        body = body or ActionBody()
+        return _actions(control).run_action(name, body.params, body.for_)
+
+    @app.delete("/actions/{action_id}")
+    async def undo_action(action_id: int, control: Control) -> dict:
+        if not _actions(control).undo_action(action_id):
+            raise NotFound(f"no active action {action_id}", resource="action")
+        return {"undone": action_id}
+
+    @app.get("/journal")
+    async def get_journal(
+        request: Request,
+        since: int = Query(default=0, ge=0),
+        server: str | None = None,
+        route: str | None = None,
+        status: int | None = None,
+        limit: int = Query(default=1000, ge=1, le=10_000),
+    ) -> dict:
+        """Journalled requests with ``seq > since``, oldest first; page on with ``next_since``."""
+        journal: JournalView | None = request.app.state.journal
+        if journal is None:
+            return {"entries": [], "total": 0, "dropped": 0, "next_since": since}
+        entries = journal.select(since=since, server=server, route=route, status=status, limit=limit)
+        return {
+            "entries": [e.to_json() for e in entries],
+            "total": len(journal),
+            "dropped": journal.dropped,
+            "next_since": entries[-1].seq if entries else since,
+        }
+
     return app
+
+
+def _actions(control: WorldControl) -> ActionControl:
+    if not hasattr(control, "run_action"):
+        raise NotFound("this backend runs no scenario actions", resource="action")
+    return control  # type: ignore[return-value]

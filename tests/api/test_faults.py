@@ -1,11 +1,14 @@
-"""Latency is awaited on the world clock: many delayed requests cost one wait, not one each."""
+"""Transport faults on the world clock: latency (many delayed requests cost one wait, not one each),
+5xx bursts, resets, loss, hangs and bandwidth caps, driven through the control plane's actions."""
 
 from __future__ import annotations
 
 import asyncio
 
 import httpx
+import pytest
 
+from api.faults import FaultSet, InjectedReset
 from twin.serve import Twin
 
 
@@ -31,3 +34,99 @@ async def test_100_requests_waiting_5s_finish_after_one_advance(
 
     await control.delete("/faults/automation")
     assert (await asyncio.wait_for(automation.get("/api/health"), timeout=5)).status_code == 200
+
+
+async def test_5xx_burst_answers_the_next_n_requests_and_is_journalled(
+    twin: Twin, control: httpx.AsyncClient, automation: httpx.AsyncClient
+) -> None:
+    resp = await control.post("/actions/http_errors", json={"params": {"status": 502, "count": 2}})
+    assert resp.status_code == 200
+    codes = [(await automation.get("/api/health")).status_code for _ in range(3)]
+    assert codes == [502, 502, 200]
+    faults = [e["fault"] for e in (await control.get("/journal")).json()["entries"]]
+    assert faults == ["http_502", "http_502", None]
+
+
+async def test_reset_closes_the_connection_and_journals_status_0(
+    twin: Twin, control: httpx.AsyncClient, automation: httpx.AsyncClient
+) -> None:
+    await control.post("/actions/network_reset", json={"params": {"count": 1}})
+    with pytest.raises(InjectedReset):  # in-process, the reset surfaces as the raised error
+        await automation.get("/api/health")
+    assert (await automation.get("/api/health")).status_code == 200
+    entries = (await control.get("/journal")).json()["entries"]
+    assert [(e["status"], e["fault"]) for e in entries] == [(0, "reset"), (200, None)]
+
+
+async def test_hang_holds_requests_until_undone_on_the_world_clock(
+    twin: Twin, control: httpx.AsyncClient, automation: httpx.AsyncClient
+) -> None:
+    resp = await control.post("/actions/network_hang", json={"params": {"server": "automation"}, "for": 10})
+    assert resp.json()["undo_at"] == 10
+    task = asyncio.create_task(automation.get("/api/health"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    await control.post("/clock/advance", json={"seconds": 5})
+    assert not task.done()
+    await control.post("/clock/advance", json={"seconds": 6})
+    with pytest.raises(InjectedReset):
+        await asyncio.wait_for(task, timeout=10)
+    assert (await automation.get("/api/health")).status_code == 200
+
+
+def test_loss_and_jitter_draw_the_same_numbers_for_the_same_seed() -> None:
+    def draws(seed: int) -> tuple[list[bool], list[float]]:
+        faults = FaultSet(seed=seed, loss=0.3)
+        faults.add_latency(1.0, "/", jitter=0.5)
+        return [faults.should_reset() for _ in range(50)], [faults.delay_for("/x") for _ in range(20)]
+
+    resets, delays = draws(11)
+    assert draws(11) == (resets, delays) and draws(12) != (resets, delays)
+    assert 5 <= sum(resets) <= 25 and all(0.5 <= d <= 1.5 for d in delays) and len(set(delays)) > 10
+
+
+async def test_bandwidth_cap_delays_the_body_on_the_world_clock(
+    twin: Twin, control: httpx.AsyncClient, automation: httpx.AsyncClient
+) -> None:
+    await control.post("/actions/bandwidth", json={"params": {"bytes_per_second": 1}})
+    task = asyncio.create_task(automation.get("/api/health"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not task.done()
+    await control.post("/clock/advance", json={"seconds": 3600})
+    assert (await asyncio.wait_for(task, timeout=10)).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "status", "needle"),
+    [
+        ("no_such_action", {}, 400, "unknown action"),
+        ("ota_failure", {}, 400, "cannot run yet"),
+        ("latency", {"params": {"seconds": "slow"}}, 400, "seconds"),
+        ("latency", {"params": {}}, 400, "seconds"),
+        ("latency", {"params": {"seconds": 1, "colour": "red"}}, 400, "colour"),
+        ("latency", {"params": {"seconds": 1, "server": "cam-99"}}, 404, "cam-99"),
+        ("latency", {"params": {"seconds": 1}, "for": -1}, 400, "for"),
+        ("device_delete", {"params": {"device": "nope"}}, 404, "nope"),
+        ("ntp_jump", {"params": {"camera": "cam-07", "seconds": 5}}, 404, "cam-07"),
+    ],
+)
+async def test_actions_refuse_bad_requests(
+    control: httpx.AsyncClient, name: str, body: dict, status: int, needle: str
+) -> None:
+    resp = await control.post(f"/actions/{name}", json=body)
+    assert resp.status_code == status, resp.text
+    assert needle in resp.json()["error"]["message"]
+
+
+async def test_action_catalogue_and_undo(control: httpx.AsyncClient, twin: Twin) -> None:
+    listed = (await control.get("/actions")).json()
+    names = {a["name"]: a["available"] for a in listed["actions"]}
+    assert names["rate_limit_storm"] is True and names["ota_failure"] is False
+    run = (await control.post("/actions/latency", json={"params": {"seconds": 2}})).json()
+    assert (await control.get("/actions")).json()["active"] == [run["id"]]
+    assert twin.faults["automation"].delay_for("/api") == 2
+    assert (await control.delete(f"/actions/{run['id']}")).status_code == 200
+    assert twin.faults["automation"].delay_for("/api") == 0
+    again = await control.delete(f"/actions/{run['id']}")
+    assert again.status_code == 404 and again.json()["error"]["code"] == "not_found"

@@ -1,16 +1,17 @@
 """The scenario schema. Unknown keys and bad values are errors that name file, line and key path.
 
-This holds the parts the world is built from (seed, clock, fleet); the timeline, expectations and
-stop condition join it with the scenario engine.
+A scenario is the world (seed, clock, fleet), a timeline of actions on the world clock (``at`` a sim
+time or ``after`` a world event; ``for`` undoes the action that much later), the expectations the
+client under test is judged by, and when the run stops.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from twin.fleet import (
     DEFAULT_EPOCH,
@@ -21,6 +22,9 @@ from twin.fleet import (
     SignalSpec,
     WorldConfig,
 )
+from twin.scenario import actions
+from twin.scenario.expectations import NOT_YET as EXPECTATIONS_NOT_YET
+from twin.scenario.expectations import Expectation
 
 
 class ScenarioError(ValueError):
@@ -73,12 +77,53 @@ class ClockSpec(_Strict):
     )
 
 
+class After(_Strict):
+    event: str = Field(min_length=1, description="a world event kind, e.g. camera.power_up")
+    source: str | None = Field(default=None, description="only events from this source")
+    delay: float = Field(default=0.0, ge=0, description="world seconds after the event")
+
+
+class Step(_Strict):
+    """One timeline entry: ``do`` an action ``at`` a sim time or ``after`` an event."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    at: float | None = Field(default=None, ge=0, description="sim seconds since the start")
+    after: After | None = None
+    do: Annotated[str, Field(json_schema_extra={"enum": sorted(actions.ACTIONS)})]
+    params: dict[str, Any] = Field(default_factory=dict)
+    for_: float | None = Field(default=None, alias="for", gt=0, description="undo after this many s")
+
+    @model_validator(mode="after")
+    def _check(self) -> Step:
+        if (self.at is None) == (self.after is None):
+            raise ValueError("give exactly one of 'at' and 'after'")
+        action = actions.check(self.do)
+        action.params.model_validate(self.params)
+        return self
+
+
+class Stop(_Strict):
+    at: float = Field(default=3600.0, gt=0, description="sim seconds: the run ends here at the latest")
+    on_client_exit: bool = Field(default=True, description="end the run when the client exits")
+    wall_timeout: float = Field(default=600.0, gt=0, description="wall seconds before the run is abandoned")
+
+
+class Watch(_Strict):
+    device: str
+    metric: str
+
+
 class Scenario(_Strict):
     name: str
     description: str = ""
     seed: int = Field(default=0, ge=0)
     clock: ClockSpec = Field(default_factory=ClockSpec)
     fleet: Fleet = Field(default_factory=Fleet)
+    timeline: list[Step] = Field(default_factory=list)
+    expectations: list[Expectation] = Field(default_factory=list)
+    stop: Stop = Field(default_factory=Stop)
+    watch: list[Watch] = Field(default_factory=list, description="metrics plotted in the HTML report")
 
     def world_config(self, wall_now: float | None = None) -> WorldConfig:
         """The world this scenario describes; ``wall_now`` resolves ``epoch: now``."""
@@ -145,8 +190,72 @@ def _line_of(data: object, path: tuple, key_lines: dict) -> int | None:
         try:
             node = node[part]  # type: ignore[index]
         except (KeyError, IndexError, TypeError):
-            break
+            if entry is not None and entry[1]:
+                line = min(entry[1].values())  # a missing key: the line of the mapping it belongs in
+            return line
+    entry = key_lines.get(id(node)) if isinstance(node, dict) and path and isinstance(path[-1], int) else None
+    if entry is not None and entry[1]:
+        line = min(entry[1].values())  # a list item: the line of its first key
     return line
+
+
+def _where(source: str, data: object, path: tuple, key_lines: dict) -> str:
+    line = _line_of(data, path, key_lines)
+    return f"{source}:{line}" if line else source
+
+
+def _precheck(data: dict, source: str, key_lines: dict) -> list[str]:
+    """Actions and expectations named in the file, checked before the schema so that an action
+    the world cannot run yet, or a bad parameter, is reported at its own line and key."""
+    problems = []
+    timeline = data.get("timeline")
+    for i, step in enumerate(timeline if isinstance(timeline, list) else []):
+        if not isinstance(step, dict) or not isinstance(step.get("do"), str):
+            continue
+        name = step["do"]
+        if name not in actions.ACTIONS:
+            why = (
+                f"action {name!r} cannot run yet: {actions.NOT_YET[name]}"
+                if name in actions.NOT_YET
+                else f"unknown action {name!r}; known: {', '.join(sorted(actions.ACTIONS))}"
+            )
+            path = ("timeline", i, "do")
+            problems.append(f"{_where(source, data, path, key_lines)}: timeline.{i}.do: {why}")
+            continue
+        params = step.get("params", {})
+        if not isinstance(params, dict):
+            continue
+        try:
+            actions.ACTIONS[name].params.model_validate(params)
+        except ValidationError as err:
+            for e in err.errors():
+                path = ("timeline", i, "params", *e["loc"])
+                dotted = ".".join(str(p) for p in path)
+                msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+                problems.append(f"{_where(source, data, path, key_lines)}: {dotted}: {msg}")
+    expectations = data.get("expectations")
+    for i, exp in enumerate(expectations if isinstance(expectations, list) else []):
+        if isinstance(exp, dict) and exp.get("expect") in EXPECTATIONS_NOT_YET:
+            path = ("expectations", i, "expect")
+            why = EXPECTATIONS_NOT_YET[exp["expect"]]
+            problems.append(
+                f"{_where(source, data, path, key_lines)}: expectations.{i}.expect: "
+                f"{exp['expect']!r} cannot be judged yet: {why}"
+            )
+    return problems
+
+
+def _known_path(data: object, loc: tuple) -> tuple:
+    """``loc`` without the parts that are not keys of the data (pydantic's union tags)."""
+    out, node = [], data
+    for part in loc:
+        try:
+            node = node[part]  # type: ignore[index]
+        except (KeyError, IndexError, TypeError):
+            if isinstance(node, dict) and part in node.values():
+                continue  # the discriminator's tag, not a key of the file
+        out.append(part)
+    return tuple(out)
 
 
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
@@ -160,12 +269,15 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         loader.dispose()
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario is a mapping with at least a 'name'")
+    problems = _precheck(data, source, loader.key_lines)
+    if problems:
+        raise ScenarioError("\n".join(problems))
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
         problems = []
         for e in err.errors():
-            path = tuple(e["loc"])
+            path = _known_path(data, tuple(e["loc"]))
             line = _line_of(data, path, loader.key_lines)
             where = f"{source}:{line}" if line else source
             dotted = ".".join(str(p) for p in path) or "(top level)"

@@ -1,0 +1,115 @@
+"""Request journal: a pure ASGI middleware recording every HTTP request a vendor app answers.
+
+It sits outermost (around the fault layer), so an injected 5xx, reset or hang is journalled as the
+client saw it. Per request it keeps what expectations judge: sim time in and out, method, route
+template, path, query, status, client, ``Retry-After`` and, on telemetry pages, ``next_cursor``
+(read from the tail of the body, never by parsing it whole).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.automation.metrics import route_template
+from api.faults import FAULT_KEY
+
+CURSOR_KEY = b'"next_cursor":'
+_TAIL = 512
+NO_CURSOR = "absent"
+"""``next_cursor`` of a response that is not a telemetry page."""
+
+
+class Journal(Protocol):
+    def now(self) -> float: ...
+
+    def record(
+        self,
+        at: float,
+        server: str,
+        method: str,
+        route: str,
+        path: str,
+        query: str,
+        status: int,
+        client: str,
+        retry_after: str | None = None,
+        next_cursor: Any = NO_CURSOR,
+        fault: str | None = None,
+    ) -> None: ...
+
+
+def cursor_in(tail: bytes) -> Any:
+    """The ``next_cursor`` value in a JSON body's tail: a number, ``None``, a string, or
+    :data:`NO_CURSOR` when the body has none."""
+    i = tail.rfind(CURSOR_KEY)
+    if i < 0:
+        return NO_CURSOR
+    rest = tail[i + len(CURSOR_KEY) :].lstrip()
+    end = 0
+    while end < len(rest) and rest[end : end + 1] not in (b",", b"}", b"]"):
+        end += 1
+    token = rest[:end].strip().decode("utf-8", "replace")
+    if token == "null":
+        return None
+    if token.startswith('"'):
+        return token.strip('"')
+    try:
+        number = float(token)
+    except ValueError:
+        return token
+    return int(number) if number.is_integer() else number
+
+
+class JournalMiddleware:
+    def __init__(self, app: ASGIApp, journal: Journal, server: str) -> None:
+        self.app = app
+        self.journal = journal
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        journal = self.journal
+        at = journal.now()
+        status = 0
+        retry_after: str | None = None
+        paged = False
+        tail = b""
+
+        async def watch(message: Message) -> None:
+            nonlocal status, retry_after, paged, tail
+            kind = message["type"]
+            if kind == "http.response.start":
+                status = message["status"]
+                for name, value in message.get("headers", ()):
+                    if name.lower() == b"retry-after":
+                        retry_after = value.decode("latin-1")
+                paged = route_template(scope).endswith("/telemetry")
+            elif paged and kind == "http.response.body":
+                tail = (tail + message.get("body", b""))[-_TAIL:]
+            await send(message)
+
+        failed = False
+        try:
+            await self.app(scope, receive, watch)
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            client = scope.get("client")
+            journal.record(
+                at,
+                self.server,
+                scope["method"],
+                route_template(scope),
+                scope["path"],
+                scope.get("query_string", b"").decode("latin-1"),
+                0 if failed else status,
+                client[0] if client else "-",
+                retry_after,
+                cursor_in(tail) if paged else NO_CURSOR,
+                scope.get(FAULT_KEY),
+            )

@@ -1,0 +1,134 @@
+"""The request journal: every call a client made to a vendor API, stamped on the world clock.
+
+Scenario expectations turn it into verdicts on the client under test (did it honour
+``Retry-After``, stop paging at a ``null`` cursor, stop polling a deleted device...). The journal
+is bounded: past ``maxlen`` entries the oldest go and ``dropped`` counts them. It outlives world
+resets (like the bus), so a run's history stays readable after the world was rebuilt.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+MAX_ENTRIES = 200_000
+ABSENT = "absent"
+"""``next_cursor`` of a response that carries no cursor at all (not a paged route)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    seq: int
+    at: float
+    """Sim time the request arrived (before any injected delay)."""
+    end: float
+    """Sim time the response (or the failure) was sent."""
+    server: str
+    method: str
+    route: str
+    """The matched route template, ``unmatched`` for a path no route serves."""
+    path: str
+    query: str
+    status: int
+    """0 when the connection was closed without a complete response (reset, hang)."""
+    client: str
+    retry_after: str | None = None
+    next_cursor: Any = ABSENT
+    fault: str | None = None
+    """The injected transport fault that shaped this response, if any."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def trace_line(self) -> str:
+        cursor = "" if self.next_cursor == ABSENT else f" next_cursor={self.next_cursor!r}"
+        retry = "" if self.retry_after is None else f" retry_after={self.retry_after}"
+        fault = "" if self.fault is None else f" fault={self.fault}"
+        query = f"?{self.query}" if self.query else ""
+        return (
+            f"{self.at:.6f} request {self.server} {self.method} {self.path}{query} "
+            f"-> {self.status}{retry}{cursor}{fault}"
+        )
+
+
+class RequestJournal:
+    def __init__(self, world: World, maxlen: int = MAX_ENTRIES) -> None:
+        self.world = world
+        self.entries: deque[JournalEntry] = deque(maxlen=maxlen)
+        self.dropped = 0
+        self._seq = itertools.count(1)
+
+    def now(self) -> float:
+        """Sim time on the (current) world clock."""
+        return self.world.env.now
+
+    def record(
+        self,
+        at: float,
+        server: str,
+        method: str,
+        route: str,
+        path: str,
+        query: str,
+        status: int,
+        client: str,
+        retry_after: str | None = None,
+        next_cursor: Any = ABSENT,
+        fault: str | None = None,
+    ) -> None:
+        if len(self.entries) == self.entries.maxlen:
+            self.dropped += 1
+        self.entries.append(
+            JournalEntry(
+                next(self._seq),
+                at,
+                self.world.env.now,
+                server,
+                method,
+                route,
+                path,
+                query,
+                status,
+                client,
+                retry_after,
+                next_cursor,
+                fault,
+            )
+        )
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def select(
+        self,
+        *,
+        since: int = 0,
+        server: str | None = None,
+        route: str | None = None,
+        status: int | None = None,
+        limit: int = 1000,
+    ) -> list[JournalEntry]:
+        """Entries with ``seq > since``, oldest first, filtered, at most ``limit``."""
+        out: list[JournalEntry] = []
+        for entry in self.entries:
+            if entry.seq <= since:
+                continue
+            if server is not None and entry.server != server:
+                continue
+            if route is not None and entry.route != route:
+                continue
+            if status is not None and entry.status != status:
+                continue
+            out.append(entry)
+            if len(out) >= limit:
+                break
+        return out
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.dropped = 0

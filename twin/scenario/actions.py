@@ -1,0 +1,247 @@
+"""Scenario actions: what a timeline entry can ``do`` to the world and its servers.
+
+Each action is a function of the control layer (``run(control, params)``) that returns its undo
+(or ``None``), with a strict parameter model. A timeline entry's ``for`` undoes it that many world
+seconds later; the control plane's ``POST /actions/{name}`` runs the same function. Actions the
+world cannot perform yet are listed in :data:`NOT_YET` with the reason, so a scenario asking for one
+is refused when it is validated, never silently ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hardware.ports.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from twin.control import TwinControl
+
+Undo = Callable[[], None]
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoParams(Params):
+    pass
+
+
+class ServerParams(Params):
+    server: str = Field(default="automation", description="'automation' or a camera id (cam-01...)")
+
+
+class StormParams(ServerParams):
+    limit: int = Field(default=5, ge=1, description="requests per minute per client during the storm")
+    seconds: float = Field(default=3600.0, gt=0, description="storm length when the entry has no 'for'")
+
+
+class LatencyParams(ServerParams):
+    seconds: float = Field(ge=0)
+    jitter: float = Field(default=0.0, ge=0)
+    path_prefix: str = "/"
+
+
+class ErrorParams(ServerParams):
+    status: int = Field(default=503, ge=500, le=599)
+    count: int | None = Field(default=None, ge=1, description="requests to fail (default: all until undone)")
+    path_prefix: str = "/"
+
+
+class LossParams(ServerParams):
+    fraction: float = Field(gt=0, le=1, description="share of requests whose connection is reset")
+
+
+class ResetParams(ServerParams):
+    count: int = Field(default=1, ge=1)
+
+
+class BandwidthParams(ServerParams):
+    bytes_per_second: float = Field(gt=0)
+
+
+class DeviceParams(Params):
+    device: str = Field(min_length=1)
+
+
+class CameraParams(Params):
+    camera: str = Field(default="cam-01", pattern=r"^cam-\d+$")
+
+
+class NtpJumpParams(CameraParams):
+    seconds: float = Field(description="how far the camera's clock jumps (negative: backwards)")
+
+
+class SpeedParams(Params):
+    speed: float = Field(gt=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    name: str
+    params: type[Params]
+    run: Callable[[TwinControl, Any], Undo | None]
+    doc: str
+
+
+# Implementations ---------------------------------------------------------------------------------
+def _storm(c: TwinControl, p: StormParams) -> Undo:
+    limiter = c.limiter(p.server)
+    limiter.storm(p.limit, p.seconds)
+    return limiter.calm
+
+
+def _latency(c: TwinControl, p: LatencyParams) -> Undo:
+    faults = c.fault_set(p.server)
+    faults.add_latency(p.seconds, p.path_prefix, p.jitter)
+    return lambda: faults.remove_latency(p.seconds, p.path_prefix, p.jitter)
+
+
+def _errors(c: TwinControl, p: ErrorParams) -> Undo:
+    faults = c.fault_set(p.server)
+    faults.add_errors(p.status, p.path_prefix, p.count)
+    return faults.clear_errors
+
+
+def _loss(c: TwinControl, p: LossParams) -> Undo:
+    faults = c.fault_set(p.server)
+    faults.loss = p.fraction
+
+    def undo() -> None:
+        faults.loss = 0.0
+
+    return undo
+
+
+def _reset(c: TwinControl, p: ResetParams) -> None:
+    c.fault_set(p.server).reset_next += p.count
+
+
+def _hang(c: TwinControl, p: ServerParams) -> Undo:
+    faults = c.fault_set(p.server)
+    faults.hang = True
+
+    def undo() -> None:
+        faults.hang = False
+
+    return undo
+
+
+def _bandwidth(c: TwinControl, p: BandwidthParams) -> Undo:
+    faults = c.fault_set(p.server)
+    faults.bandwidth = p.bytes_per_second
+
+    def undo() -> None:
+        faults.bandwidth = None
+
+    return undo
+
+
+def _device_delete(c: TwinControl, p: DeviceParams) -> None:
+    c.world.devices.delete(p.device)
+
+
+def _device_recreate(c: TwinControl, p: DeviceParams) -> None:
+    """A deleted simulated sensor comes back under the same id (its history stays archived)."""
+    devices = c.world.devices
+    if p.device not in c.world.sensor_of:
+        raise NotFound(f"no simulated sensor {p.device!r}", resource="device")
+    overlay = dict(devices.overlays.get(p.device) or {})
+    if overlay.pop("deleted_at", None) is not None:
+        devices.overlays.put(p.device, overlay)
+
+
+def _token_expiry(c: TwinControl, p: ServerParams) -> None:
+    """Every session of the server ends: automation JWT sessions are revoked, a camera's dropped."""
+    if p.server == "automation":
+        users = c.world.users
+        for key, _ in users.sessions.items():
+            users.sessions.delete(key)
+        users._verified.clear()
+        return
+    c.camera(p.server).drop_sessions("token_expiry")
+
+
+def _ntp_jump(c: TwinControl, p: NtpJumpParams) -> None:
+    clock = c.camera(p.camera).clock
+    clock._jump(clock.now() + p.seconds, "ntp_jump")
+
+
+def _clock_speed(c: TwinControl, p: SpeedParams) -> Undo:
+    before = c.clock.speed
+    c.clock.set_speed(p.speed)
+    return lambda: c.clock.set_speed(before)
+
+
+def _camera_restart(c: TwinControl, p: CameraParams) -> None:
+    c.camera(p.camera).restart()
+
+
+def _session_drop(c: TwinControl, p: CameraParams) -> None:
+    c.camera(p.camera).drop_sessions("scenario")
+
+
+ACTIONS: dict[str, Action] = {
+    a.name: a
+    for a in (
+        Action("rate_limit_storm", StormParams, _storm, "lower the rate limit; 429 with Retry-After"),
+        Action("latency", LatencyParams, _latency, "delay requests on the world clock (± jitter)"),
+        Action("http_errors", ErrorParams, _errors, "a 5xx burst: answer requests with a server error"),
+        Action("network_loss", LossParams, _loss, "reset a fraction of connections"),
+        Action("network_reset", ResetParams, _reset, "reset the next N connections"),
+        Action("network_hang", ServerParams, _hang, "requests get no answer until undone, then close"),
+        Action("bandwidth", BandwidthParams, _bandwidth, "cap response bytes per world second"),
+        Action("device_delete", DeviceParams, _device_delete, "delete a device (history stays archived)"),
+        Action("device_recreate", DeviceParams, _device_recreate, "bring a deleted simulated sensor back"),
+        Action("token_expiry", ServerParams, _token_expiry, "end every session on a server"),
+        Action("session_drop", CameraParams, _session_drop, "a camera drops every login session"),
+        Action("ntp_jump", NtpJumpParams, _ntp_jump, "a camera's clock jumps by N seconds"),
+        Action("clock_speed", SpeedParams, _clock_speed, "change the world clock's speed factor"),
+        Action("camera_restart", CameraParams, _camera_restart, "power-cycle a camera (reboot, then boot)"),
+    )
+}
+
+_NO_SWITCH = "simulated sensors cannot be taken offline yet (the sensor fleet has no per-device switch)"
+NOT_YET: dict[str, str] = {
+    "device_offline": _NO_SWITCH,
+    "device_online": _NO_SWITCH,
+    "telemetry_spike": "signals are procedural; there is no per-device override for a spike yet",
+    "telemetry_gap": "signals are procedural; there is no per-device override for a gap yet",
+    "ota_failure": "the camera has no OTA state machine yet",
+    "ota_power_loss": "the camera has no OTA state machine yet",
+    "os_upgrade_failure": "the camera has no OS-upgrade state machine yet",
+    "os_upgrade_rollback": "the camera has no OS-upgrade state machine yet",
+    "partition_fill": "partition fill is not wired to the camera's storage yet",
+    "partition_free": "partition fill is not wired to the camera's storage yet",
+    "core_dump": "the camera has no core-dump model yet",
+    "container_crash": "the camera has no container runtime yet",
+    "container_oom": "the camera has no container runtime yet",
+    "slow_image_load": "the camera has no app-start model yet",
+    "camera_service_stop": "the camera has no service model yet",
+    "camera_service_start": "the camera has no service model yet",
+    "event_bus_stop": "the camera has no event bus model yet",
+    "event_bus_start": "the camera has no event bus model yet",
+    "mqtt_broker_outage": "the scenario runner cannot stop the embedded broker yet",
+}
+
+
+def describe() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {"name": a.name, "doc": a.doc, "params": a.params.model_json_schema(), "available": True}
+        for a in ACTIONS.values()
+    ]
+    out += [{"name": name, "doc": why, "available": False} for name, why in NOT_YET.items()]
+    return out
+
+
+def check(name: str) -> Action:
+    action = ACTIONS.get(name)
+    if action is not None:
+        return action
+    if name in NOT_YET:
+        raise InvalidInput(f"action {name!r} cannot run yet: {NOT_YET[name]}", field="do")
+    raise InvalidInput(f"unknown action {name!r}; known: {', '.join(sorted(ACTIONS))}", field="do")
