@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,10 +14,14 @@ import simpy
 
 from hardware.ports.events import Event, EventKind
 from twin.automation.apikeys import ApiKeyRing
+from twin.automation.delivery import Outbox
 from twin.automation.device_types import DeviceTypeRegistry
 from twin.automation.ingest import Ingest
+from twin.automation.messages import MessageCenter
+from twin.automation.push import DataPush
 from twin.automation.registry import DeviceRegistry
 from twin.automation.retention import Retention
+from twin.automation.rules import RuleEngine
 from twin.automation.telemetry import Telemetry
 from twin.automation.users import UserDirectory
 from twin.bus import EventBus
@@ -60,6 +65,8 @@ class World:
         self.store = store if store is not None else Store()
         self.keys = keys if keys is not None else KeyRing()
         self.trace: list[str] | None = [] if record_trace else None
+        self.observers: list[Callable[[Event], None]] = []
+        """Called synchronously with every emitted event (the rules engine, data push)."""
 
         # Registries, one per model kind.
         self.sensors: dict[str, SensorFleet] = {}
@@ -79,6 +86,10 @@ class World:
         self.telemetry = Telemetry(self)
         self.api_keys = ApiKeyRing(self)
         self.retention = Retention(self)
+        self.outbox = Outbox(self)
+        self.messages = MessageCenter(self)
+        self.rules = RuleEngine(self)
+        self.push = DataPush(self)
 
     # Time ----------------------------------------------------------------------------------
     def now(self) -> float:
@@ -94,6 +105,8 @@ class World:
         if self.trace is not None:
             self.trace.append(event.trace_line())
         self.bus.publish(event)
+        for observe in self.observers:
+            observe(event)
         return event
 
     # Lifecycle -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 from hardware.ports.clock import Clock
 from hardware.ports.devices import AutomationDevices
 from hardware.ports.events import EventKind, Subscription
+from hardware.ports.rules import AutomationMessages, AutomationPush, AutomationRules
 from hardware.ports.system import AutomationSystem
 from hardware.ports.types import ApiKey, Login, Readiness, User
 
@@ -16,6 +17,9 @@ class AutomationBackend(Protocol):
     clock: Clock
     devices: AutomationDevices
     system: AutomationSystem
+    rules: AutomationRules
+    messages: AutomationMessages
+    push: AutomationPush
 
     def uptime(self) -> float:
         """Seconds of world time since the server started."""

@@ -38,6 +38,13 @@ class EventKind(StrEnum):
     EXTENSION_OUTPUT = "extension.output"
     EXTENSION_COMMAND_COMPLETED = "extension.command_completed"
     DASHBOARD_UPDATED = "dashboard.updated"
+    RULE_EVALUATED = "rule.evaluated"
+    RULE_TRIGGERED = "rule.triggered"
+    RULE_EXECUTED = "rule.executed"
+    RULE_AGENT_REQUESTED = "rule.agent_requested"
+    MESSAGE_CREATED = "message.created"
+    MESSAGE_ACKNOWLEDGED = "message.acknowledged"
+    MESSAGE_RESOLVED = "message.resolved"
 
 
 @dataclass(frozen=True, slots=True)

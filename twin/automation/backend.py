@@ -7,6 +7,9 @@ from collections.abc import Callable
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import ApiKey, Login, Readiness, User
 from twin.automation.devices import TwinDevices
+from twin.automation.messages import MessageCenter
+from twin.automation.push import DataPush
+from twin.automation.rules import RuleEngine
 from twin.automation.system import TwinSystem
 from twin.clock import SimClock
 from twin.world import World
@@ -20,6 +23,18 @@ class TwinAutomation:
         self.system = TwinSystem(world)
         self.mqtt_ready: Callable[[], bool] = lambda: False
         """Whether the MQTT side is connected; the composition root wires it to the bridge."""
+
+    @property
+    def rules(self) -> RuleEngine:
+        return self.world.rules
+
+    @property
+    def messages(self) -> MessageCenter:
+        return self.world.messages
+
+    @property
+    def push(self) -> DataPush:
+        return self.world.push
 
     def uptime(self) -> float:
         return self.world.uptime()

@@ -1,0 +1,357 @@
+"""Messages (alerts, system and business notices) and the notification channels they go out on.
+
+Messages and channels are durable documents. Creating a message emits ``MESSAGE_CREATED`` and
+queues one real delivery per enabled channel in the outbox (``twin.automation.delivery``): a
+``webhook`` channel gets the message as a JSON POST, ``email`` goes over SMTP to the configured
+server, and the chat kinds POST their platform's text-message body to their configured URL.
+Every attempt's outcome is counted on the channel and kept in the delivery records.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from hardware.ports.errors import Conflict, InvalidInput, NotFound
+from hardware.ports.events import EventKind
+from hardware.ports.rules import (
+    CHANNEL_KINDS,
+    MESSAGE_CATEGORIES,
+    MESSAGE_STATUSES,
+    SEVERITIES,
+    Channel,
+    ChannelKind,
+    DeliveryResult,
+    Message,
+    MessagePage,
+    NewMessage,
+)
+from twin.automation.delivery import RetryPolicy, send
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+MAX_LIMIT = 200
+MAX_DELIVERY_RECORDS = 1000
+SECRET_KEYS = ("password", "bot_token", "secret", "api_key", "token")
+
+KINDS: tuple[ChannelKind, ...] = (
+    ChannelKind(
+        "webhook", "Webhook", "Webhook", "POST the message as JSON to a URL", "以 JSON 推送到 URL", "webhook"
+    ),
+    ChannelKind("email", "Email", "邮件", "Send the message over SMTP", "通过 SMTP 发送邮件", "mail"),
+    ChannelKind("telegram", "Telegram", "Telegram", "Telegram bot message", "Telegram 机器人消息", "send"),
+    ChannelKind("wecom", "WeCom", "企业微信", "WeCom group robot", "企业微信群机器人", "message-square"),
+    ChannelKind("dingtalk", "DingTalk", "钉钉", "DingTalk group robot", "钉钉群机器人", "message-circle"),
+    ChannelKind("slack", "Slack", "Slack", "Slack incoming webhook", "Slack 传入 Webhook", "hash"),
+    ChannelKind("feishu", "Feishu", "飞书", "Feishu group robot", "飞书群机器人", "feather"),
+)
+
+# What each kind needs in its configuration.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "webhook": ("url",),
+    "email": ("smtp_server", "from_address"),
+    "telegram": ("bot_token", "chat_id"),
+    "wecom": ("webhook_url",),
+    "dingtalk": ("webhook_url",),
+    "slack": ("webhook_url",),
+    "feishu": ("webhook_url",),
+}
+TELEGRAM_API = "https://api.telegram.org"
+
+
+def _text(msg: dict[str, Any]) -> str:
+    return f"[{msg['severity'].upper()}] {msg['title']}\n{msg['message']}"
+
+
+def delivery_of(channel: dict[str, Any], msg: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
+    """``(transport, transport config, payload)`` for one message on one channel."""
+    kind, cfg = channel["channel_type"], channel["config"]
+    if kind == "webhook":
+        body = {
+            k: msg[k] for k in ("id", "category", "severity", "title", "message", "source", "source_type")
+        }
+        body["timestamp"] = int(msg["timestamp"])
+        body["metadata"] = msg.get("metadata")
+        body["channel"] = channel["name"]
+        return "http", {"url": cfg["url"], "headers": cfg.get("headers") or {}}, body
+    if kind == "email":
+        recipients = list(channel.get("recipients") or cfg.get("recipients") or [])
+        payload = {"recipients": recipients, "subject": msg["title"], "body": _text(msg)}
+        return "smtp", dict(cfg), payload
+    text = _text(msg)
+    if kind == "telegram":
+        base = str(cfg.get("api_url") or TELEGRAM_API).rstrip("/")
+        url = f"{base}/bot{cfg['bot_token']}/sendMessage"
+        return "http", {"url": url}, {"chat_id": cfg["chat_id"], "text": text}
+    if kind in ("wecom", "dingtalk"):
+        return "http", {"url": cfg["webhook_url"]}, {"msgtype": "text", "text": {"content": text}}
+    if kind == "slack":
+        return "http", {"url": cfg["webhook_url"]}, {"text": text}
+    return "http", {"url": cfg["webhook_url"]}, {"msg_type": "text", "content": {"text": text}}
+
+
+def masked(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A channel's configuration as shown to clients: secrets are never echoed back."""
+    return {k: ("***" if any(s in k for s in SECRET_KEYS) and v else v) for k, v in config.items()}
+
+
+class MessageCenter:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.messages = world.store.collection("messages")
+        self.channels = world.store.collection("channels")
+        self.deliveries = world.store.collection("message_deliveries")
+        world.outbox.register("channel", self._delivered)
+
+    def _uuid(self) -> str:
+        return str(uuid.UUID(bytes=self.world.streams.get("automation.messages").bytes(16), version=4))
+
+    # Messages --------------------------------------------------------------------------------
+    def send_message(self, new: NewMessage) -> Message:
+        if new.category not in MESSAGE_CATEGORIES:
+            raise InvalidInput(f"Invalid category '{new.category}'", field="category")
+        if new.severity not in SEVERITIES:
+            raise InvalidInput(f"Invalid severity '{new.severity}'", field="severity")
+        if not new.title:
+            raise InvalidInput("title is required", field="title")
+        doc = {
+            "id": self._uuid(),
+            "category": new.category,
+            "severity": new.severity,
+            "title": new.title,
+            "message": new.message,
+            "source": new.source or "api",
+            "source_type": new.source_type or "manual",
+            "timestamp": self.world.now(),
+            "status": "active",
+            "metadata": dict(new.metadata) if new.metadata is not None else None,
+            "tags": list(new.tags),
+        }
+        self.messages.put(doc["id"], doc)
+        self.world.emit(
+            EventKind.MESSAGE_CREATED,
+            doc["source"],
+            message_id=doc["id"],
+            title=doc["title"],
+            severity=doc["severity"],
+            message=doc["message"],
+            timestamp=doc["timestamp"],
+        )
+        for channel in self.channels.values():
+            if channel["enabled"]:
+                self._enqueue(channel, doc)
+        return _message(doc)
+
+    def _enqueue(self, channel: dict[str, Any], msg: dict[str, Any]) -> None:
+        transport, config, payload = delivery_of(channel, msg)
+        self.world.outbox.enqueue(
+            "channel", channel["name"], transport, config, payload, RetryPolicy(), ref=msg["id"]
+        )
+
+    def _delivered(self, job: dict[str, Any], result: DeliveryResult, final: bool) -> None:
+        record = {
+            "id": job["id"],
+            "channel": job["owner_id"],
+            "message_id": job["ref"],
+            "status": "success" if result.success else ("failed" if final else "retrying"),
+            "attempts": result.attempts,
+            "response": result.message if result.success else None,
+            "error": None if result.success else result.message,
+            "at": result.at,
+        }
+        self.deliveries.put(job["id"], record)
+        if len(self.deliveries) > MAX_DELIVERY_RECORDS:
+            oldest = self.deliveries.items()[0][0]
+            self.deliveries.delete(oldest)
+        channel = self.channels.get(job["owner_id"])
+        if channel is not None and (result.success or final):
+            key = "sent" if result.success else "failed"
+            channel[key] = channel.get(key, 0) + 1
+            channel["last_result"] = _result_doc(result)
+            self.channels.put(channel["name"], channel)
+
+    def delivery_records(self, message_id: str | None = None) -> list[dict[str, Any]]:
+        return [r for r in self.deliveries.values() if message_id is None or r["message_id"] == message_id]
+
+    def list_messages(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        severity: str | None = None,
+        status: str | None = None,
+        category: str | None = None,
+    ) -> MessagePage:
+        limit = min(max(1, limit), MAX_LIMIT)
+        offset = max(0, offset)
+        docs = [
+            d
+            for d in reversed(self.messages.values())
+            if (severity is None or d["severity"] == severity)
+            and (status is None or d["status"] == status)
+            and (category is None or d["category"] == category)
+        ]
+        page = tuple(_message(d) for d in docs[offset : offset + limit])
+        return MessagePage(page, len(docs), limit, offset)
+
+    def doc(self, message_id: str) -> dict[str, Any]:
+        doc = self.messages.get(message_id)
+        if doc is None:
+            raise NotFound(f"Message {message_id} not found", resource="message")
+        return doc
+
+    def get_message(self, message_id: str) -> Message:
+        return _message(self.doc(message_id))
+
+    def delete_message(self, message_id: str) -> None:
+        self.doc(message_id)
+        self.messages.delete(message_id)
+
+    def set_message_status(self, message_id: str, status: str) -> Message:
+        if status not in MESSAGE_STATUSES:
+            raise InvalidInput(f"Invalid status '{status}'", field="status")
+        doc = {**self.doc(message_id), "status": status}
+        self.messages.put(message_id, doc)
+        kind = {"acknowledged": EventKind.MESSAGE_ACKNOWLEDGED, "resolved": EventKind.MESSAGE_RESOLVED}.get(
+            status
+        )
+        if kind is not None:
+            self.world.emit(kind, doc["source"], message_id=message_id, timestamp=self.world.now())
+        return _message(doc)
+
+    # Channels --------------------------------------------------------------------------------
+    def channel_doc(self, name: str) -> dict[str, Any]:
+        doc = self.channels.get(name)
+        if doc is None:
+            raise NotFound(f"Channel {name} not found", resource="channel")
+        return doc
+
+    def channel_kinds(self) -> tuple[ChannelKind, ...]:
+        return KINDS
+
+    def get_channel(self, name: str) -> Channel:
+        return _channel(self.channel_doc(name))
+
+    def create_channel(
+        self, name: str, channel_type: str, config: Mapping[str, Any], enabled: bool = True
+    ) -> Channel:
+        if not name:
+            raise InvalidInput("name is required", field="name")
+        if channel_type not in CHANNEL_KINDS:
+            raise InvalidInput(f"Unknown channel type '{channel_type}'", field="channel_type")
+        if self.channels.get(name) is not None:
+            raise Conflict(f"Channel '{name}' already exists", resource="channel")
+        config = dict(config)
+        _check_config(channel_type, config)
+        recipients = [str(r) for r in config.pop("recipients", None) or []]
+        doc = {
+            "name": name,
+            "channel_type": channel_type,
+            "enabled": enabled,
+            "config": config,
+            "recipients": recipients,
+            "sent": 0,
+            "failed": 0,
+            "last_result": None,
+        }
+        self.channels.put(name, doc)
+        return _channel(doc)
+
+    def update_channel(
+        self, name: str, config: Mapping[str, Any] | None = None, enabled: bool | None = None
+    ) -> Channel:
+        doc = self.channel_doc(name)
+        if config is not None:
+            merged = {**doc["config"], **config}
+            if "recipients" in merged:
+                doc["recipients"] = [str(r) for r in merged.pop("recipients") or []]
+            _check_config(doc["channel_type"], merged)
+            doc["config"] = merged
+        if enabled is not None:
+            doc["enabled"] = enabled
+        self.channels.put(name, doc)
+        return _channel(doc)
+
+    def delete_channel(self, name: str) -> None:
+        self.channel_doc(name)
+        self.channels.delete(name)
+        self.world.outbox.cancel_owner("channel", name)
+
+    async def test_channel(self, name: str) -> DeliveryResult:
+        doc = self.channel_doc(name)
+        msg = {
+            "id": "test",
+            "category": "system",
+            "severity": "info",
+            "title": "Test message",
+            "message": f"Test delivery to channel '{name}'",
+            "source": "channel-test",
+            "source_type": "system",
+            "timestamp": self.world.now(),
+            "metadata": None,
+        }
+        transport, config, payload = delivery_of(doc, msg)
+        outcome = await send(transport, config, payload)
+        result = DeliveryResult(
+            outcome.success, outcome.message, outcome.duration_ms, 1, outcome.status_code, self.world.now()
+        )
+        doc = self.channels.get(name)
+        if doc is not None:  # recorded on the channel (unless it was deleted while the test ran)
+            doc["last_result"] = _result_doc(result)
+            self.channels.put(name, doc)
+        return result
+
+    def list_channels(self) -> list[Channel]:
+        return [_channel(d) for d in self.channels.values()]
+
+
+def _check_config(kind: str, config: Mapping[str, Any]) -> None:
+    missing = [k for k in REQUIRED[kind] if not config.get(k)]
+    if missing:
+        raise InvalidInput(f"{kind} channel requires {', '.join(missing)}", field=missing[0])
+    for key in ("url", "webhook_url", "api_url"):
+        value = config.get(key)
+        if value is not None and not str(value).startswith(("http://", "https://")):
+            raise InvalidInput(f"{key} must be an http(s) URL", field=key)
+
+
+def _result_doc(r: DeliveryResult) -> dict[str, Any]:
+    return {
+        "success": r.success,
+        "message": r.message,
+        "duration_ms": r.duration_ms,
+        "attempts": r.attempts,
+        "status_code": r.status_code,
+        "at": r.at,
+    }
+
+
+def _message(d: dict[str, Any]) -> Message:
+    return Message(
+        d["id"],
+        d["category"],
+        d["severity"],
+        d["title"],
+        d["message"],
+        d["source"],
+        d["source_type"],
+        d["timestamp"],
+        d["status"],
+        d.get("metadata"),
+        tuple(d.get("tags") or ()),
+    )
+
+
+def _channel(d: dict[str, Any]) -> Channel:
+    last = d.get("last_result")
+    return Channel(
+        d["name"],
+        d["channel_type"],
+        d["enabled"],
+        d["config"],
+        tuple(d.get("recipients") or ()),
+        d.get("sent", 0),
+        d.get("failed", 0),
+        DeliveryResult(**last) if last else None,
+    )

@@ -1,0 +1,426 @@
+"""Data push: targets (webhook or MQTT) the server pushes device data to, with delivery logs.
+
+A running ``event_driven`` target receives every sample (``DEVICE_TELEMETRY`` ticks of the
+simulated sensors, pushed ``DEVICE_METRIC`` values) whose source ``device:<id>:<metric>`` matches
+its ``data_filter.source_patterns`` (``*`` wildcards; ``only_changes`` skips repeated values); an
+``interval`` target pushes the latest value of each matching source every ``interval_secs`` of
+world time. Items are grouped by ``batch_config.batch_size`` (a partial batch goes out after
+``batch_interval_ms``). Each payload becomes an outbox job (real HTTP POST or MQTT publish by the
+delivery worker) retried with ``retry_config`` backoff in sim time, and one log entry whose
+``attempts`` and ``status`` (pending → retrying → success | failed) follow the job.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from hardware.ports.errors import InvalidInput, NotFound
+from hardware.ports.events import Event, EventKind
+from hardware.ports.rules import PUSH_TARGET_TYPES, DeliveryResult, PushLog, PushTarget
+from twin.automation.delivery import RetryPolicy, send
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+MAX_LOGS_PER_TARGET = 500
+SELF_WEBHOOK = re.compile(r"/api/devices/(?:[^/]+/)?webhook/?$")
+DEFAULT_RETRY = {"max_retries": 3, "backoff_secs": 5, "max_backoff_secs": 300}
+DEFAULT_BATCH = {"batch_size": 1, "batch_interval_ms": 2000, "format": "flat"}
+EVENT_TYPES = {EventKind.DEVICE_TELEMETRY: "DeviceMetric", EventKind.DEVICE_METRIC: "DeviceMetric"}
+
+
+def _bad(message: str, field: str) -> InvalidInput:
+    return InvalidInput(message, resource="push_target", field=field)
+
+
+def validate(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored settings of a target from a create/update body (defaults filled in)."""
+    if not spec.get("name"):
+        raise _bad("name is required", "name")
+    kind = spec.get("target_type")
+    if kind not in PUSH_TARGET_TYPES:
+        raise _bad(f"target_type must be one of {', '.join(PUSH_TARGET_TYPES)}", "target_type")
+    config = dict(spec.get("config") or {})
+    if kind == "webhook":
+        url = str(config.get("url") or "")
+        if not url.startswith(("http://", "https://")):
+            raise _bad("webhook target needs config.url (http or https)", "config.url")
+        if SELF_WEBHOOK.search(url.split("?", 1)[0]):
+            raise _bad("A push target must not point at this server's own device webhook", "config.url")
+    else:
+        if not config.get("topic"):
+            raise _bad("mqtt target needs config.topic", "config.topic")
+        if not (config.get("broker_url") or config.get("host")):
+            raise _bad("mqtt target needs config.broker_url or config.host", "config.broker_url")
+    schedule = dict(spec.get("schedule") or {"type": "event_driven", "event_types": []})
+    if schedule.get("type") == "interval":
+        secs = schedule.get("interval_secs")
+        if isinstance(secs, bool) or not isinstance(secs, int | float) or secs <= 0:
+            raise _bad("interval schedule needs interval_secs > 0", "schedule.interval_secs")
+    elif schedule.get("type") == "event_driven":
+        schedule.setdefault("event_types", [])
+    else:
+        raise _bad("schedule.type must be event_driven or interval", "schedule.type")
+    data_filter = dict(spec.get("data_filter") or {})
+    data_filter.setdefault("source_patterns", [])
+    data_filter.setdefault("only_changes", False)
+    retry = {**DEFAULT_RETRY, **(spec.get("retry_config") or {})}
+    batch = {**DEFAULT_BATCH, **(spec.get("batch_config") or {})}
+    if int(retry["max_retries"]) < 0 or float(retry["backoff_secs"]) < 0:
+        raise _bad("retry_config values must not be negative", "retry_config")
+    if int(batch["batch_size"]) < 1 or batch["format"] not in ("flat", "nested"):
+        raise _bad("batch_size must be at least 1 and format flat or nested", "batch_config")
+    return {
+        "name": spec["name"],
+        "target_type": kind,
+        "config": config,
+        "schedule": schedule,
+        "data_filter": data_filter,
+        "template": spec.get("template"),
+        "enabled": bool(spec.get("enabled", True)),
+        "retry_config": retry,
+        "batch_config": batch,
+    }
+
+
+def matches(patterns: list[str], source: str) -> bool:
+    return not patterns or any(fnmatch.fnmatchcase(source, p) for p in patterns)
+
+
+class DataPush:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.targets = world.store.collection("push_targets")
+        self.logs = world.store.collection("push_logs")
+        self.running: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, list[dict[str, Any]]] = {}
+        self.last_pushed: dict[tuple[str, str], Any] = {}
+        self.latest: dict[str, dict[str, Any]] = {}
+        self.timers: dict[str, simpy.Process] = {}
+        world.outbox.register("push", self._delivered)
+        for doc in self.targets.values():
+            self._arm(doc)
+        world.observers.append(self.observe)
+
+    def _uuid(self) -> str:
+        return str(uuid.UUID(bytes=self.world.streams.get("automation.push").bytes(16), version=4))
+
+    # Running targets --------------------------------------------------------------------------
+    def _arm(self, doc: dict[str, Any]) -> None:
+        target_id = doc["id"]
+        self.running.pop(target_id, None)
+        timer = self.timers.pop(target_id, None)
+        if timer is not None and timer.is_alive:
+            timer.interrupt("stopped")
+        self.batches.pop(target_id, None)
+        if not doc["enabled"]:
+            return
+        self.running[target_id] = doc
+        if doc["schedule"]["type"] == "interval":
+            self.timers[target_id] = self.world.env.process(
+                self._every(target_id, doc["schedule"]["interval_secs"])
+            )
+
+    def observe(self, event: Event) -> None:
+        if not self.running or event.kind not in EVENT_TYPES:
+            return
+        if event.kind is EventKind.DEVICE_TELEMETRY:
+            samples, ts, quality = event.data["metrics"], event.data["timestamp"], None
+        else:
+            samples = {event.data["metric"]: event.data["value"]}
+            ts, quality = event.data["timestamp"], event.data.get("quality")
+        for metric, value in samples.items():
+            source = f"device:{event.source}:{metric}"
+            item = {
+                "data_source_id": source,
+                "device_id": event.source,
+                "metric": metric,
+                "value": value,
+                "timestamp": ts,
+                "quality": quality,
+            }
+            self.latest[source] = item
+            for doc in tuple(self.running.values()):
+                schedule = doc["schedule"]
+                if schedule["type"] != "event_driven":
+                    continue
+                types = schedule.get("event_types") or []
+                if types and EVENT_TYPES[event.kind] not in types and "*" not in types:
+                    continue
+                self._offer(doc, item)
+
+    def _offer(self, doc: dict[str, Any], item: dict[str, Any]) -> None:
+        data_filter = doc["data_filter"]
+        if not matches(data_filter["source_patterns"], item["data_source_id"]):
+            return
+        key = (doc["id"], item["data_source_id"])
+        if data_filter.get("only_changes") and self.last_pushed.get(key, object()) == item["value"]:
+            return
+        self.last_pushed[key] = item["value"]
+        batch = self.batches.setdefault(doc["id"], [])
+        batch.append(item)
+        size = int(doc["batch_config"]["batch_size"])
+        if len(batch) >= size:
+            self._flush(doc["id"])
+        elif len(batch) == 1:
+            delay = float(doc["batch_config"]["batch_interval_ms"]) / 1000
+            self.world.env.timeout(delay).callbacks.append(lambda _ev, t=doc["id"]: self._flush(t))
+
+    def _every(self, target_id: str, interval: float):
+        try:
+            while True:
+                yield self.world.env.timeout(interval)
+                doc = self.running.get(target_id)
+                if doc is None:
+                    return
+                for item in [
+                    i
+                    for s, i in sorted(self.latest.items())
+                    if matches(doc["data_filter"]["source_patterns"], s)
+                ]:
+                    self._offer(doc, item)
+                self._flush(target_id)
+        except simpy.Interrupt:
+            return
+
+    def _flush(self, target_id: str) -> None:
+        items = self.batches.pop(target_id, None)
+        doc = self.running.get(target_id)
+        if not items or doc is None:
+            return
+        payload = self._payload(doc, items)
+        self._send(doc, payload, items[0]["data_source_id"] if len(items) == 1 else None, items[0])
+
+    def _payload(self, doc: dict[str, Any], items: list[dict[str, Any]]) -> Any:
+        template = doc.get("template")
+        if template and len(items) == 1:
+            text = template
+            for key, value in items[0].items():
+                text = text.replace(
+                    "{{" + key + "}}", json.dumps(value) if not isinstance(value, str) else value
+                )
+            return text
+        if doc["batch_config"]["format"] == "nested":
+            devices: dict[str, dict[str, Any]] = {}
+            for item in items:
+                devices.setdefault(item["device_id"], {})[item["metric"]] = item["value"]
+            return {"devices": devices, "timestamp": items[-1]["timestamp"], "count": len(items)}
+        if int(doc["batch_config"]["batch_size"]) == 1:
+            return items[0]
+        return {"items": items, "count": len(items)}
+
+    def _send(self, doc: dict[str, Any], payload: Any, source: str | None, first: dict[str, Any]) -> str:
+        log_id = self._uuid()
+        now = self.world.now()
+        self._log(
+            {
+                "id": log_id,
+                "target_id": doc["id"],
+                "status": "pending",
+                "data_source_id": source,
+                "payload_sent": _text(payload),
+                "response": None,
+                "attempts": 0,
+                "created_at": now,
+                "completed_at": None,
+                "error": None,
+            }
+        )
+        transport, config = _transport(doc, first)
+        retry = RetryPolicy(
+            int(doc["retry_config"]["max_retries"]),
+            float(doc["retry_config"]["backoff_secs"]),
+            float(doc["retry_config"]["max_backoff_secs"]),
+        )
+        self.world.outbox.enqueue("push", doc["id"], transport, config, payload, retry, ref=log_id)
+        return log_id
+
+    def _log(self, entry: dict[str, Any]) -> None:
+        self.logs.put(entry["id"], entry)
+        mine = [k for k, d in self.logs.items() if d["target_id"] == entry["target_id"]]
+        for old in mine[:-MAX_LOGS_PER_TARGET]:
+            self.logs.delete(old)
+
+    def _delivered(self, job: dict[str, Any], result: DeliveryResult, final: bool) -> None:
+        entry = self.logs.get(job["ref"])
+        if entry is not None:
+            entry.update(
+                status="success" if result.success else ("failed" if final else "retrying"),
+                attempts=result.attempts,
+                response=result.message if result.success else entry["response"],
+                error=None if result.success else result.message,
+                completed_at=result.at if final else None,
+            )
+            self.logs.put(entry["id"], entry)
+        doc = self.targets.get(job["owner_id"])
+        if doc is not None and final:
+            key = "pushed" if result.success else "failed"
+            doc[key] = doc.get(key, 0) + 1
+            self.targets.put(doc["id"], doc)
+            if doc["id"] in self.running:
+                self.running[doc["id"]] = doc
+
+    # CRUD --------------------------------------------------------------------------------------
+    def doc(self, target_id: str) -> dict[str, Any]:
+        doc = self.targets.get(target_id)
+        if doc is None:
+            raise NotFound(f"Push target {target_id} not found", resource="push_target")
+        return doc
+
+    def list_targets(self) -> list[PushTarget]:
+        return [_target(d) for d in self.targets.values()]
+
+    def get_target(self, target_id: str) -> PushTarget:
+        return _target(self.doc(target_id))
+
+    def create_target(self, spec: Mapping[str, Any]) -> PushTarget:
+        now = self.world.now()
+        doc = {
+            **validate(spec),
+            "id": self._uuid(),
+            "created_at": now,
+            "updated_at": now,
+            "pushed": 0,
+            "failed": 0,
+        }
+        self.targets.put(doc["id"], doc)
+        self._arm(doc)
+        return _target(doc)
+
+    def update_target(self, target_id: str, changes: Mapping[str, Any]) -> PushTarget:
+        old = self.doc(target_id)
+        merged = {
+            k: old[k]
+            for k in (
+                "name",
+                "target_type",
+                "config",
+                "schedule",
+                "data_filter",
+                "template",
+                "enabled",
+                "retry_config",
+                "batch_config",
+            )
+        }
+        merged.update({k: v for k, v in changes.items() if v is not None})
+        doc = {**old, **validate(merged), "updated_at": self.world.now()}
+        self.targets.put(target_id, doc)
+        self._arm(doc)
+        return _target(doc)
+
+    def delete_target(self, target_id: str) -> None:
+        doc = self.doc(target_id)
+        self._arm({**doc, "enabled": False})
+        self.targets.delete(target_id)
+        self.world.outbox.cancel_owner("push", target_id)
+        for key, entry in self.logs.items():
+            if entry["target_id"] == target_id:
+                self.logs.delete(key)
+
+    def start_target(self, target_id: str) -> PushTarget:
+        return self._set_enabled(target_id, True)
+
+    def stop_target(self, target_id: str) -> PushTarget:
+        return self._set_enabled(target_id, False)
+
+    def _set_enabled(self, target_id: str, enabled: bool) -> PushTarget:
+        doc = {**self.doc(target_id), "enabled": enabled, "updated_at": self.world.now()}
+        self.targets.put(target_id, doc)
+        self._arm(doc)
+        return _target(doc)
+
+    async def test_target(self, target_id: str) -> PushLog:
+        doc = self.doc(target_id)
+        payload = {
+            "test": True,
+            "target_id": target_id,
+            "target_name": doc["name"],
+            "timestamp": self.world.now(),
+            "message": "Data push test",
+        }
+        transport, config = _transport(doc, {"device_id": "test", "metric": "test"})
+        log_id, created = self._uuid(), self.world.now()
+        result = await send(transport, config, payload)
+        entry = {
+            "id": log_id,
+            "target_id": target_id,
+            "status": "success" if result.success else "failed",
+            "data_source_id": None,
+            "payload_sent": _text(payload),
+            "response": result.message if result.success else None,
+            "attempts": 1,
+            "created_at": created,
+            "completed_at": self.world.now(),
+            "error": None if result.success else result.message,
+        }
+        if self.targets.get(target_id) is not None:
+            self._log(entry)
+        return _log(entry)
+
+    def target_logs(self, target_id: str, limit: int = 100) -> list[PushLog]:
+        self.doc(target_id)
+        entries = [d for d in self.logs.values() if d["target_id"] == target_id]
+        return [_log(d) for d in reversed(entries)][: max(1, limit)]
+
+
+def _transport(doc: dict[str, Any], item: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    config = doc["config"]
+    if doc["target_type"] == "webhook":
+        return "http", {
+            "url": config["url"],
+            "headers": config.get("headers") or {},
+            "method": config.get("method", "POST"),
+        }
+    topic = (
+        str(config["topic"])
+        .replace("{device_id}", str(item.get("device_id", "")))
+        .replace("{metric}", str(item.get("metric", "")))
+    )
+    out = {k: config[k] for k in ("broker_url", "host", "port", "qos") if k in config}
+    return "mqtt", {**out, "topic": topic}
+
+
+def _text(payload: Any) -> str:
+    return payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
+
+
+def _log(d: dict[str, Any]) -> PushLog:
+    return PushLog(
+        d["id"],
+        d["target_id"],
+        d["status"],
+        d["data_source_id"],
+        d["payload_sent"],
+        d["response"],
+        d["attempts"],
+        d["created_at"],
+        d["completed_at"],
+        d["error"],
+    )
+
+
+def _target(d: dict[str, Any]) -> PushTarget:
+    return PushTarget(
+        id=d["id"],
+        name=d["name"],
+        target_type=d["target_type"],
+        config=d["config"],
+        schedule=d["schedule"],
+        data_filter=d["data_filter"],
+        retry_config=d["retry_config"],
+        batch_config=d["batch_config"],
+        enabled=d["enabled"],
+        created_at=d["created_at"],
+        updated_at=d["updated_at"],
+        template=d.get("template"),
+        pushed=d.get("pushed", 0),
+        failed=d.get("failed", 0),
+    )

@@ -1,0 +1,433 @@
+"""The rules engine: JSON rules evaluated on every sample of the metrics they watch, on the world clock.
+
+Rules are durable documents (validated by :mod:`twin.automation.rule_spec`). The engine observes
+the world's events synchronously (``world.observers``), so a ``data_change`` rule sees each sample
+at the sim time it is taken: the simulated sensors' ``DEVICE_TELEMETRY`` ticks and every pushed
+``DEVICE_METRIC`` (webhook, MQTT, REST). Semantics:
+
+- the condition is evaluated over the latest value of each of its sources;
+- ``for_duration`` (ms): the condition must have held continuously that long before the rule fires;
+- ``cooldown`` (ms, default 60 000): after firing, the rule stays quiet that long;
+- ``schedule`` rules evaluate at each cron time (a SimPy process), ``manual`` ones only on demand.
+
+Firing emits ``RULE_TRIGGERED``, performs the actions (``notify`` creates a message that goes out
+to the channels, ``execute`` sends a device command, ``trigger_agent`` starts an agent run), then
+emits ``RULE_EXECUTED``; each run is kept in the rule's history. ``RULE_EVALUATED`` is emitted when
+a rule's condition changes between true and false.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from hardware.ports.errors import DomainError, InvalidInput, NotFound
+from hardware.ports.events import Event, EventKind
+from hardware.ports.rules import NewMessage, Rule, RuleExecution, RuleTest
+from twin.automation import rule_spec
+from twin.automation.rule_spec import HINT, Cron
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+MAX_HISTORY = 100
+SAMPLE_KINDS = (EventKind.DEVICE_TELEMETRY, EventKind.DEVICE_METRIC)
+
+
+def _check_id(rule_id: str) -> None:
+    try:
+        uuid.UUID(rule_id)
+    except ValueError as err:
+        raise InvalidInput("Invalid rule ID", resource="rule", field="id") from err
+
+
+class RuleState:
+    """What the engine remembers about one rule between samples (not durable: rebuilt on start)."""
+
+    __slots__ = ("fired_at", "met", "since", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.since: float | None = None
+        self.met = False
+        self.fired_at: float | None = None
+
+
+class RuleEngine:
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.docs = world.store.collection("rules")
+        self.history = world.store.collection("rule_history")
+        self.state: dict[str, RuleState] = {}
+        self.watch: dict[str, dict[str, set[str]]] = {}
+        """device id → metric → ids of enabled data_change rules watching it."""
+        self.schedules: dict[str, Any] = {}
+        self.active: dict[str, dict[str, Any]] = {}
+        """Enabled rules' documents, kept in step with the store (read on every watched sample)."""
+        self._reindex()
+        world.observers.append(self.observe)
+
+    # Index -----------------------------------------------------------------------------------
+    def _reindex(self) -> None:
+        self.watch.clear()
+        for doc in self.docs.values():
+            self._index(doc)
+
+    def _index(self, doc: dict[str, Any]) -> None:
+        rule_id = doc["id"]
+        for metrics in self.watch.values():
+            for ids in metrics.values():
+                ids.discard(rule_id)
+        process = self.schedules.pop(rule_id, None)
+        if process is not None and process.is_alive:
+            process.interrupt("rescheduled")
+        self.state.pop(rule_id, None)
+        self.active.pop(rule_id, None)
+        if not doc["enabled"]:
+            return
+        self.active[rule_id] = doc
+        kind = doc["trigger"]["trigger_type"]
+        if kind == "data_change":
+            for source in doc["trigger"]["sources"]:
+                _, device_id, metric = rule_spec.parse_source(source)
+                self.watch.setdefault(device_id, {}).setdefault(metric, set()).add(rule_id)
+        elif kind == "schedule":
+            self.schedules[rule_id] = self.world.env.process(self._scheduled(rule_id, doc["trigger"]["cron"]))
+
+    # Observing samples ------------------------------------------------------------------------
+    def observe(self, event: Event) -> None:
+        if event.kind not in SAMPLE_KINDS or not self.watch:
+            return
+        metrics = self.watch.get(event.source)
+        if not metrics:
+            return
+        if event.kind is EventKind.DEVICE_TELEMETRY:
+            samples = event.data["metrics"]
+        else:
+            samples = {event.data["metric"]: event.data["value"]}
+        for metric, value in samples.items():
+            for rule_id in tuple(metrics.get(metric, ())):
+                self._sample(rule_id, f"device:{event.source}:{metric}", value)
+
+    def _sample(self, rule_id: str, source: str, value: Any) -> None:
+        doc = self.active.get(rule_id)
+        if doc is None:
+            return
+        state = self.state.setdefault(rule_id, RuleState())
+        state.values[source] = value
+        met = rule_spec.evaluate(doc["condition"], state.values)
+        now = self.world.env.now
+        if met != state.met:
+            state.met = met
+            self.world.emit(
+                EventKind.RULE_EVALUATED,
+                rule_id,
+                rule_id=rule_id,
+                rule_name=doc["name"],
+                condition_met=met,
+                value=value,
+                timestamp=self.world.now(),
+            )
+        if not met:
+            state.since = None
+            return
+        if state.since is None:
+            state.since = now
+        if doc.get("for_duration") and (now - state.since) * 1000 < doc["for_duration"] - 1e-6:
+            return
+        if state.fired_at is not None and (now - state.fired_at) * 1000 < doc["cooldown"] - 1e-6:
+            return
+        state.fired_at = now
+        self._fire(doc, value, "data_change")
+
+    def _scheduled(self, rule_id: str, cron: str):
+        schedule = Cron(cron)
+        env = self.world.env
+        try:
+            while True:
+                wait = schedule.next_after(self.world.now()) - self.world.now()
+                yield env.timeout(max(wait, 0.0))
+                doc = self.docs.get(rule_id)
+                if doc is None or not doc["enabled"]:
+                    return
+                values = {
+                    s: v
+                    for s in rule_spec.sources_of(doc["condition"])
+                    if (v := self._current(s)) is not None
+                }
+                if rule_spec.evaluate(doc["condition"], values):
+                    self._fire(doc, next(iter(values.values()), None), "schedule")
+        except simpy.Interrupt:
+            return
+
+    # Firing ------------------------------------------------------------------------------------
+    def _fire(self, doc: dict[str, Any], value: Any, trigger_type: str) -> RuleExecution:
+        now = self.world.now()
+        self.world.emit(
+            EventKind.RULE_TRIGGERED,
+            doc["id"],
+            rule_id=doc["id"],
+            rule_name=doc["name"],
+            trigger_value=value,
+            trigger_type=trigger_type,
+            actions=[a["type"] for a in doc["actions"]],
+            timestamp=now,
+        )
+        done: list[str] = []
+        errors: list[str] = []
+        for action in doc["actions"]:
+            try:
+                done.append(self._perform(doc, action, value))
+            except DomainError as err:
+                errors.append(f"{action['type']}: {err.message}")
+        execution = RuleExecution(
+            doc["id"], doc["name"], not errors, tuple(done), "; ".join(errors) or None, 0, now
+        )
+        doc = {**doc, "trigger_count": doc.get("trigger_count", 0) + 1, "last_triggered": now}
+        self.docs.put(doc["id"], doc)
+        if doc["id"] in self.active:
+            self.active[doc["id"]] = doc
+        self._record(execution)
+        self.world.emit(
+            EventKind.RULE_EXECUTED,
+            doc["id"],
+            rule_id=doc["id"],
+            rule_name=doc["name"],
+            success=execution.success,
+            actions_executed=list(done),
+            error=execution.error,
+            duration_ms=0,
+            timestamp=now,
+        )
+        return execution
+
+    def _perform(self, doc: dict[str, Any], action: Mapping[str, Any], value: Any) -> str:
+        kind = action["type"]
+        if kind == "notify":
+            text = str(action["message"]).replace("${value}", str(value)).replace("{{value}}", str(value))
+            message = self.world.messages.send_message(
+                NewMessage(
+                    category="alert",
+                    severity=action["severity"],
+                    title=doc["name"],
+                    message=text,
+                    source=doc["name"],
+                    source_type="rule",
+                    metadata={"rule_id": doc["id"], "trigger_value": value},
+                )
+            )
+            return f"notify:{message.id}"
+        if kind == "execute":
+            if action["target_type"] != "device":
+                raise InvalidInput("extension commands are not available to rules in this twin")
+            sent = self.world.devices.send_command(action["target"], action["command"], action["params"])
+            return f"execute:{sent.device_id}:{sent.command}"
+        agents = getattr(self.world, "agents", None)
+        trigger = getattr(agents, "trigger", None)
+        if callable(trigger):
+            trigger(
+                action["agent_id"],
+                trigger_type="rule",
+                data={"rule_id": doc["id"], "value": value, "input": action.get("input")},
+            )
+        else:
+            self.world.emit(
+                EventKind.RULE_AGENT_REQUESTED,
+                doc["id"],
+                rule_id=doc["id"],
+                agent_id=action["agent_id"],
+                input=action.get("input"),
+                data=action.get("data"),
+                timestamp=self.world.now(),
+            )
+        return f"trigger_agent:{action['agent_id']}"
+
+    def _record(self, execution: RuleExecution) -> None:
+        key = f"{execution.rule_id}:{self.world.streams.get('automation.rule_runs').bytes(8).hex()}"
+        self.history.put(key, _execution_doc(execution))
+        runs = [k for k, d in self.history.items() if d["rule_id"] == execution.rule_id]
+        for old in runs[:-MAX_HISTORY]:
+            self.history.delete(old)
+
+    # Values ------------------------------------------------------------------------------------
+    def _current(self, source: str) -> Any:
+        _, device_id, metric = rule_spec.parse_source(source)
+        try:
+            current = self.world.devices.current(device_id)
+        except NotFound:
+            return None
+        for m in current.metrics:
+            if m.name == metric:
+                return m.value
+        return None
+
+    def _historical(self, source: str) -> Any:
+        _, device_id, metric = rule_spec.parse_source(source)
+        latest = self.world.store.latest_samples(device_id).get(metric)
+        return None if latest is None else latest[1]
+
+    # CRUD --------------------------------------------------------------------------------------
+    def doc(self, rule_id: str) -> dict[str, Any]:
+        _check_id(rule_id)
+        doc = self.docs.get(rule_id)
+        if doc is None:
+            raise NotFound(f"Rule {rule_id} not found", resource="rule")
+        return doc
+
+    def _check_resources(self, spec: Mapping[str, Any]) -> None:
+        missing = [s for s in rule_spec.sources_of(spec["condition"]) if not self._available(s)]
+        missing += [
+            a["target"]
+            for a in spec["actions"]
+            if a["type"] == "execute"
+            and a["target_type"] == "device"
+            and not self.world.devices.exists(a["target"])
+        ]
+        if missing:
+            raise InvalidInput(
+                "Rule references unavailable resources", resource="rule", hint=HINT, missing=missing
+            )
+
+    def _available(self, source: str) -> bool:
+        source_type, device_id, _ = rule_spec.parse_source(source)
+        return source_type == "device" and self.world.devices.exists(device_id)
+
+    def list_rules(self) -> list[Rule]:
+        return [_rule(d) for d in self.docs.values()]
+
+    def create_rule(self, definition: Mapping[str, Any]) -> Rule:
+        spec = rule_spec.parse(definition)
+        self._check_resources(spec)
+        now = self.world.now()
+        rule_id = str(uuid.UUID(bytes=self.world.streams.get("automation.rules").bytes(16), version=4))
+        doc = {
+            **spec,
+            "id": rule_id,
+            "trigger_count": 0,
+            "last_triggered": None,
+            "created_at": now,
+            "updated_at": now,
+        }
+        self.docs.put(rule_id, doc)
+        self._index(doc)
+        return _rule(doc)
+
+    def update_rule(self, rule_id: str, definition: Mapping[str, Any]) -> Rule:
+        old = self.doc(rule_id)
+        spec = rule_spec.parse(definition)
+        self._check_resources(spec)
+        doc = {**old, **spec, "updated_at": self.world.now()}
+        self.docs.put(rule_id, doc)
+        self._index(doc)
+        return _rule(doc)
+
+    def delete_rule(self, rule_id: str) -> None:
+        doc = self.doc(rule_id)
+        self.docs.delete(rule_id)
+        self._index({**doc, "enabled": False})
+
+    def enable_rule(self, rule_id: str, enabled: bool) -> Rule:
+        doc = {**self.doc(rule_id), "enabled": enabled, "updated_at": self.world.now()}
+        self.docs.put(rule_id, doc)
+        self._index(doc)
+        return _rule(doc)
+
+    def get_rule(self, rule_id: str) -> Rule:
+        return _rule(self.doc(rule_id))
+
+    def rule_history(self, rule_id: str) -> list[RuleExecution]:
+        self.doc(rule_id)
+        docs = [d for d in self.history.values() if d["rule_id"] == rule_id]
+        return [_execution(d) for d in reversed(docs)]
+
+    def trigger_rule(self, rule_id: str) -> RuleExecution:
+        doc = self.doc(rule_id)
+        sources = rule_spec.sources_of(doc["condition"])
+        return self._fire(doc, self._current(sources[0]) if sources else None, "manual")
+
+    def test_rule(self, rule_id: str, value: Any = None, execute: bool = False) -> RuleTest:
+        doc = self.doc(rule_id)
+        condition = doc["condition"]
+        if condition["condition_type"] == "logical":
+            raise InvalidInput(
+                "Logical conditions cannot be tested with a single value",
+                resource="rule",
+                hint="Test each comparison or range condition on its own",
+            )
+        if condition["condition_type"] == "none":
+            met, used, origin = True, value, "input" if value is not None else "none"
+        else:
+            origin = "input"
+            if value is None:
+                value, origin = self._current(condition["source"]), "current"
+            if value is None:
+                value, origin = self._historical(condition["source"]), "historical"
+            if value is None:
+                raise InvalidInput(
+                    f"No data available for {condition['source']}",
+                    resource="rule",
+                    hint='Pass a test value: {"value": 42}',
+                )
+            met, used = rule_spec.compare(condition, value), value
+        ranged = condition["condition_type"] == "range"
+        execution = self._fire(doc, used, "test") if execute and met else None
+        return RuleTest(
+            rule_id=doc["id"],
+            rule_name=doc["name"],
+            condition_met=met,
+            value_used=used,
+            value_source=origin,
+            operator="between" if ranged else condition.get("operator", "none"),
+            threshold=None if ranged else condition.get("threshold", condition.get("threshold_value")),
+            range_min=condition.get("min") if ranged else None,
+            range_max=condition.get("max") if ranged else None,
+            executed=(execution is not None) if execute else None,
+            execution=execution,
+        )
+
+
+def _execution_doc(e: RuleExecution) -> dict[str, Any]:
+    return {
+        "rule_id": e.rule_id,
+        "rule_name": e.rule_name,
+        "success": e.success,
+        "actions_executed": list(e.actions_executed),
+        "error": e.error,
+        "duration_ms": e.duration_ms,
+        "triggered_at": e.triggered_at,
+    }
+
+
+def _execution(d: dict[str, Any]) -> RuleExecution:
+    return RuleExecution(
+        d["rule_id"],
+        d["rule_name"],
+        d["success"],
+        tuple(d["actions_executed"]),
+        d["error"],
+        d["duration_ms"],
+        d["triggered_at"],
+    )
+
+
+def _rule(d: dict[str, Any]) -> Rule:
+    return Rule(
+        id=d["id"],
+        name=d["name"],
+        enabled=d["enabled"],
+        trigger=d["trigger"],
+        condition=d["condition"],
+        actions=tuple(d["actions"]),
+        cooldown_ms=d["cooldown"],
+        for_duration_ms=d.get("for_duration"),
+        trigger_count=d.get("trigger_count", 0),
+        last_triggered=d.get("last_triggered"),
+        created_at=d["created_at"],
+        updated_at=d["updated_at"],
+        description=d.get("description"),
+        tags=tuple(d.get("tags") or ()),
+        source=d.get("source"),
+    )
