@@ -47,7 +47,10 @@ class TwinControl:
         self._ids = itertools.count(1)
         self._undo: dict[int, actions.Undo] = {}
         self._action_ids = itertools.count(1)
-        self.actions_run: list[tuple[float, str, dict[str, Any]]] = []
+        self.actions_run: list[tuple[float, int, str, dict[str, Any]]] = []
+        """(sim time, id, name, params) of every action run."""
+        self.actions_undone: dict[int, float] = {}
+        """Sim time each undone action ended (its fault window closed)."""
         self.stop_at: float | None = None
         """Set by a step-mode scenario run: a client's world sleep never goes past it."""
         self.stopped = asyncio.Event()
@@ -138,7 +141,7 @@ class TwinControl:
             raise InvalidInput("'for' must be a positive number of seconds", field="for")
         undo = action.run(self, parsed)
         action_id = next(self._action_ids)
-        self.actions_run.append((self.world.env.now, name, parsed.model_dump()))
+        self.actions_run.append((self.world.env.now, action_id, name, parsed.model_dump()))
         if self.world.trace is not None:
             line = f"{self.world.env.now:.6f} scenario.action {name} {parsed.model_dump()!r}"
             self.world.trace.append(line)
@@ -160,6 +163,7 @@ class TwinControl:
         if undo is None:
             return False
         undo()
+        self.actions_undone[action_id] = self.world.env.now
         return True
 
     def active_actions(self) -> list[int]:

@@ -1,0 +1,70 @@
+"""The careful reference client: polls devices and pages telemetry the way the APIs ask to be used.
+
+Waits out ``Retry-After`` on 429, follows ``next_cursor`` until it is null, stops polling a device
+that answers 404 (after one last read with ``history=true``), logs in again on 401 and backs off on
+5xx and failed connections. Every pause is on the world clock (see ``common.Env.pause``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import PAGE, WATCHED, WINDOW_S, Answer, Env, page_of, rounds
+
+POLL_S = 10
+
+
+class Careful:
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.devices = list(WATCHED)
+        self.backoff = 1.0
+
+    def call(self, method: str, path: str, **kwargs) -> Answer:
+        """One request, retried politely: Retry-After on 429, login on 401, backoff on 5xx."""
+        for _ in range(8):
+            answer = self.env.call(method, path, **kwargs)
+            if answer.status == 429:
+                self.env.pause(float(answer.headers.get("retry-after", "1")) or 1.0)
+            elif answer.status == 401:
+                self.env.login()
+            elif answer.status == 0 or answer.status >= 500:
+                self.env.pause(self.backoff)
+                self.backoff = min(60.0, self.backoff * 2)
+            else:
+                self.backoff = 1.0
+                return answer
+        return answer
+
+    def read(self, device: str) -> None:
+        now = self.env.now
+        params = {"metric": "temperature", "start": now - WINDOW_S, "end": now, "limit": PAGE}
+        cursor = None
+        while True:
+            query = dict(params, cursor=cursor) if cursor is not None else params
+            answer = self.call("GET", f"/devices/{device}/telemetry", params=query)
+            if answer.status == 404:
+                self.devices.remove(device)
+                self.call("GET", f"/devices/{device}/telemetry", params={**params, "history": "true"})
+                return
+            if answer.status != 200:
+                return
+            _, cursor = page_of(answer)
+            if cursor is None:
+                return
+
+    def run(self) -> int:
+        self.env.login()
+        for _ in range(rounds()):
+            self.call("GET", "/devices")
+            for device in list(self.devices):
+                self.read(device)
+            self.env.pause(POLL_S)
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(Careful(Env()).run())

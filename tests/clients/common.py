@@ -1,0 +1,80 @@
+"""What both reference clients share: the servers' addresses from the scenario runner's environment,
+a pause on the world clock, and one HTTP call that never raises for a transport failure."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import httpx
+
+USER, PASSWORD = "qa-client", "qa-secret-123"
+WATCHED = ("env_sensor-0001", "env_sensor-0002")
+WINDOW_S = 60
+PAGE = 4
+
+
+@dataclass
+class Answer:
+    status: int
+    """0 when the connection failed (reset, refused, timed out)."""
+    body: dict
+    headers: httpx.Headers
+
+
+class Env:
+    def __init__(self) -> None:
+        self.api = os.environ.get("TWIN_AUTOMATION_URL", "http://127.0.0.1:9375") + "/api"
+        self.control = os.environ.get("TWIN_CONTROL_URL")
+        self.http = httpx.Client(timeout=10)
+        self.token: str | None = None
+        self.now = self._clock()
+
+    def _clock(self) -> float:
+        if self.control:
+            return float(self.http.get(self.control + "/clock").json()["unix_time"])
+        return time.time()
+
+    def pause(self, seconds: float) -> None:
+        """Sleep on the world clock when a scenario runner is there (deterministic runs)."""
+        if self.control:
+            resp = self.http.post(self.control + "/clock/sleep", json={"seconds": seconds}, timeout=None)
+            self.now = float(resp.json()["unix_time"])
+        else:
+            time.sleep(seconds)
+            self.now = time.time()
+
+    def call(self, method: str, path: str, **kwargs) -> Answer:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        try:
+            resp = self.http.request(method, self.api + path, headers=headers, **kwargs)
+        except httpx.HTTPError:
+            return Answer(0, {}, httpx.Headers())
+        try:
+            body = resp.json()
+        except ValueError:
+            body = {}
+        return Answer(resp.status_code, body if isinstance(body, dict) else {}, resp.headers)
+
+    def login(self) -> bool:
+        creds = {"username": USER, "password": PASSWORD}
+        answer = self.call("POST", "/setup/initialize", json=creds)
+        if answer.status != 200:
+            answer = self.call("POST", "/auth/login", json=creds)
+        token = answer.body.get("token") or answer.body.get("data", {}).get("token")
+        if answer.status == 200 and token:
+            self.token = token
+            return True
+        return False
+
+
+def rounds() -> int:
+    return int(os.environ.get("TWIN_CLIENT_ROUNDS", "20"))
+
+
+def page_of(answer: Answer) -> tuple[list[float], object]:
+    """Timestamps of a telemetry page (newest first) and its ``next_cursor``."""
+    data = answer.body.get("data", {})
+    points = data.get("data", {}).get("temperature", [])
+    return [p["timestamp"] for p in points], data.get("pagination", {}).get("next_cursor")

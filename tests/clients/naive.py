@@ -1,0 +1,57 @@
+"""The naive reference client: the mistakes clients make in the field, on purpose.
+
+Retries a 429 after one second whatever ``Retry-After`` says, pages until a page comes back empty
+(so it asks past a null cursor), keeps polling a device after it answered 404 and never logs in
+again after a 401. It paces itself on the world clock like the careful one.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import PAGE, WATCHED, WINDOW_S, Answer, Env, page_of, rounds
+
+POLL_S = 10
+
+
+class Naive:
+    def __init__(self, env: Env) -> None:
+        self.env = env
+
+    def call(self, method: str, path: str, **kwargs) -> Answer:
+        for _ in range(5):
+            answer = self.env.call(method, path, **kwargs)
+            if answer.status != 429:
+                return answer
+            self.env.pause(1)
+        return answer
+
+    def read(self, device: str) -> None:
+        now = self.env.now
+        params = {"metric": "temperature", "start": now - WINDOW_S, "end": now, "limit": PAGE}
+        cursor = None
+        for _ in range(20):
+            query = dict(params, cursor=cursor) if cursor is not None else params
+            answer = self.call("GET", f"/devices/{device}/telemetry", params=query)
+            if answer.status != 200:
+                return
+            stamps, _ = page_of(answer)
+            if not stamps:
+                return
+            cursor = stamps[-1]
+
+    def run(self) -> int:
+        self.env.login()
+        for _ in range(rounds()):
+            self.call("GET", "/devices")
+            for device in WATCHED:
+                self.read(device)
+            self.env.pause(POLL_S)
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(Naive(Env()).run())

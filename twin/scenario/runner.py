@@ -1,0 +1,304 @@
+"""The scenario runner: world and servers up, the timeline on the world clock, the client under test
+as a subprocess, then verdicts.
+
+The client gets the servers' addresses in environment variables (``TWIN_AUTOMATION_URL``,
+``TWIN_GATEWAY_URL``, ``TWIN_GATEWAY_URLS``, ``TWIN_CONTROL_URL``, ``TWIN_MQTT_URL``). In step mode
+time moves only when the client pauses through the control plane (``POST /clock/sleep``) or when
+one of its requests waits on the world clock (injected latency: the runner then steps to the next
+world event). A client that paces itself this way gets the same trace on every run of the same
+file and seed. Without a client, step mode runs the timeline to the stop time as fast as the CPU
+allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hardware.ports.events import Event, EventKind
+from hardware.ports.types import ClockMode
+from twin.scenario.expectations import RunRecord, Verdict, judge_all
+from twin.scenario.model import Scenario, Step, load_scenario
+from twin.settings import Settings
+
+NO_CLIENT_SLICES = 200
+POLL_WALL_S = 0.002
+MAX_EVENTS = 200_000
+_TRACE_KINDS = frozenset(k for k in EventKind if k is not EventKind.DEVICE_TELEMETRY)
+
+
+@dataclass
+class RunOptions:
+    speed: float | None = None
+    step: bool | None = None
+    client: str | None = None
+    report_dir: Path | None = None
+    progress: Callable[[dict[str, Any]], None] | None = None
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    source: Path
+    verdicts: list[Verdict]
+    record: RunRecord
+    trace: list[str]
+    errors: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    mode: str = "step"
+    client_output: str = ""
+    fault_windows: list[tuple[float, float | None, str]] = field(default_factory=list)
+    watched: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+    events_published: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return not self.errors and all(v.passed for v in self.verdicts)
+
+    @property
+    def failed(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.passed]
+
+
+class _Recorder:
+    """Keeps every non-telemetry world event (bounded) and starts ``after`` steps when their event
+    is published: synchronously, inside the SimPy step that emitted it, so they fire on time."""
+
+    def __init__(self, world, steps: list[Step], fire: Callable[[Step, float], None]) -> None:
+        self.events: list[Event] = []
+        self.pending = list(steps)
+        self.fire = fire
+        self.sub = world.bus.subscribe(_TRACE_KINDS, maxlen=1)
+        self.sub.offer = self.offer  # type: ignore[method-assign]
+
+    def offer(self, item: tuple[int, Event]) -> None:
+        event = item[1]
+        if len(self.events) < MAX_EVENTS:
+            self.events.append(event)
+        for step in list(self.pending):
+            after = step.after
+            if (
+                after is not None
+                and after.event == event.kind.value
+                and (after.source is None or after.source == event.source)
+            ):
+                self.pending.remove(step)
+                self.fire(step, after.delay)
+
+    def close(self) -> None:
+        self.sub.close()
+
+
+def runner_settings(source: Path, opts: RunOptions) -> Settings:
+    """Every server on a free loopback port; the scenario's clock unless overridden."""
+    return Settings(
+        scenario=source,
+        step=bool(opts.step),
+        speed=opts.speed,
+        host="127.0.0.1",
+        port=0,
+        control_port=0,
+        mqtt_host="127.0.0.1",
+        mqtt_port=0,
+        gateway_addressing="port",
+        gateway_http_port=0,
+        gateway_https_port=0,
+        log_level="warning",
+    )
+
+
+def client_env(running) -> dict[str, str]:
+    cams = list(running.twin.world.cameras)
+    env = {
+        "TWIN_AUTOMATION_URL": running.url("automation"),
+        "TWIN_CONTROL_URL": running.url("control"),
+        "TWIN_GATEWAY_URLS": " ".join(f"{c}={running.url(c + '/http')}" for c in cams),
+        "TWIN_SEED": str(running.twin.world.seed),
+        "TWIN_CLOCK_MODE": running.twin.clock.mode.value,
+    }
+    if cams:
+        env["TWIN_GATEWAY_URL"] = running.url(cams[0] + "/http")
+    if running.broker is not None:
+        env["TWIN_MQTT_URL"] = f"mqtt://127.0.0.1:{running.broker.port}"
+    return env
+
+
+async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
+    """Run the scenario file ``source``; raises ``ScenarioError`` if it does not validate."""
+    from twin.serve import build, start, stop  # the composition root, imported when a run starts
+
+    opts = opts or RunOptions()
+    scenario = load_scenario(source)
+    twin = build(runner_settings(source, opts))
+    world, clock, control = twin.world, twin.clock, twin.control
+    if opts.speed is not None and opts.step is None:
+        clock.set_mode(ClockMode.REALTIME)
+    step_mode = clock.mode is ClockMode.STEP
+    stop_at = scenario.stop.at
+    if step_mode:
+        control.stop_at = stop_at
+    errors: list[str] = []
+
+    def do(step: Step) -> None:
+        try:
+            control.run_action(step.do, step.params, step.for_)
+        except Exception as err:
+            errors.append(f"t={world.env.now:g} {step.do}: {getattr(err, 'message', err)}")
+
+    def later(step: Step, delay: float):
+        if delay > 0:
+            yield world.env.timeout(delay)
+        do(step)
+
+    def fire(step: Step, delay: float) -> None:
+        world.env.process(later(step, delay))
+
+    recorder = _Recorder(world, [s for s in scenario.timeline if s.after is not None], fire)
+    for s in scenario.timeline:
+        if s.at is not None:
+            world.env.process(later(s, s.at - world.env.now))
+
+    wall0 = time.monotonic()
+    client_exit: int | None = None
+    log_text = ""
+    with tempfile.TemporaryDirectory(prefix="twin-run-") as tmp:
+        running = await start(twin, Path(tmp))
+        proc = None
+        log_path = Path(tmp) / "client.log"
+        try:
+            if opts.client:
+                env = {**os.environ, **client_env(running), "TWIN_SCENARIO": str(source)}
+                with open(log_path, "wb") as log:
+                    proc = await asyncio.create_subprocess_exec(
+                        *shlex.split(opts.client), env=env, stdout=log, stderr=asyncio.subprocess.STDOUT
+                    )
+            waiter = asyncio.ensure_future(proc.wait()) if proc is not None else None
+            slice_s = stop_at / NO_CLIENT_SLICES
+            while True:
+                if waiter is not None and waiter.done() and scenario.stop.on_client_exit:
+                    break
+                if world.env.now >= stop_at or control.stopped.is_set():
+                    break
+                if time.monotonic() - wall0 > scenario.stop.wall_timeout:
+                    errors.append(f"abandoned after {scenario.stop.wall_timeout:g} wall seconds")
+                    break
+                if step_mode and (proc is None or (waiter is not None and waiter.done())):
+                    clock.run_to(min(stop_at, world.env.now + slice_s))
+                    await asyncio.sleep(0)
+                elif step_mode:
+                    if getattr(clock, "_waiters", None) and world.env.peek() <= stop_at:
+                        clock.run_to(world.env.peek())
+                    await asyncio.sleep(POLL_WALL_S)
+                else:
+                    await asyncio.sleep(0.02)
+                if opts.progress is not None:
+                    opts.progress(_progress(twin, stop_at, control))
+        finally:
+            if proc is not None:
+                client_exit = await _finish_client(proc)
+            await stop(running)
+            recorder.close()
+        if log_path.exists():
+            log_text = log_path.read_text(errors="replace")
+    wall = time.monotonic() - wall0
+    record = RunRecord(
+        journal=list(twin.journal.entries),
+        events=recorder.events,
+        end=world.env.now,
+        client_exit=client_exit,
+        actions=[(t, name, params) for t, _, name, params in control.actions_run],
+    )
+    verdicts = judge_all(scenario.expectations, record)
+    windows = [
+        (t, control.actions_undone.get(action_id), name) for t, action_id, name, _ in control.actions_run
+    ]
+    return RunResult(
+        scenario=scenario,
+        source=source,
+        verdicts=verdicts,
+        record=record,
+        trace=trace_of(record, control.actions_run),
+        errors=errors,
+        wall_s=wall,
+        mode=clock.mode.value,
+        client_output=log_text,
+        fault_windows=windows,
+        watched=_watched(scenario, world, record.end),
+        events_published=world.bus.published,
+    )
+
+
+async def _finish_client(proc: asyncio.subprocess.Process) -> int:
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    return proc.returncode if proc.returncode is not None else -1
+
+
+def _progress(twin, stop_at: float, control) -> dict[str, Any]:
+    return {
+        "sim": twin.world.env.now,
+        "stop": stop_at,
+        "events": twin.world.bus.published,
+        "requests": len(twin.journal),
+        "faults": len(control.active_actions()),
+    }
+
+
+def trace_of(record: RunRecord, actions_run: list) -> list[str]:
+    """The run's canonical trace: world events (telemetry excepted: it is a pure function of the
+    seed), actions, then the journal. Same file, seed and client ⇒ the same lines."""
+    lines = [ev.trace_line() for ev in record.events]
+    lines += [f"{t:.6f} action #{i} {name} {params!r}" for t, i, name, params in actions_run]
+    lines += [e.trace_line() for e in record.journal]
+    return lines
+
+
+def _watched(scenario: Scenario, world, end: float) -> dict[str, tuple[list[float], list[float]]]:
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    points = 200
+    for w in scenario.watch:
+        fleet = world.sensor_of.get(w.device)
+        if fleet is None or end <= 0:
+            continue
+        times = [end * i / (points - 1) for i in range(points)]
+        values = []
+        for t in times:
+            values.append(float(fleet.values_of(w.device, t).get(w.metric, float("nan"))))
+        out[f"{w.device}.{w.metric}"] = (times, values)
+    return out
+
+
+def progress_printer(stream=sys.stderr) -> Callable[[dict[str, Any]], None]:
+    """A one-line live progress bar: sim time, events, requests, active faults."""
+    last = [0.0]
+
+    def show(p: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if now - last[0] < 0.1:
+            return
+        last[0] = now
+        done = min(1.0, p["sim"] / p["stop"]) if p["stop"] else 1.0
+        bar = "#" * int(done * 30)
+        stream.write(
+            f"\r[{bar:<30}] sim {p['sim']:.0f}/{p['stop']:.0f} s  events {p['events']}  "
+            f"requests {p['requests']}  faults {p['faults']} "
+        )
+        stream.flush()
+
+    return show
