@@ -9,12 +9,15 @@ from api.automation import errors, metrics
 from api.automation.ratelimit import RateLimiter
 from api.automation.routers import (
     auth,
+    data_push,
     device_types,
     devices,
     docs,
     health,
     legacy,
+    messages,
     not_simulated,
+    rules,
     settings,
     system,
     telemetry,
@@ -62,6 +65,10 @@ def create_app(
         telemetry.router,
         system.router_for(release),
         settings.router,
+        rules.router,
+        messages.public,
+        messages.router,
+        data_push.router,
     ):
         mount(app, router, API)
     if release == "0.9.17":

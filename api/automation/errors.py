@@ -79,6 +79,9 @@ def install(app: FastAPI, release: str = "0.9.24") -> None:
         headers = {"Retry-After": str(exc.details["retry_after"])} if "retry_after" in exc.details else None
         if legacy and (response := legacy_response(exc, status, headers)) is not None:
             return response
+        if "hint" in exc.details:  # the vendor's optional hint next to the message (rule errors)
+            body = error_body(code, exc.message, hint=exc.details["hint"])
+            return JSONResponse(body, status, headers=headers)
         return error_response(status, code, exc.message, headers)
 
     @app.exception_handler(RequestValidationError)

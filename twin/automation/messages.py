@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 MAX_LIMIT = 200
 MAX_DELIVERY_RECORDS = 1000
-SECRET_KEYS = ("password", "bot_token", "secret", "api_key", "token")
 
 KINDS: tuple[ChannelKind, ...] = (
     ChannelKind(
@@ -90,11 +89,6 @@ def delivery_of(channel: dict[str, Any], msg: dict[str, Any]) -> tuple[str, dict
     if kind == "slack":
         return "http", {"url": cfg["webhook_url"]}, {"text": text}
     return "http", {"url": cfg["webhook_url"]}, {"msg_type": "text", "content": {"text": text}}
-
-
-def masked(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A channel's configuration as shown to clients: secrets are never echoed back."""
-    return {k: ("***" if any(s in k for s in SECRET_KEYS) and v else v) for k, v in config.items()}
 
 
 class MessageCenter:
