@@ -20,7 +20,11 @@ from hardware.ports.events import EventKind
 from hardware.ports.types import DeviceTime, GatewayInfo, OtaStatus, PublicKey, SystemStats
 from twin.camera_stats import accelerator_stats
 from twin.device_clock import DeviceClock
+from twin.device_logs import DeviceLogs
+from twin.os_upgrade import OsUpgrade
+from twin.ota import Ota
 from twin.storage import Storage
+from twin.vfs import seeded
 
 if TYPE_CHECKING:
     from twin.world import World
@@ -55,6 +59,10 @@ class Camera:
         self._sessions: dict[str, str] = {}
         self.clock = DeviceClock(world, camera_id)
         self.storage = Storage(world, camera_id)
+        self.fs = seeded(self.clock.now, camera_id, f"{world.seed}/{camera_id}", self.storage)
+        self.logs = DeviceLogs(self)
+        self.ota = Ota(self)
+        self.os_upgrade = OsUpgrade(self)
         world.emit(EventKind.CAMERA_BOOTED, camera_id, index=index)
 
     # Auth ----------------------------------------------------------------------------------
@@ -122,20 +130,22 @@ class Camera:
         self.drop_sessions("password_change")
 
     # Power ---------------------------------------------------------------------------------
-    def restart(self) -> None:
-        """Reboot ``RESTART_DELAY_S`` from now; a second request while one is pending is a no-op."""
+    def restart(self, delay: float = RESTART_DELAY_S, reason: str = "reboot") -> None:
+        """Reboot ``delay`` from now (an OTA's deploy script, a power cut: 0); a second request
+        while one is pending is a no-op."""
         if self._restart_pending or not self.powered:
             return
         self._restart_pending = True
-        self.world.env.process(self._reboot())
+        self.world.env.process(self._reboot(delay, reason))
 
-    def _reboot(self):
-        yield self.world.env.timeout(RESTART_DELAY_S)
+    def _reboot(self, delay: float = RESTART_DELAY_S, reason: str = "reboot"):
+        yield self.world.env.timeout(delay)
         self._restart_pending = False
         self.powered = False
         self.down_until = self.world.env.now + BOOT_S
-        self.drop_sessions("reboot")
-        self.world.emit(EventKind.CAMERA_POWER_DOWN, self.id, reason="reboot")
+        self.drop_sessions(reason)
+        self.logs.power_down()
+        self.world.emit(EventKind.CAMERA_POWER_DOWN, self.id, reason=reason)
         yield from self._boot(BOOT_S)
 
     def _boot(self, duration: float):
@@ -167,8 +177,8 @@ class Camera:
         return SystemStats(unix_timestamp=int(self.clock.now()), ai_runtime=npu)
 
     def ota_status(self) -> OtaStatus:
-        """A device that never ran an OTA: the zero status with the current boot id."""
-        return OtaStatus("", 0, "", "", "", 0, "", False, current_boot_id=self.boot_id())
+        """The zero status with the current boot id on a device that never ran an OTA."""
+        return self.ota.report()
 
     # Snapshot ------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -180,6 +190,9 @@ class Camera:
             "booted_at": self.booted_at,
             "down_until": self.down_until,
             "clock": self.clock.state(),
+            "fs": self.fs.state(),
+            "ota": self.ota.state(),
+            "os_upgrade": self.os_upgrade.state(),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -190,5 +203,9 @@ class Camera:
         self.booted_at = state.get("booted_at", self.booted_at)
         self.clock.set_state(state.get("clock", {}))
         self.down_until = state.get("down_until")
+        if "fs" in state:
+            self.fs.set_state(state["fs"])
+            self.ota.set_state(state["ota"])
+            self.os_upgrade.set_state(state["os_upgrade"])
         if not self.powered and self.down_until is not None:
             self.world.env.process(self._boot(max(0.0, self.down_until - self.world.env.now)))

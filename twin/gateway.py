@@ -19,6 +19,7 @@ from hardware.ports.types import (
 )
 from twin.camera import Camera
 from twin.clock import SimClock
+from twin.gateway_files import TwinGatewayFiles, TwinGatewayLogs, TwinGatewayShell, TwinGatewayUpgrade
 from twin.video.backend import TwinGatewayMedia
 from twin.world import World
 
@@ -71,7 +72,7 @@ class TwinGatewaySystem(_CameraArea):
         return self.camera.ota_status()
 
     def os_upgrade_status(self) -> dict[str, object] | None:
-        return None
+        return self.camera.os_upgrade.report()
 
     def device_time(self) -> DeviceTime:
         return self.camera.device_time()
@@ -118,3 +119,7 @@ class TwinGateway:
         self.auth = TwinGatewayAuth(world, camera_id)
         self.system = TwinGatewaySystem(world, camera_id)
         self.media = TwinGatewayMedia(world, clock, camera_id)
+        self.files = TwinGatewayFiles(world, camera_id)
+        self.logs = TwinGatewayLogs(world, clock, camera_id)
+        self.shell = TwinGatewayShell(world, camera_id)
+        self.upgrade = TwinGatewayUpgrade(world, camera_id)

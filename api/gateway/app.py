@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from api.gateway import errors
-from api.gateway.routers import auth, media, not_simulated, system
+from api.gateway.routers import auth, files, logs, media, not_simulated, system, terminal, upgrade
 from api.routing import finish, mount
 from hardware.ports.gateway import GatewayBackend
 
@@ -22,6 +22,10 @@ def create_app(backend: GatewayBackend) -> FastAPI:
     )
     errors.install(app)
     for router in (auth.router, system.public, system.router, media.status_router, media.router):
+        mount(app, router)
+    for router in (files.router, logs.router, logs.stream_router, terminal.router, terminal.ws_router):
+        mount(app, router)
+    for router in (upgrade.router,):
         mount(app, router)
     app.router.routes.extend(not_simulated.routes_for(app))
     finish(app, area_depth=3)  # areas are /api/v1/<first segment>

@@ -67,6 +67,8 @@ DOMAIN_CODES: dict[tuple[ErrorCode, str | None], int] = {
     (ErrorCode.NOT_FOUND, "file"): 8000,
     (ErrorCode.NOT_FOUND, "process"): 10000,
     (ErrorCode.CONFLICT, None): 4001,
+    (ErrorCode.CONFLICT, "upgrade"): 4003,
+    (ErrorCode.FORBIDDEN, "path"): 8004,
     (ErrorCode.UNAUTHENTICATED, None): 2000,
     (ErrorCode.FORBIDDEN, None): 2001,
     (ErrorCode.TIMESTAMP_SKEW, None): 1005,

@@ -208,8 +208,16 @@ def ota_status(s: OtaStatus) -> dict[str, Any]:
         "error": s.error,
         "reboot_needed": s.reboot_needed,
     }
-    if s.current_boot_id:
-        body["current_boot_id"] = s.current_boot_id
+    optional = {
+        "job_id": s.job_id,
+        "finished_at": s.finished_at,
+        "reboot_confirmed": s.reboot_confirmed,
+        "boot_id": s.boot_id,
+        "current_boot_id": s.current_boot_id,
+        "log_path": s.log_path,
+        "log_tail": s.log_tail,
+    }
+    body.update((k, v) for k, v in optional.items() if v)
     return body
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from hardware.ports.clock import Clock
+from hardware.ports.gateway_files import GatewayFiles, GatewayLogs, GatewayShell, GatewayUpgrade
 from hardware.ports.media import GatewayMedia
 from hardware.ports.types import (
     ClientTimeSync,
@@ -103,3 +104,7 @@ class GatewayBackend(Protocol):
     auth: GatewayAuth
     system: GatewaySystem
     media: GatewayMedia
+    files: GatewayFiles
+    logs: GatewayLogs
+    shell: GatewayShell
+    upgrade: GatewayUpgrade

@@ -169,3 +169,9 @@ class OtaStatus:
     error: str
     reboot_needed: bool
     current_boot_id: str = ""
+    job_id: str = ""
+    finished_at: int = 0
+    reboot_confirmed: bool = False
+    boot_id: str = ""
+    log_path: str = ""
+    log_tail: str = ""

@@ -1,0 +1,121 @@
+"""``/api/v1/logs/*`` (service journals and log files, download, live stream over WebSocket) and
+``/api/v1/debug-logs/*`` (the services and files a debug export can hold, and the tar.gz export)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from fastapi import APIRouter, Depends, Request, WebSocket
+from fastapi.responses import JSONResponse, Response
+from starlette.websockets import WebSocketDisconnect
+
+from api.gateway import errors, schemas
+from api.gateway import schemas_files as shapes
+from api.gateway.deps import Backend, request_token, require_session
+from hardware.ports.errors import DomainError, Unauthenticated
+from hardware.ports.gateway_files import LogFollower
+
+router = APIRouter(prefix="/api/v1", tags=["logs"], dependencies=[Depends(require_session)])
+stream_router = APIRouter(prefix="/api/v1", tags=["logs"])
+
+
+@router.get("/logs/services")
+async def services(backend: Backend) -> JSONResponse:
+    return schemas.ok({"services": backend.logs.services()})
+
+
+@router.get("/logs/files")
+async def files(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.log_files(backend.logs.files()))
+
+
+@router.get("/logs/content")
+async def content(backend: Backend, type: str = "", target: str = "", lines: str = "") -> JSONResponse:
+    text = backend.logs.content(type, target, shapes.lines_param(lines))
+    count = len(text.splitlines())
+    return schemas.ok({"target": target, "type": type, "lines": count, "content": text})
+
+
+@router.get("/logs/download")
+async def download(backend: Backend, type: str = "", target: str = "") -> Response:
+    f = backend.logs.download(type, target)
+    return Response(f.data, media_type="text/plain; charset=utf-8", headers=shapes.attachment(f.name))
+
+
+@router.get("/debug-logs/services")
+async def debug_services(backend: Backend) -> JSONResponse:
+    return schemas.ok([{"id": sid, "name": name} for sid, name in backend.logs.debug_services()])
+
+
+@router.get("/debug-logs/files")
+async def debug_files(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.debug_files(backend.logs.debug_files()))
+
+
+@router.post("/debug-logs/export")
+async def debug_export(request: Request, backend: Backend) -> Response:
+    raw = await request.body()
+    body = shapes.json_object(raw) if raw.strip() else {}
+    services, files = shapes.string_list(body, "services"), shapes.string_list(body, "files")
+    members = backend.logs.debug_export(services, files, shapes.field(body, "lines", int))
+    now = backend.system.device_time().unix
+    archive = shapes.tar_gz_of(members, now)
+    name = f"debug-logs-{int(now)}.tar.gz"
+    return Response(archive, media_type="application/gzip", headers=shapes.attachment(name))
+
+
+@stream_router.websocket("/logs/stream/ws")
+async def stream(websocket: WebSocket) -> None:
+    """Text frames, one log line each, as the journal or file grows (in world time)."""
+    backend = websocket.app.state.backend
+    token = request_token(websocket)  # type: ignore[arg-type]
+    params = websocket.query_params
+    try:
+        if not token:
+            raise Unauthenticated("Invalid or missing authentication token")
+        backend.auth.check_token(token)
+    except DomainError:
+        await deny(websocket, errors.unauthorized())
+        return
+    try:
+        follower = backend.logs.follow(params.get("type", ""), params.get("target", ""))
+    except DomainError as err:
+        code = errors.DOMAIN_CODES.get((err.code, err.resource)) or errors.DOMAIN_CODES[(err.code, None)]
+        await deny(websocket, errors.fail(code, err.message))
+        return
+    try:
+        await websocket.accept()
+        await pump_until_closed(websocket, follower)
+    finally:
+        follower.close()
+
+
+async def deny(websocket: WebSocket, response: JSONResponse) -> None:
+    try:
+        await websocket.send_denial_response(response)
+    except RuntimeError:  # no denial-response extension on this server
+        await websocket.close(code=1008)
+
+
+async def pump_until_closed(websocket: WebSocket, follower: LogFollower) -> None:
+    async def pump() -> None:
+        with contextlib.suppress(WebSocketDisconnect, DomainError, RuntimeError):
+            while True:
+                for line in await follower.next_lines():
+                    await websocket.send_text(line)
+
+    async def drain() -> None:
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+            while (await websocket.receive())["type"] != "websocket.disconnect":
+                pass
+
+    tasks = [asyncio.create_task(pump()), asyncio.create_task(drain())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(RuntimeError):
+            await websocket.close()

@@ -1,0 +1,206 @@
+"""``/api/v1/terminal/ws`` (the web terminal: a simulated login shell over the device's virtual file
+system) and ``/api/v1/ssh/*`` (sshd settings, status and its log).
+
+The terminal, as the device runs it: the server prompts in-band for ``login:`` and ``Password:``
+(3 attempts, 60 s of device time); input frames are ``{"type":"input","data":…}`` or
+``{"type":"resize","cols":…,"rows":…}``, anything that is not JSON is typed as it is; output is text
+frames. Typed characters are echoed (not while the password is typed), a line runs on Enter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from fastapi import APIRouter, Depends, Request, WebSocket
+from fastapi.responses import JSONResponse
+from starlette.websockets import WebSocketDisconnect
+
+from api.gateway import errors, schemas
+from api.gateway import schemas_files as shapes
+from api.gateway.deps import Backend, request_token, require_session
+from api.gateway.routers.logs import deny
+from hardware.ports.errors import DomainError, Unauthenticated
+from hardware.ports.gateway_files import TerminalSession
+
+router = APIRouter(prefix="/api/v1/ssh", tags=["ssh"], dependencies=[Depends(require_session)])
+ws_router = APIRouter(prefix="/api/v1", tags=["terminal"])
+
+LOGIN_ATTEMPTS = 3
+LOGIN_TIMEOUT_S = 60.0
+MAX_LINE = 4096
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+@router.get("/config")
+async def get_config(backend: Backend) -> JSONResponse:
+    return schemas.ok({"config": backend.shell.ssh_config()})
+
+
+@router.post("/config")
+async def set_config(request: Request, backend: Backend) -> JSONResponse:
+    if not _is_json(request.headers.get("content-type", "")):
+        response = errors.fail(1001, "Content-Type must be application/json", type_="validation")
+        response.status_code = 415
+        return response
+    changes, restart = shapes.ssh_changes(await request.body())
+    backend.shell.set_ssh_config(changes, restart)
+    message = "SSH configuration updated" + (" and service restarted" if restart else "")
+    return schemas.ok({"message": message, "config": backend.shell.ssh_config()})
+
+
+@router.get("/status")
+async def status(backend: Backend) -> JSONResponse:
+    return schemas.ok({"status": backend.shell.ssh_status()})
+
+
+@router.get("/logs")
+async def logs(backend: Backend) -> JSONResponse:
+    return schemas.ok({"logs": backend.shell.ssh_logs()})
+
+
+# The web terminal --------------------------------------------------------------------------------
+class _Keys:
+    """Turns input frames into typed text, and typed text into lines."""
+
+    def __init__(self) -> None:
+        self.buffer = ""
+
+    @staticmethod
+    def text_of(frame: str) -> str:
+        try:
+            message = json.loads(frame)
+        except ValueError:
+            return frame
+        if isinstance(message, dict):
+            if message.get("type") == "input" and isinstance(message.get("data"), str):
+                return message["data"]
+            return ""  # resize and anything else: no keystrokes
+        return frame
+
+    def feed(self, text: str) -> tuple[str, list[str]]:
+        """(what to echo, completed lines)."""
+        echo, lines = [], []
+        for ch in text:
+            if ch in "\r\n":
+                if ch == "\n" and echo and echo[-1] == "\r\n":
+                    continue
+                lines.append(self.buffer)
+                self.buffer = ""
+                echo.append("\r\n")
+            elif ch in "\x7f\b":
+                if self.buffer:
+                    self.buffer = self.buffer[:-1]
+                    echo.append("\b \b")
+            elif ch == "\x03":
+                self.buffer = ""
+                echo.append("^C\r\n")
+                lines.append("")
+            elif ch.isprintable() and len(self.buffer) < MAX_LINE:
+                self.buffer += ch
+                echo.append(ch)
+        return "".join(echo), lines
+
+
+@ws_router.websocket("/terminal/ws")
+async def terminal(websocket: WebSocket) -> None:
+    backend = websocket.app.state.backend
+    token = request_token(websocket)  # type: ignore[arg-type]
+    try:
+        if not token:
+            raise Unauthenticated("Invalid or missing authentication token")
+        backend.auth.check_token(token)
+    except DomainError:
+        await deny(websocket, errors.unauthorized())
+        return
+    session: TerminalSession = backend.shell.open_terminal()
+    await websocket.accept()
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
+    keys = _Keys()
+    state = {"echo": True}
+
+    async def reader() -> None:
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                frame = message.get("text") or (message.get("bytes") or b"").decode(errors="replace")
+                echo, done = keys.feed(keys.text_of(frame))
+                if echo and state["echo"]:
+                    await websocket.send_text(echo)
+                elif echo.endswith("\r\n"):
+                    await websocket.send_text("\r\n")
+                for line in done:
+                    lines.put_nowait(line)
+        lines.put_nowait(None)
+
+    async def shell() -> None:
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, DomainError):
+            await websocket.send_text(session.banner())
+            if not await _login(websocket, session, lines, state, backend.clock):
+                return
+            await websocket.send_text(session.prompt())
+            while not session.closed:
+                line = await lines.get()
+                if line is None or session.closed:
+                    return
+                await websocket.send_text(session.run(line))
+                if session.closed:
+                    return
+                await websocket.send_text(session.prompt())
+
+    tasks = [asyncio.create_task(reader()), asyncio.create_task(shell())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(RuntimeError):
+            await websocket.close()
+
+
+async def _login(websocket: WebSocket, session: TerminalSession, lines, state, clock) -> bool:
+    """The in-band login: up to ``LOGIN_ATTEMPTS`` tries within ``LOGIN_TIMEOUT_S`` of device time."""
+
+    async def attempts() -> bool:
+        for _ in range(LOGIN_ATTEMPTS):
+            await websocket.send_text("login: ")
+            username = await lines.get()
+            if username is None:
+                return False
+            state["echo"] = False
+            await websocket.send_text("Password: ")
+            password = await lines.get()
+            state["echo"] = True
+            if password is None:
+                return False
+            if session.login(username.strip(), password):
+                return True
+            await websocket.send_text("\r\nLogin incorrect\r\n")
+        return False
+
+    login = asyncio.create_task(attempts())
+    timeout = asyncio.create_task(clock.sleep(LOGIN_TIMEOUT_S))
+    try:
+        await asyncio.wait([login, timeout], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timeout.cancel()
+        with contextlib.suppress(asyncio.CancelledError, DomainError):
+            await timeout
+    if not login.done():
+        login.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await login
+        await websocket.send_text("\r\nLogin timed out after 60 seconds.\r\n")
+        return False
+    ok = login.result()
+    if ok:
+        await websocket.send_text("\r\n")
+    return ok
