@@ -54,6 +54,9 @@ def summary(rows: list[tuple[str, str, str, str]]) -> str:
 
 def automation_section(twin) -> list[str]:
     served = served_routes(twin.automation_app, not_simulated, auth_of)
+    for ws_route in twin.automation_app.state.routes:
+        if isinstance(ws_route, APIWebSocketRoute):
+            served[("GET", shape_of(ws_route.path))] = ("simulated", WS)
     rows, vendor_shapes = [], set()
     for route in vendor_routes():
         for method in route.methods:
@@ -61,6 +64,7 @@ def automation_section(twin) -> list[str]:
             vendor_shapes.add(key)
             missing = ("not served yet (realtime)", WS) if route.vendor_class == WS else ("missing", "?")
             state, auth = served.get(key, missing)
+            auth = WS if route.vendor_class == WS else auth  # realtime handlers authenticate themselves
             rows.append((method, route.path, auth, state))
     extra = sorted(k for k in served if k not in vendor_shapes)
     return [

@@ -13,6 +13,7 @@ from api.automation.routers import (
     device_types,
     devices,
     docs,
+    events,
     health,
     legacy,
     messages,
@@ -69,6 +70,7 @@ def create_app(
         messages.public,
         messages.router,
         data_push.router,
+        events.router,
     ):
         mount(app, router, API)
     if release == "0.9.17":

@@ -1,0 +1,280 @@
+"""Realtime events: WebSocket ``/events/ws`` and Server-Sent Events ``/events/stream`` (reference §9).
+
+Both carry the same envelopes (:mod:`api.automation.realtime`), filtered by ``?category=`` and
+repeated ``?event_type=``. Each connection holds one bus subscription and drains it in batches;
+a connection that falls more than a queue's worth behind loses the oldest events, which the bus
+counts (``/metrics``) and the connection logs when it ends. Neither path is rate limited.
+
+WebSocket: authenticated by ``?api_key=`` or by a first text frame ``{"type":"Auth","token"}`` (or
+``"api_key"``); ``?token=`` is ignored. Events come as ``{"batch":true,"events":[…]}`` of at most
+10, a partial batch at most 50 ms after its first event; ``AgentExecutionCompleted`` and
+``AlertCreated`` come at once as bare envelopes. The server pings (``{"type":"ping"}``) on
+authentication and every 30 s of world time; a client that has not answered ``{"type":"pong"}`` for
+more than 60 s is told "Heartbeat timeout" and closed at the next ping.
+
+SSE: ``?token=`` (JWT) or ``?api_key=``; without valid credentials a bare 401. The event name is
+the type; a ``:keepalive`` comment follows 30 s of world time without an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Request, WebSocket
+from fastapi.responses import Response, StreamingResponse
+from starlette.background import BackgroundTask
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from api.automation.deps import Backend
+from api.automation.realtime import (
+    IMMEDIATE,
+    SUBSCRIPTION_QUEUE,
+    EventEncoder,
+    EventFilter,
+    authenticate,
+    encoder_of,
+    try_authenticate,
+)
+from hardware.ports.automation import AutomationBackend
+from hardware.ports.clock import Clock
+from hardware.ports.errors import DomainError
+from hardware.ports.events import Subscription
+
+log = logging.getLogger(__name__)
+router = APIRouter(tags=["events"])
+
+BATCH_SIZE = 10
+BATCH_DELAY_S = 0.05
+"""Transport buffering, on the loop's own timer: a partial batch waits this long for company."""
+HEARTBEAT_S = 30.0
+HEARTBEAT_TIMEOUT_S = 60.0
+KEEPALIVE_S = 30.0
+DRAIN = 512
+"""Bus events taken per wake-up, so one connection never holds the loop for long."""
+
+
+# SSE -------------------------------------------------------------------------------------------
+@router.get("/events/stream")
+async def event_stream(request: Request, backend: Backend) -> Response:
+    query = request.query_params
+    if try_authenticate(backend, query.get("token"), query.get("api_key")) is None:
+        return Response(status_code=401)
+    events = EventFilter.of(query.get("category"), query.getlist("event_type"))
+    sub = backend.subscribe(events.kinds(), maxlen=SUBSCRIPTION_QUEUE)
+    return StreamingResponse(
+        _sse(sub, events, encoder_of(request.app.state, backend), backend.clock),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        background=BackgroundTask(_finish, sub, "sse"),
+    )
+
+
+async def _sse(
+    sub: Subscription, events: EventFilter, encoder: EventEncoder, clock: Clock
+) -> AsyncIterator[bytes]:
+    """Everything pending goes out as one write; a keep-alive comment after 30 s of world time
+    without one."""
+    last_sent = clock.now()
+    keepalive = asyncio.ensure_future(clock.sleep(KEEPALIVE_S))
+    try:
+        while True:
+            ready = asyncio.ensure_future(sub.ready())
+            await asyncio.wait((ready, keepalive), return_when=asyncio.FIRST_COMPLETED)
+            if not ready.done():
+                ready.cancel()
+            if keepalive.done():
+                keepalive.exception()  # a reset world fails the wait: just start a new one
+                idle = clock.now() - last_sent
+                if idle >= KEEPALIVE_S:
+                    last_sent = clock.now()
+                    yield b":keepalive\n\n"
+                    idle = 0.0
+                keepalive = asyncio.ensure_future(clock.sleep(max(KEEPALIVE_S - idle, 1.0)))
+            chunk = _sse_chunk(sub.drain(DRAIN), events, encoder)
+            if chunk:
+                last_sent = clock.now()
+                yield chunk
+    finally:
+        keepalive.cancel()
+        _finish(sub, "sse")
+
+
+def _sse_chunk(items, events: EventFilter, encoder: EventEncoder) -> bytes:
+    return b"".join(
+        env.sse for seq, event in items for env in encoder.envelopes(seq, event) if events.accepts(env.type)
+    )
+
+
+def _finish(sub: Subscription, channel: str) -> None:
+    if getattr(sub, "closed", False):
+        return
+    sub.close()
+    if sub.dropped:
+        log.warning("events %s: connection fell behind and lost %d events", channel, sub.dropped)
+
+
+# WebSocket ---------------------------------------------------------------------------------------
+@router.websocket("/events/ws")
+async def event_ws(websocket: WebSocket) -> None:
+    backend: AutomationBackend = websocket.app.state.backend
+    query = websocket.query_params
+    events = EventFilter.of(query.get("category"), query.getlist("event_type"))
+    await websocket.accept()
+    if not await _ws_authenticate(websocket, backend, query.get("api_key")):
+        return
+    sub = backend.subscribe(events.kinds(), maxlen=SUBSCRIPTION_QUEUE)
+    session = _WsSession(websocket, sub, events, encoder_of(websocket.app.state, backend), backend.clock)
+    try:
+        await websocket.send_text(
+            json.dumps({"type": "Authenticated", "message": "Authentication successful"})
+        )
+        await session.run()
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass
+    finally:
+        _finish(sub, "ws")
+        if websocket.application_state != WebSocketState.DISCONNECTED:
+            with contextlib.suppress(Exception):
+                await websocket.close()
+
+
+async def _ws_error(websocket: WebSocket, message: str) -> None:
+    with contextlib.suppress(Exception):
+        await websocket.send_text(json.dumps({"type": "Error", "message": message}))
+        await websocket.close()
+
+
+async def _ws_authenticate(websocket: WebSocket, backend: AutomationBackend, api_key: str | None) -> bool:
+    """``?api_key=``, else the first text frame must be ``{"type":"Auth", "token"|"api_key"}``."""
+    if api_key:
+        if try_authenticate(backend, None, api_key) is None:
+            await _ws_error(websocket, "Invalid API key")
+            return False
+        return True
+    try:
+        message = await websocket.receive()
+    except (WebSocketDisconnect, RuntimeError):
+        return False
+    if message["type"] == "websocket.disconnect":
+        return False
+    try:
+        frame = json.loads(message.get("text") or "")
+    except ValueError:
+        frame = None
+    if not isinstance(frame, dict) or frame.get("type") != "Auth":
+        await _ws_error(websocket, "Authentication required")
+        return False
+    token, key = frame.get("token"), frame.get("api_key")
+    token = token if isinstance(token, str) else None
+    key = key if isinstance(key, str) else None
+    if not (token or key):
+        await _ws_error(websocket, "Authentication required")
+        return False
+    try:
+        authenticate(backend, token, key)
+    except DomainError:
+        await _ws_error(websocket, "Invalid or expired token")
+        return False
+    return True
+
+
+class _WsSession:
+    """One authenticated connection: a sender (batches), a heartbeat (world time) and a reader
+    (pongs, close). Sends are serialised by a lock; the first of the three to end ends the rest."""
+
+    def __init__(
+        self,
+        websocket: WebSocket,
+        sub: Subscription,
+        events: EventFilter,
+        encoder: EventEncoder,
+        clock: Clock,
+    ) -> None:
+        self.websocket = websocket
+        self.sub = sub
+        self.events = events
+        self.encoder = encoder
+        self.clock = clock
+        self.lock = asyncio.Lock()
+        self.last_pong = clock.now()
+
+    async def send(self, text: str) -> None:
+        async with self.lock:
+            await self.websocket.send_text(text)
+
+    async def run(self) -> None:
+        tasks = [asyncio.ensure_future(c) for c in (self.sender(), self.heartbeat(), self.reader())]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(BaseException):
+                    await task
+        for task in done:
+            task.result()
+
+    async def reader(self) -> None:
+        while True:
+            message = await self.websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            text = message.get("text")
+            if not text:
+                continue
+            try:
+                frame = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(frame, dict) and frame.get("type") == "pong":
+                self.last_pong = self.clock.now()
+
+    async def heartbeat(self) -> None:
+        while True:
+            now = self.clock.now()
+            if now - self.last_pong > HEARTBEAT_TIMEOUT_S:
+                await self.send(json.dumps({"type": "Error", "message": "Heartbeat timeout"}))
+                return
+            await self.send(json.dumps({"type": "ping", "timestamp": int(now)}))
+            try:
+                await self.clock.sleep(HEARTBEAT_S)
+            except DomainError:  # the world was reset under us: keep the beat going
+                continue
+
+    async def sender(self) -> None:
+        loop = asyncio.get_running_loop()
+        pending: list[str] = []
+        deadline = 0.0
+        while True:
+            if pending:
+                try:
+                    await asyncio.wait_for(self.sub.ready(), max(0.0, deadline - loop.time()))
+                except TimeoutError:
+                    await self._flush(pending)
+                    continue
+            else:
+                await self.sub.ready()
+            for seq, event in self.sub.drain(DRAIN):
+                for env in self.encoder.envelopes(seq, event):
+                    if not self.events.accepts(env.type):
+                        continue
+                    if env.type in IMMEDIATE:
+                        await self._flush(pending)
+                        await self.send(env.json)
+                        continue
+                    if not pending:
+                        deadline = loop.time() + BATCH_DELAY_S
+                    pending.append(env.json)
+                    if len(pending) >= BATCH_SIZE:
+                        await self._flush(pending)
+
+    async def _flush(self, pending: list[str]) -> None:
+        if pending:
+            text = '{"batch":true,"events":[' + ",".join(pending) + "]}"
+            pending.clear()
+            await self.send(text)

@@ -1,0 +1,163 @@
+"""SSE /api/events/stream over a real socket: query authentication, filters, keep-alive in world time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from hardware.ports.events import EventKind
+from tests.api.test_events_ws import api_key, live_twin
+from twin.serve import Twin
+
+pytestmark = pytest.mark.socket
+
+
+@pytest.fixture
+async def live():
+    async with live_twin() as value:
+        yield value
+
+
+class SseReader:
+    """Reads ``event:``/``data:`` messages and comment lines off a streaming response."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._chunks: AsyncIterator[bytes] = response.aiter_raw()
+        self._next: asyncio.Future[bytes] | None = None
+        self._buffer = b""
+
+    async def next_block(self, timeout: float = 5.0) -> bytes:
+        """The next message or comment; ``TimeoutError`` if none comes (the read stays pending, so
+        a timeout does not end the stream)."""
+        while b"\n\n" not in self._buffer:
+            if self._next is None:
+                self._next = asyncio.ensure_future(anext(self._chunks))
+            done, _ = await asyncio.wait({self._next}, timeout=timeout)
+            if not done:
+                raise TimeoutError
+            self._buffer += self._next.result()
+            self._next = None
+        block, self._buffer = self._buffer.split(b"\n\n", 1)
+        return block
+
+    async def events(self, count: int) -> list[tuple[str, dict]]:
+        got = []
+        while len(got) < count:
+            block = await self.next_block()
+            if block.startswith(b":"):
+                continue
+            lines = dict(line.split(b": ", 1) for line in block.split(b"\n"))
+            got.append((lines[b"event"].decode(), json.loads(lines[b"data"])))
+        return got
+
+
+def stream(http: httpx.AsyncClient, query: str):
+    return http.stream("GET", "/api/events/stream" + query)
+
+
+async def test_token_in_the_query_streams_device_metrics(live) -> None:
+    twin, base, token = live
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http, stream(http, f"?token={token}") as resp:
+        assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        twin.clock.advance(0)
+        events = await SseReader(resp).events(6)
+    assert {name for name, _ in events} == {"DeviceMetric"}
+    name, envelope = events[0]
+    assert envelope["type"] == name and set(envelope) == {"id", "type", "timestamp", "source", "data"}
+    values = {(e["data"]["device_id"], e["data"]["metric"]): e["data"]["value"] for _, e in events}
+    fleet = twin.world.sensor_of["env_sensor-0003"]
+    assert {m: values[("env_sensor-0003", m)] for m in ("temperature", "humidity")} == fleet.values_of(
+        "env_sensor-0003", 0.0
+    )
+
+
+async def test_missing_or_bad_credentials_are_a_bare_401(live) -> None:
+    _, base, token = live
+    async with httpx.AsyncClient(base_url=base) as http:
+        for query in ("", "?token=", "?token=not-a-jwt", "?api_key=nmk_nope", "?token=nmk_nope", "?x=1"):
+            resp = await http.get("/api/events/stream" + query)
+            assert resp.status_code == 401 and resp.content == b"", query
+        # The query is the only way in: a header is not read.
+        header_only = await http.get("/api/events/stream", headers={"Authorization": f"Bearer {token}"})
+        assert header_only.status_code == 401 and header_only.content == b""
+
+
+async def test_api_key_in_the_query_and_scope(live) -> None:
+    twin, base, token = live
+    good = await api_key(base, token, ["events:read"])
+    scoped_out = await api_key(base, token, ["devices"])
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        refused = await http.get(f"/api/events/stream?api_key={scoped_out}")
+        assert refused.status_code == 401 and refused.content == b""
+        async with stream(http, f"?api_key={good}") as resp:
+            assert resp.status_code == 200
+            twin.clock.advance(0)
+            assert len(await SseReader(resp).events(6)) == 6
+
+
+async def test_event_type_and_category_filters(live) -> None:
+    twin, base, token = live
+    async with (
+        httpx.AsyncClient(base_url=base, timeout=10) as http,
+        stream(http, f"?token={token}&event_type=DeviceCommandResult&event_type=DeviceDiscovered") as typed,
+        stream(http, f"?token={token}&category=device") as device,
+        stream(http, f"?token={token}&category=alert") as alert,
+    ):
+        twin.clock.advance(0)
+        twin.automation.devices.send_command("env_sensor-0001", "reboot", {})
+        await twin_webhook(twin, "new-field-device")
+        got = await SseReader(typed).events(2)
+        assert [name for name, _ in got] == ["DeviceCommandResult", "DeviceDiscovered"]
+        assert got[1][1]["data"]["device_id"] == "new-field-device"
+        device_events = await SseReader(device).events(8)
+        # category=device: metrics and command results, not discoveries (as the server has it)
+        assert {name for name, _ in device_events} == {"DeviceMetric", "DeviceCommandResult"}
+        assert device_events[6][1]["id"] == got[0][1]["id"]
+        with pytest.raises(TimeoutError):
+            await SseReader(alert).next_block(timeout=0.3)
+
+
+async def twin_webhook(twin: Twin, device_id: str) -> None:
+    twin.automation.devices.webhook(device_id, {"temperature": 20.0})
+
+
+async def test_keepalive_after_30_s_of_world_time_without_events(live) -> None:
+    twin, base, token = live
+    client = httpx.AsyncClient(base_url=base, timeout=10)
+    async with client as http, stream(http, f"?token={token}&category=rule") as resp:
+        reader = SseReader(resp)
+        await asyncio.sleep(0)  # nothing is due before world time moves
+        twin.clock.advance(29)
+        with pytest.raises(TimeoutError):
+            await reader.next_block(timeout=0.3)
+        twin.clock.advance(1)
+        assert await reader.next_block() == b":keepalive"
+        twin.clock.advance(30)
+        assert await reader.next_block() == b":keepalive"
+
+
+async def test_disconnecting_releases_the_subscription_and_drops_are_counted(live) -> None:
+    twin, base, token = live
+    bus = twin.world.bus
+    before = len(bus._subs)
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http, stream(http, f"?token={token}") as resp:
+        assert resp.status_code == 200
+        assert len(bus._subs) == before + 1
+    for _ in range(250):
+        if len(bus._subs) == before:
+            break
+        await asyncio.sleep(0.02)
+    assert len(bus._subs) == before
+    # A subscriber that cannot keep up loses the oldest events, counted on the bus (/metrics).
+    sub = twin.automation.subscribe(frozenset({EventKind.DEVICE_TELEMETRY}), maxlen=2)
+    twin.clock.advance(0)
+    assert sub.dropped == 1 and bus.dropped >= 1
+    async with httpx.AsyncClient(base_url=base) as http:
+        metrics = (await http.get("/api/metrics")).text
+    assert f"event_bus_events_dropped_total {bus.dropped}" in metrics
+    sub.close()
