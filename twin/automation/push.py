@@ -177,6 +177,7 @@ class DataPush:
         try:
             while True:
                 yield self.world.env.timeout(interval)
+                yield self.world.env.timeout(0)  # after the samples taken at this same instant
                 doc = self.running.get(target_id)
                 if doc is None:
                     return

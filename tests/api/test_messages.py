@@ -1,0 +1,224 @@
+"""Messages and notification channels over HTTP, with real delivery to local servers: a webhook and a
+chat kind over HTTP, email over SMTP; channel tests deliver for real and record the result."""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+import pytest
+
+from tests.conftest import admin_token
+from tests.receivers import HttpReceiver, SmtpReceiver
+from twin.serve import Twin
+
+MESSAGE = {"category": "alert", "severity": "critical", "title": "Door open", "message": "Back door open"}
+
+
+@pytest.fixture
+async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
+    return {"Authorization": f"Bearer {await admin_token(automation)}"}
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def add_channel(client: httpx.AsyncClient, auth: dict[str, str], **body) -> httpx.Response:
+    return await client.post("/api/messages/channels", json=body, headers=auth)
+
+
+async def test_channel_kinds_are_public(automation: httpx.AsyncClient) -> None:
+    resp = await automation.get("/api/messages/channels/types")
+    assert resp.status_code == 200
+    data = resp.json()["data"]
+    assert data["count"] == 7
+    assert [t["id"] for t in data["types"]] == [
+        "webhook",
+        "email",
+        "telegram",
+        "wecom",
+        "dingtalk",
+        "slack",
+        "feishu",
+    ]
+    assert set(data["types"][0]) == {
+        "id",
+        "name",
+        "name_zh",
+        "description",
+        "description_zh",
+        "icon",
+        "category",
+    }
+    assert {t["category"] for t in data["types"]} == {"external"}
+
+
+async def test_message_goes_out_on_webhook_slack_and_email(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin
+) -> None:
+    async with HttpReceiver() as hooks, SmtpReceiver() as smtp:
+        assert (
+            await add_channel(
+                automation,
+                auth,
+                name="ops",
+                channel_type="webhook",
+                url=f"{hooks.url}/hook",
+                headers={"X-Token": "abc"},
+            )
+        ).status_code == 200
+        await add_channel(
+            automation, auth, name="chat", channel_type="slack", webhook_url=f"{hooks.url}/slack"
+        )
+        mail = await add_channel(
+            automation,
+            auth,
+            name="mail",
+            channel_type="email",
+            smtp_server="127.0.0.1",
+            smtp_port=smtp.port,
+            from_address="twin@example.com",
+            password="hunter2",
+            recipients=["ops@example.com"],
+        )
+        assert mail.json()["data"]["config"]["password"] == "***"
+        assert mail.json()["data"]["recipients"] == ["ops@example.com"]
+        await add_channel(
+            automation, auth, name="off", channel_type="webhook", url=f"{hooks.url}/off", enabled=False
+        )
+        sent = await automation.post("/api/messages", json=MESSAGE, headers=auth)
+        assert sent.status_code == 200
+        data = sent.json()["data"]
+        assert data["message"] == "Message created" and data["message_zh"]
+        assert await twin.world.outbox.flush() == 3
+        by_path = {r.path: r for r in hooks.requests}
+        assert set(by_path) == {"/hook", "/slack"}
+        hook = by_path["/hook"]
+        assert hook.method == "POST" and hook.headers["x-token"] == "abc"
+        body = hook.json()
+        assert body["id"] == data["id"] and body["title"] == "Door open" and body["severity"] == "critical"
+        assert by_path["/slack"].json() == {"text": "[CRITICAL] Door open\nBack door open"}
+        (received,) = smtp.mails
+        assert received.sender == "twin@example.com" and received.recipients == ["ops@example.com"]
+        assert "Subject: Door open" in received.data and "Back door open" in received.data
+    channels = (await automation.get("/api/messages/channels", headers=auth)).json()["data"]
+    stats = {c["name"]: c["stats"] for c in channels["channels"]}
+    assert stats == {
+        "ops": {"sent": 1, "failed": 0},
+        "chat": {"sent": 1, "failed": 0},
+        "mail": {"sent": 1, "failed": 0},
+        "off": {"sent": 0, "failed": 0},
+    }
+    summary = (await automation.get("/api/messages/channels/stats", headers=auth)).json()["data"]
+    assert summary["total"] == 4 and summary["enabled"] == 3
+
+
+async def test_channel_test_delivers_for_real_and_records(
+    automation: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    async with HttpReceiver(statuses=[200]) as hooks:
+        await add_channel(
+            automation, auth, name="ops", channel_type="dingtalk", webhook_url=f"{hooks.url}/robot"
+        )
+        resp = await automation.post("/api/messages/channels/ops/test", headers=auth)
+        data = resp.json()["data"]
+        assert data["channel"] == "ops" and data["success"] is True and data["status_code"] == 200
+        (request,) = hooks.requests
+        assert request.json()["msgtype"] == "text" and "Test delivery" in request.json()["text"]["content"]
+    await add_channel(
+        automation, auth, name="dead", channel_type="webhook", url=f"http://127.0.0.1:{closed_port()}/x"
+    )
+    failed = (await automation.post("/api/messages/channels/dead/test", headers=auth)).json()["data"]
+    assert failed["success"] is False and failed["message"]
+    detail = (await automation.get("/api/messages/channels/dead", headers=auth)).json()["data"]
+    assert detail["last_result"]["success"] is False
+
+
+async def test_channel_update_and_delete(automation: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    await add_channel(automation, auth, name="ops", channel_type="webhook", url="http://127.0.0.1:1/a")
+    resp = await automation.put(
+        "/api/messages/channels/ops", json={"url": "http://127.0.0.1:1/b", "enabled": False}, headers=auth
+    )
+    data = resp.json()["data"]
+    assert data["config"]["url"] == "http://127.0.0.1:1/b" and data["enabled"] is False
+    gone = await automation.delete("/api/messages/channels/ops", headers=auth)
+    assert gone.json()["data"] == {"name": "ops", "deleted": True}
+    assert (await automation.get("/api/messages/channels/ops", headers=auth)).status_code == 404
+
+
+async def test_channel_failures(automation: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    ok = await add_channel(automation, auth, name="ops", channel_type="webhook", url="http://127.0.0.1:1/")
+    assert ok.status_code == 200
+    dup = await add_channel(automation, auth, name="ops", channel_type="webhook", url="http://127.0.0.1:1/")
+    assert dup.status_code == 409 and dup.json()["error"]["code"] == "CONFLICT"
+    kind = await add_channel(automation, auth, name="x", channel_type="pager", url="http://127.0.0.1:1/")
+    assert kind.status_code == 400 and kind.json()["error"]["code"] == "BAD_REQUEST"
+    nourl = await add_channel(automation, auth, name="x", channel_type="webhook")
+    assert nourl.status_code == 400 and "url" in nourl.json()["error"]["message"]
+    scheme = await add_channel(
+        automation, auth, name="x", channel_type="slack", webhook_url="file:///etc/passwd"
+    )
+    assert scheme.status_code == 400
+    noname = await add_channel(automation, auth, channel_type="webhook", url="http://127.0.0.1:1/")
+    assert noname.status_code == 422 and noname.json()["error"]["code"] == "VALIDATION_ERROR"
+    for method, path in (
+        ("GET", "/api/messages/channels/nope"),
+        ("PUT", "/api/messages/channels/nope"),
+        ("DELETE", "/api/messages/channels/nope"),
+        ("POST", "/api/messages/channels/nope/test"),
+    ):
+        resp = await automation.request(method, path, json={} if method == "PUT" else None, headers=auth)
+        assert resp.status_code == 404 and resp.json()["error"]["code"] == "NOT_FOUND", path
+    for method, path in (
+        ("GET", "/api/messages/channels"),
+        ("POST", "/api/messages/channels"),
+        ("POST", "/api/messages/channels/ops/test"),
+        ("GET", "/api/messages"),
+    ):
+        resp = await automation.request(method, path)
+        assert resp.status_code == 401 and resp.json()["error"]["code"] == "UNAUTHORIZED", path
+
+
+async def test_messages_list_filter_and_status(automation: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    ids = []
+    for severity in ("info", "warning", "critical"):
+        resp = await automation.post("/api/messages", json={**MESSAGE, "severity": severity}, headers=auth)
+        ids.append(resp.json()["data"]["id"])
+    page = (await automation.get("/api/messages?limit=2", headers=auth)).json()["data"]
+    assert page["total"] == 3 and page["limit"] == 2 and page["offset"] == 0
+    assert [m["id"] for m in page["messages"]] == [ids[2], ids[1]]
+    first = page["messages"][0]
+    assert first["status"] == "active" and first["timestamp"] == "2026-01-01T00:00:00+00:00"
+    assert first["source"] == "api" and first["tags"] == []
+    warn = (await automation.get("/api/messages?severity=warning", headers=auth)).json()["data"]
+    assert [m["id"] for m in warn["messages"]] == [ids[1]]
+    acked = await automation.post(f"/api/messages/{ids[0]}/acknowledge", headers=auth)
+    assert acked.json()["data"]["status"] == "acknowledged"
+    assert (await automation.post(f"/api/messages/{ids[0]}/resolve", headers=auth)).json()["data"][
+        "status"
+    ] == "resolved"
+    assert (await automation.get(f"/api/messages/{ids[0]}", headers=auth)).json()["data"][
+        "status"
+    ] == "resolved"
+    assert (await automation.delete(f"/api/messages/{ids[0]}", headers=auth)).json()["data"][
+        "deleted"
+    ] is True
+    assert (await automation.get(f"/api/messages/{ids[0]}", headers=auth)).status_code == 404
+    assert (await automation.post("/api/messages/nope/archive", headers=auth)).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {k: v for k, v in MESSAGE.items() if k != "title"},
+        {**MESSAGE, "severity": "loud"},
+        {**MESSAGE, "category": "gossip"},
+        {**MESSAGE, "tags": "urgent"},
+    ],
+)
+async def test_message_validation(automation: httpx.AsyncClient, auth: dict[str, str], body: dict) -> None:
+    resp = await automation.post("/api/messages", json=body, headers=auth)
+    assert resp.status_code == 422 and resp.json()["error"]["code"] == "VALIDATION_ERROR"
