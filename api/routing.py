@@ -4,18 +4,29 @@ order, and area dispatch.
 Both vendors' routers (axum, gin) prefer a literal segment over a parameter; FastAPI takes the
 first registered match, so routes are sorted by :func:`specificity`. Matching hundreds of routes
 in one linear scan costs about 1 ms a request; grouped by area (``/api/devices``,
-``/api/v1/system``) a request tests a few dozen string prefixes, then its own area.
+``/api/v1/system``) a request finds its area with one dict lookup, then scans only that area.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from fastapi import APIRouter, FastAPI
+from fastapi.datastructures import DefaultPlaceholder
+from fastapi.dependencies.models import Dependant
+from fastapi.encoders import jsonable_encoder
 from fastapi.routing import APIRoute, APIWebSocketRoute
-from starlette.routing import BaseRoute, Match, Router
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Match, Router, request_response
 from starlette.types import Receive, Scope, Send
+
+NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
+"""FastAPI's OpenTelemetry hooks, off: the twin does not export traces, and checking on every request
+whether a provider was configured costs a few percent of a device lookup."""
 
 
 # Vendor path syntax (``/devices/:id``, wildcard ``*path``) <-> FastAPI (``{id}``, ``{path:path}``) --
@@ -42,7 +53,7 @@ def mount(app: FastAPI, router: APIRouter, prefix: str = "") -> None:
     for route in router.routes:
         if isinstance(route, APIRoute):
             extra = [d for d in route.dependencies if d not in router.dependencies]
-            app.add_api_route(
+            app.router.add_api_route(
                 prefix + route.path,
                 route.endpoint,
                 methods=sorted(route.methods),
@@ -54,6 +65,7 @@ def mount(app: FastAPI, router: APIRouter, prefix: str = "") -> None:
                 response_class=route.response_class,
                 include_in_schema=route.include_in_schema,
                 name=route.name,
+                route_class_override=LeanRoute,
             )
         elif isinstance(route, APIWebSocketRoute):
             app.add_api_websocket_route(
@@ -64,6 +76,79 @@ def mount(app: FastAPI, router: APIRouter, prefix: str = "") -> None:
             )
         else:
             raise TypeError(f"cannot mount {route!r}")
+
+
+# Lean operations -----------------------------------------------------------------------------
+class LeanRoute(APIRoute):
+    """An ``APIRoute`` that calls a simple operation directly instead of through FastAPI's general
+    request handler (body parsing, parameter validation, dependency solving), which costs more
+    than the twin's whole device lookup.
+
+    Simple means: no body, query, header or cookie parameters; path parameters typed ``str`` (so
+    there is nothing to validate); ``async def`` dependencies (no ``yield``, no thread pool) that
+    take only the request, ``str`` path parameters and other simple dependencies. Those are called
+    in FastAPI's order (router-level dependencies first), each once per request, like FastAPI's
+    dependency cache. Anything else keeps FastAPI's handler. OpenAPI is built from the same
+    ``dependant`` either way.
+    """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        self.lean = (
+            self.body_field is None and self.status_code in (None, 200, 201) and _simple(self.dependant)
+        )
+        if self.lean:
+            self.app = request_response(self._lean_handler())
+
+    def _lean_handler(self) -> Callable[[Request], Awaitable[Response]]:
+        dependant, status_code = self.dependant, self.status_code or 200
+        response_class = self.response_class
+        if isinstance(response_class, DefaultPlaceholder):
+            response_class = response_class.value
+
+        async def handler(request: Request) -> Response:
+            result = await _call(dependant, request, {})
+            if isinstance(result, Response):
+                return result
+            return response_class(jsonable_encoder(result), status_code=status_code)
+
+        return handler
+
+
+def _simple(dependant: Dependant) -> bool:
+    return (
+        not (dependant.query_params or dependant.header_params or dependant.cookie_params)
+        and not dependant.body_params
+        and all(p.field_info.annotation is str for p in dependant.path_params)
+        and not (
+            dependant.websocket_param_name
+            or dependant.http_connection_param_name
+            or dependant.response_param_name
+            or dependant.background_tasks_param_name
+            or dependant.security_scopes_param_name
+        )
+        and dependant.use_cache
+        and inspect.iscoroutinefunction(dependant.call)
+        and all(_simple(sub) for sub in dependant.dependencies)
+    )
+
+
+async def _call(dependant: Dependant, request: Request, cache: dict[Any, Any]) -> Any:
+    kwargs: dict[str, Any] = {}
+    for sub in dependant.dependencies:
+        if sub.call in cache:
+            value = cache[sub.call]
+        else:
+            value = cache[sub.call] = await _call(sub, request, cache)
+        if sub.name is not None:
+            kwargs[sub.name] = value
+    if dependant.request_param_name:
+        kwargs[dependant.request_param_name] = request
+    if dependant.path_params:
+        given = request.path_params
+        for param in dependant.path_params:
+            kwargs[param.name] = given[param.alias]
+    return await dependant.call(**kwargs)
 
 
 def specificity(path: str) -> tuple[int, ...]:
@@ -85,7 +170,7 @@ def finish(app: FastAPI, area_depth: int) -> None:
     ``app.state.routes`` and dispatch by area (the first ``area_depth`` path segments)."""
     app.router.routes.sort(key=lambda route: specificity(getattr(route, "path", "")))
     app.state.routes = tuple(app.router.routes)
-    app.router.routes[:] = group_by_area(app.state.routes, area_depth)
+    app.router.routes[:] = [AreaIndex(app.state.routes, area_depth)]
 
 
 # Area dispatch -----------------------------------------------------------------------------------
@@ -96,12 +181,22 @@ def area_of(path: str, depth: int) -> str:
 
 
 class AreaRoutes(BaseRoute):
-    """The routes of one area behind one cheap prefix test, in their original order."""
+    """The routes of one area, in their original order. A route without a wildcard only matches
+    paths with as many slashes as its template, so a request is only tested against those and
+    the wildcard routes: one router per slash count, each keeping the original order."""
 
     def __init__(self, prefix: str, routes: Sequence[BaseRoute]) -> None:
         self.prefix = prefix
         self.routes = list(routes)
-        self._router = Router(routes=self.routes, redirect_slashes=False)
+        fixed = [r for r in self.routes if ":path}" not in getattr(r, "path", "")]
+        wild = [r for r in self.routes if r not in fixed]
+        self._by_slashes = {
+            n: Router(
+                routes=[r for r in self.routes if r in wild or _slashes(r) == n], redirect_slashes=False
+            )
+            for n in {_slashes(r) for r in fixed}
+        }
+        self._other = Router(routes=wild, redirect_slashes=False)
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         path = scope.get("path", "")
@@ -110,17 +205,46 @@ class AreaRoutes(BaseRoute):
         return Match.NONE, {}
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._router.app(scope, receive, send)
+        router = self._by_slashes.get(scope.get("path", "").count("/"), self._other)
+        await router.app(scope, receive, send)
 
     def url_path_for(self, name: str, /, **path_params: str):  # pragma: no cover - names are not used
-        return self._router.url_path_for(name, **path_params)
+        raise NotImplementedError
 
 
-def group_by_area(routes: Sequence[BaseRoute], depth: int) -> list[BaseRoute]:
-    areas: dict[str, list[BaseRoute]] = {}
-    for route in routes:
-        areas.setdefault(area_of(getattr(route, "path", ""), depth), []).append(route)
-    return [AreaRoutes(prefix, members) for prefix, members in areas.items()]
+def _slashes(route: BaseRoute) -> int:
+    return getattr(route, "path", "").count("/")
+
+
+class AreaIndex(BaseRoute):
+    """Every area behind one dict lookup on the request path's first ``depth`` segments. Area
+    prefixes are literal (a route whose first segments hold a parameter is refused at build time),
+    so the lookup finds exactly the area a prefix scan would."""
+
+    def __init__(self, routes: Sequence[BaseRoute], depth: int) -> None:
+        grouped: dict[str, list[BaseRoute]] = {}
+        for route in routes:
+            grouped.setdefault(area_of(getattr(route, "path", ""), depth), []).append(route)
+        patterned = [prefix for prefix in grouped if "{" in prefix]
+        if patterned:
+            raise ValueError(f"area prefixes must be literal: {', '.join(patterned)}")
+        self.depth = depth
+        self.areas = {prefix: AreaRoutes(prefix, members) for prefix, members in grouped.items()}
+        self.routes = list(self.areas.values())
+
+    def _area(self, scope: Scope) -> AreaRoutes | None:
+        return self.areas.get(area_of(scope.get("path", ""), self.depth))
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        return (Match.NONE if self._area(scope) is None else Match.FULL), {}
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        area = self._area(scope)
+        assert area is not None  # matches() said so
+        await area.handle(scope, receive, send)
+
+    def url_path_for(self, name: str, /, **path_params: str):  # pragma: no cover - names are not used
+        raise NotImplementedError
 
 
 # Routes the twin does not simulate yet ---------------------------------------------------------
@@ -142,7 +266,7 @@ def fallback_routes(
         shape = shape_of(full)
         missing = [m for m in methods if (m, shape) not in done]
         if missing:
-            route = APIRoute(
+            route = LeanRoute(
                 to_fastapi(full),
                 endpoint,
                 methods=missing,

@@ -4,6 +4,10 @@ Everything a client creates (users, sessions, keys, devices, rules...) lives her
 documents grouped by kind. With a state directory the database is a WAL-mode file and every
 write is committed before the call returns, so nothing a client was told succeeded is lost on a
 restart or ``kill -9``; without one it is an in-memory database.
+
+The store is its database's only writer, so it keeps what it last read or wrote of a document (its
+JSON text) and each device's latest samples in memory: the API's hottest reads (a device's
+document and current values) skip SQL. Every write path updates or drops those entries.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ CREATE TABLE IF NOT EXISTS samples (
 ) WITHOUT ROWID;
 """
 
+_MAX_REMEMBERED = 100_000
+"""Documents (or known absences) kept in memory before the store starts over."""
+
 Sample = tuple[float, Any, float | None]
 """One stored telemetry sample: (unix seconds, value, quality)."""
 
@@ -62,6 +69,8 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        self._docs: dict[tuple[str, str], str | None] = {}
+        self._latest: dict[str, dict[str, Sample]] = {}
         self._seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()[0]
 
     def collection(self, kind: str) -> Collection:
@@ -77,6 +86,7 @@ class Store:
     def clear(self) -> None:
         self._db.execute("DELETE FROM documents")
         self._db.execute("DELETE FROM samples")
+        self._forget()
         self._seq = 0
 
     def dump(self) -> bytes:
@@ -113,15 +123,21 @@ class Store:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+        self._forget()
         self._seq = max((row[2] for row in rows), default=0)
 
     def close(self) -> None:
         self._db.close()
 
+    def _forget(self) -> None:
+        self._docs.clear()
+        self._latest.clear()
+
     # Telemetry samples -----------------------------------------------------------------------
     def put_samples(self, device_id: str, rows: list[tuple[str, float, Any, float | None]]) -> None:
         """Store ``(metric, ts, value, quality)`` rows in one transaction; same (metric, ts) replaces."""
         encoded = [(device_id, m, ts, *_encode(v), q) for m, ts, v, q in rows]
+        self._latest.pop(device_id, None)
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany("INSERT OR REPLACE INTO samples VALUES (?, ?, ?, ?, ?, ?)", encoded)
@@ -192,30 +208,47 @@ class Store:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+        self._latest.clear()
         return cur.rowcount
 
     def latest_samples(self, device_id: str) -> dict[str, Sample]:
-        rows = self._db.execute(
-            "SELECT metric, MAX(ts), num, raw, quality FROM samples WHERE device_id = ? GROUP BY metric",
-            (device_id,),
-        ).fetchall()
-        return {m: (ts, _decode(num, raw), q) for m, ts, num, raw, q in rows}
+        """The newest stored sample of each of the device's metrics."""
+        latest = self._latest.get(device_id)
+        if latest is None:
+            rows = self._db.execute(
+                "SELECT metric, MAX(ts), num, raw, quality FROM samples WHERE device_id = ? GROUP BY metric",
+                (device_id,),
+            ).fetchall()
+            latest = self._latest[device_id] = {m: (ts, _decode(num, raw), q) for m, ts, num, raw, q in rows}
+        return dict(latest)
 
     # Collection primitives -------------------------------------------------------------------
     def _put(self, kind: str, id_: str, doc: dict[str, Any]) -> None:
         self._seq += 1
+        text = json.dumps(doc, separators=(",", ":"), sort_keys=True)
+        self._docs.pop((kind, id_), None)  # a failed write must not leave the new text behind
         self._db.execute(
             "INSERT INTO documents (kind, id, seq, doc) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc",
-            (kind, id_, self._seq, json.dumps(doc, separators=(",", ":"), sort_keys=True)),
+            (kind, id_, self._seq, text),
         )
+        self._docs[(kind, id_)] = text
 
     def _get(self, kind: str, id_: str) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT doc FROM documents WHERE kind = ? AND id = ?", (kind, id_)).fetchone()
-        return None if row is None else json.loads(row[0])
+        key = (kind, id_)
+        if key in self._docs:
+            text = self._docs[key]
+        else:
+            if len(self._docs) >= _MAX_REMEMBERED:  # unknown ids asked for must not grow it forever
+                self._docs.clear()
+            row = self._db.execute("SELECT doc FROM documents WHERE kind = ? AND id = ?", key).fetchone()
+            text = self._docs[key] = None if row is None else row[0]
+        return None if text is None else json.loads(text)
 
     def _delete(self, kind: str, id_: str) -> bool:
+        self._docs.pop((kind, id_), None)
         cur = self._db.execute("DELETE FROM documents WHERE kind = ? AND id = ?", (kind, id_))
+        self._docs[(kind, id_)] = None
         return cur.rowcount > 0
 
     def _iter(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -24,7 +24,7 @@ from api.automation.routers import (
     telemetry,
     webhook,
 )
-from api.routing import finish, mount
+from api.routing import NO_TELEMETRY, finish, mount
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.system import NetworkInfo
 
@@ -48,6 +48,7 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
         redirect_slashes=False,
+        telemetry=NO_TELEMETRY,
     )
     app.state.backend = backend
     app.state.version = release

@@ -48,7 +48,7 @@ async def authenticate(request: Request, backend: AutomationBackend) -> Principa
     if not key:
         raise Unauthenticated("Authentication required. Provide a valid JWT token or API key.")
     api_key = backend.authenticate_key(key)
-    area, write = permission_area(request.url.path), request.method not in READ_METHODS
+    area, write = permission_area(request.scope["path"]), request.method not in READ_METHODS
     if not api_key.allows(area, write):
         raise Forbidden(f"API key lacks permission '{area}:{'write' if write else 'read'}'")
     return Principal("api_key", key=api_key)
@@ -58,7 +58,7 @@ def rate_limit(request: Request, suffix: str = "") -> None:
     """Count the request against the shared limiter; ``RateLimited`` past the limit. ``suffix``
     narrows the key: the webhooks pass ``":" + device_id`` (one window per client and device)."""
     limiter: RateLimiter | None = request.app.state.limiter
-    if limiter is not None and limited_path(request.url.path):
+    if limiter is not None and limited_path(request.scope["path"]):
         retry_after = limiter.hit(client_key(request) + suffix)
         if retry_after is not None:
             raise RateLimited("Rate limit exceeded", retry_after=retry_after)

@@ -38,3 +38,38 @@ def test_dump_and_load_replace_everything(tmp_path: Path) -> None:
     assert [k for k, _ in store.collection("k").items()] == ["1"]
     store.collection("k").put("3", {"v": 3})
     assert [k for k, _ in store.collection("k").items()] == ["1", "3"]
+
+
+def test_remembered_documents_follow_every_write() -> None:
+    store = Store()
+    docs = store.collection("devices")
+    assert docs.get("d1") is None  # a remembered absence...
+    docs.put("d1", {"n": 1})
+    assert docs.get("d1") == {"n": 1}  # ...is replaced by the write
+    got = docs.get("d1")
+    got["n"] = 99  # callers get their own copy
+    assert docs.get("d1") == {"n": 1}
+    data = store.dump()
+    docs.put("d1", {"n": 2})
+    store.load(data)
+    assert docs.get("d1") == {"n": 1}
+    docs.delete("d1")
+    assert docs.get("d1") is None
+    docs.put("d1", {"n": 3})
+    store.clear()
+    assert docs.get("d1") is None
+
+
+def test_remembered_latest_samples_follow_every_write() -> None:
+    store = Store()
+    store.put_samples("d1", [("t", 10.0, 1.5, None)])
+    assert store.latest_samples("d1") == {"t": (10.0, 1.5, None)}
+    store.put_samples("d1", [("t", 20.0, 2.5, None), ("h", 20.0, "x", 0.5)])
+    assert store.latest_samples("d1") == {"t": (20.0, 2.5, None), "h": (20.0, "x", 0.5)}
+    data = store.dump()
+    store.delete_samples_before(30.0)
+    assert store.latest_samples("d1") == {}
+    store.load(data)
+    assert store.latest_samples("d1")["t"] == (20.0, 2.5, None)
+    store.clear()
+    assert store.latest_samples("d1") == {}
