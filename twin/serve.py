@@ -33,6 +33,7 @@ from api.realtime.mqtt import EmbeddedBroker, MqttBridge
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
 from twin.automation.backend import TwinAutomation
+from twin.automation.delivery import run_worker
 from twin.automation.network import network_info
 from twin.clock import SimClock
 from twin.control import TwinControl
@@ -235,6 +236,7 @@ async def start(twin: Twin, cert_dir: Path) -> Running:
             twin.bridge.url = f"mqtt://127.0.0.1:{running.broker.port}"
     running.tasks.append(asyncio.create_task(twin.clock.run(), name="clock"))
     running.tasks.append(asyncio.create_task(twin.bridge.run(), name="mqtt-bridge"))
+    running.tasks.append(asyncio.create_task(run_worker(lambda: twin.world), name="delivery"))
 
     listeners = [
         Listener("automation", _server(twin.automation_app, s.host, s.port)),
