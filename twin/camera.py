@@ -20,9 +20,11 @@ from hardware.ports.events import EventKind
 from hardware.ports.types import DeviceTime, GatewayInfo, OtaStatus, PublicKey, SystemStats
 from twin.camera_stats import accelerator_stats
 from twin.device_clock import DeviceClock
+from twin.lens import Lens
 from twin.device_logs import DeviceLogs
 from twin.os_upgrade import OsUpgrade
 from twin.ota import Ota
+from twin.peripherals import Peripherals
 from twin.storage import Storage
 from twin.vfs import seeded
 
@@ -59,6 +61,8 @@ class Camera:
         self._sessions: dict[str, str] = {}
         self.clock = DeviceClock(world, camera_id)
         self.storage = Storage(world, camera_id)
+        self.lens = Lens(world, camera_id)
+        self.peripherals = Peripherals(self)
         self.fs = seeded(self.clock.now, camera_id, f"{world.seed}/{camera_id}", self.storage)
         self.logs = DeviceLogs(self)
         self.ota = Ota(self)

@@ -20,6 +20,8 @@ from hardware.ports.types import (
 from twin.camera import Camera
 from twin.clock import SimClock
 from twin.gateway_files import TwinGatewayFiles, TwinGatewayLogs, TwinGatewayShell, TwinGatewayUpgrade
+from twin.lens import TwinGatewayLens
+from twin.peripherals import TwinGatewayPeripherals
 from twin.video.backend import TwinGatewayMedia
 from twin.world import World
 
@@ -119,6 +121,8 @@ class TwinGateway:
         self.auth = TwinGatewayAuth(world, camera_id)
         self.system = TwinGatewaySystem(world, camera_id)
         self.media = TwinGatewayMedia(world, clock, camera_id)
+        self.lens, self.picture = TwinGatewayLens(world, camera_id), self.media
+        self.peripherals = TwinGatewayPeripherals(world, camera_id)
         self.files = TwinGatewayFiles(world, camera_id)
         self.logs = TwinGatewayLogs(world, clock, camera_id)
         self.shell = TwinGatewayShell(world, camera_id)

@@ -6,7 +6,20 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from api.gateway import errors
-from api.gateway.routers import auth, files, logs, media, not_simulated, system, terminal, upgrade
+from api.gateway.routers import (
+    auth,
+    files,
+    image,
+    lens,
+    logs,
+    media,
+    media_config,
+    not_simulated,
+    peripherals,
+    system,
+    terminal,
+    upgrade,
+)
 from api.routing import finish, mount
 from hardware.ports.gateway import GatewayBackend
 
@@ -22,6 +35,10 @@ def create_app(backend: GatewayBackend) -> FastAPI:
     )
     errors.install(app)
     for router in (auth.router, system.public, system.router, media.status_router, media.router):
+        mount(app, router)
+    for router in (lens.router, peripherals.router, image.router, media_config.router):
+        mount(app, router)
+    for router in (media_config.streams_router,):
         mount(app, router)
     for router in (files.router, logs.router, logs.stream_router, terminal.router, terminal.ws_router):
         mount(app, router)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from hardware.ports.camera_hw import GatewayLens, GatewayPeripherals, GatewayPicture
 from hardware.ports.clock import Clock
 from hardware.ports.gateway_files import GatewayFiles, GatewayLogs, GatewayShell, GatewayUpgrade
 from hardware.ports.media import GatewayMedia
@@ -104,6 +105,9 @@ class GatewayBackend(Protocol):
     auth: GatewayAuth
     system: GatewaySystem
     media: GatewayMedia
+    lens: GatewayLens
+    peripherals: GatewayPeripherals
+    picture: GatewayPicture
     files: GatewayFiles
     logs: GatewayLogs
     shell: GatewayShell

@@ -9,7 +9,7 @@ timestamps are 90 kHz ticks (the encoder's nanoseconds divided by 11111, wrapped
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +64,9 @@ class MediaViewer(Protocol):
     def request_keyframe(self) -> None:
         """Ask the encoder for an IDR as its next frame."""
 
+    async def start(self) -> None:
+        """Wait until the stream's parameter sets exist (its first frame is encoded)."""
+
     async def next_frame(self) -> MediaFrame:
         """The next frame, waiting (in world time) until one is encoded; ``Unavailable`` once closed."""
 
@@ -82,4 +85,52 @@ class GatewayMedia(Protocol):
         """Every stream's encoder state, for ``GET media/status``."""
 
     def open_viewer(self, stream_id: str) -> MediaViewer:
-        """Start watching a stream; ``NotFound`` if no encoder of that id is configured."""
+        """Start watching a stream; ``NotFound`` if no encoder of that id is configured,
+        ``Unavailable`` if it is disabled."""
+
+    # The camera daemon's configuration -------------------------------------------------------------
+    def config(self) -> dict[str, Any]:
+        """The whole configuration document: streams with encoders, image, transform, osd,
+        privacy_mask, ai_overlay, rtsp, frontend, profile."""
+
+    def set_config(self, overlay: dict[str, Any]) -> None:
+        """Merge a partial document, validate the result (``InvalidInput``), apply it."""
+
+    def config_field(self, field_path: str) -> tuple[int, str]:
+        """(ConfigFieldType 0 BOOL … 4 STRING, value as text) of an allow-listed scalar."""
+
+    def set_config_field(self, field_path: str, kind: int, value: str) -> None: ...
+
+    def export_config(self) -> dict[str, Any]:
+        """``{schema: "aipc.media_config", version: 1, config}``."""
+
+    def import_config(self, schema: str, version: int, config: dict[str, Any]) -> None: ...
+
+    def set_encoder(self, stream_name: str, bitrate_bps: int, framerate: int, gop: int) -> None:
+        """Zero keeps a value. ``NotFound`` for an unknown stream."""
+
+    def reconfigure_encoder(
+        self, stream_name: str, width: int, height: int, codec: str, bitrate_bps: int, fps: int, gop: int
+    ) -> int:
+        """Full reinit (zero/empty keeps a value); returns the interruption in milliseconds."""
+
+    def reconfigure_pipeline(self) -> int: ...
+
+    def set_rtsp(self, enabled: bool) -> None: ...
+
+    def profile(self) -> dict[str, Any]: ...
+
+    def profiles(self) -> list[tuple[str, bool]]:
+        """(name, active) of every stored profile."""
+
+    def switch_profile(self, name: str) -> None: ...
+
+    def backup_profile(self, name: str) -> str:
+        """Store the current configuration as ``name`` (the active profile's name if empty)."""
+
+    def add_stream(self, config: StreamConfig) -> None:
+        """``Conflict`` if the name exists."""
+
+    def remove_stream(self, name: str) -> None: ...
+
+    def enable_stream(self, name: str, enabled: bool) -> None: ...

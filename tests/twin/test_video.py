@@ -15,7 +15,7 @@ from twin.fleet import CameraSpec, WorldConfig
 from twin.video import stream as video_stream
 from twin.video.backend import TwinGatewayMedia
 from twin.video.encoder import H264Encoder, avcc_to_annexb
-from twin.video.render import Renderer
+from twin.video.render import Renderer, View
 from twin.video.scene import Scene
 from twin.world import World
 
@@ -32,8 +32,9 @@ def decode(parameter_sets: bytes, payloads: list[bytes]) -> list[av.VideoFrame]:
 
 
 def test_same_seed_and_time_give_identical_frames_and_time_moves_objects() -> None:
-    a = Renderer(Scene(42), 160, 96, "cam-01").render(3.0, 1_767_225_603.0)
-    b = Renderer(Scene(42), 160, 96, "cam-01").render(3.0, 1_767_225_603.0)
+    view = View(1_767_225_603.0, "cam-01")
+    a = Renderer(Scene(42), 160, 96, "cam-01").render(3.0, view)
+    b = Renderer(Scene(42), 160, 96, "cam-01").render(3.0, view)
     assert a.shape == (96, 160, 3) and a.dtype == np.uint8
     assert a.tobytes() == b.tobytes()
     assert Scene(42).boxes(0.0) != Scene(42).boxes(5.0)
@@ -49,7 +50,7 @@ def test_encoder_output_is_avcc_and_decodes_to_the_configured_size() -> None:
     for i in range(25):
         if i == 15:
             enc.request_keyframe()
-        units.extend(enc.encode(renderer.render(i / 30, i / 30)))
+        units.extend(enc.encode(renderer.render(i / 30, View(i / 30))))
     assert [i for i, u in enumerate(units) if u.key] == [0, 10, 15]
     for unit in units:  # AVCC: length prefixes walk the payload exactly, no start codes
         i = 0
@@ -79,10 +80,12 @@ async def test_frames_come_only_while_watched_and_only_as_world_time_moves(media
     status = {s.config.stream_id: s for s in gm.status()}
     assert status["main"].status == "active" and status["main"].ms_since_last_frame is not None
     viewer = gm.open_viewer("main")
+    await viewer.start()
     assert viewer.config_frame().payload and viewer.config_frame().pts == 0
     first = await viewer.next_frame()
     assert first.key and viewer.pending() == 0
     clock.advance(1)
+    await gm.stream("main").settle()
     assert viewer.pending() == 30
     frames = [await viewer.next_frame() for _ in range(30)]
     assert all(b.pts > a.pts for a, b in itertools.pairwise(frames))
@@ -102,7 +105,9 @@ async def test_frames_come_only_while_watched_and_only_as_world_time_moves(media
 async def test_a_full_queue_drops_non_key_frames_and_counts_them(media) -> None:
     gm, clock = media
     viewer = gm.open_viewer("third")  # 15 fps, GOP 30
-    clock.advance(5)  # 75 more frames: the queue holds 60
+    for _ in range(5):  # 75 more frames: the queue holds 60
+        clock.advance(1)
+        await gm.stream("third").settle()
     assert viewer.pending() <= video_stream.QUEUE_FRAMES
     assert viewer.dropped > 0
     assert gm.status()[2].dropped_frames == viewer.dropped

@@ -1,22 +1,47 @@
-"""The twin's implementation of the gateway's media area, over one camera of the world.
+"""The twin's implementation of the gateway's media area and picture settings, over one camera.
 
-Streams belong to the world's current SimPy environment: after a reset or restore (a new
-environment) the old streams' viewers are closed and fresh streams are made on next use.
+Streams and the camera daemon's configuration belong to the world's current SimPy environment:
+after a reset or restore (a new environment) the old streams' viewers are closed and fresh
+streams and default settings are made on next use.
+
+Every frame is rendered through a :class:`~twin.video.render.View` captured on the world's thread at
+the frame's tick: the lens (zoom, focus error, iris), the peripherals (PTZ, day/night, IR, light) and
+these settings (image, transform, OSD, privacy masks, AI overlay with the model's detections).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
-from hardware.ports.errors import NotFound
+import cv2
+import numpy as np
+
+from hardware.ports.camera_hw import (
+    AiOverlay,
+    Detection,
+    ImageSettings,
+    OsdImageFile,
+    OsdStream,
+    PrivacyMaskConfig,
+    Transform,
+)
+from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
 from hardware.ports.media import StreamConfig, StreamStatus
+from twin.detections import Detector
+from twin.video import config as cfg
 from twin.video import stream as _stream
+from twin.video.render import View, default_osd
 from twin.video.scene import Scene
 from twin.video.stream import VideoStream, Viewer
 
 if TYPE_CHECKING:
     from twin.clock import SimClock
     from twin.world import World
+
+MAX_OSD_IMAGES = 32
+MAX_OSD_IMAGE_BYTES = 2 * 1024 * 1024
+MAX_STREAMS = 8
 
 
 class TwinGatewayMedia:
@@ -26,44 +51,143 @@ class TwinGatewayMedia:
         self._id = camera_id
         self._env = None
         self._streams: dict[str, VideoStream] = {}
+        self._settings = self._defaults()
+        self._osd_files: dict[str, OsdImageFile] = {}
+        self._osd_pixels: dict[str, np.ndarray] = {}
+        self._scene = Scene(0)
+        self._detector = Detector(0)
+
+    # World -------------------------------------------------------------------------------------
+    def _defaults(self) -> cfg.MediaSettings:
+        streams = [_stream.scaled(c, _stream.RESOLUTION_SCALE) for c in _stream.DEFAULT_STREAMS]
+        settings = cfg.MediaSettings(streams, {s.stream_id: True for s in streams})
+        settings.profiles["default"] = settings.to_dict()
+        return settings
 
     def _current(self) -> dict[str, VideoStream]:
         if self._env is not self._world.env:
             for old in self._streams.values():
                 old.close()
-            scene = Scene(self._world.streams.key(f"{self._id}/scene"))
-            self._streams = {
-                c.stream_id: VideoStream(
-                    self._world, self._id, _stream.scaled(c, _stream.RESOLUTION_SCALE), scene
-                )
-                for c in _stream.DEFAULT_STREAMS
-            }
+            self._scene = Scene(self._world.streams.key(f"{self._id}/scene"))
+            self._detector = Detector(self._world.streams.key(f"{self._id}/detections"))
+            self._settings = self._defaults()
+            self._osd_files, self._osd_pixels = {}, {}
+            self._streams = {c.stream_id: self._new_stream(c) for c in self._settings.streams}
             self._env = self._world.env
         return self._streams
 
+    def _new_stream(self, config: StreamConfig) -> VideoStream:
+        return VideoStream(self._world, self._id, config, self._scene, self._view)
+
+    def _settings_now(self) -> cfg.MediaSettings:
+        self._current()
+        return self._settings
+
+    def _sync(self) -> None:
+        """Make the running streams match the settings: new ones, changed ones, removed ones."""
+        streams = self._current()
+        wanted = {c.stream_id: c for c in self._settings.streams}
+        for name in list(streams):
+            if name not in wanted:
+                streams.pop(name).close()
+        for name, config in wanted.items():
+            if name not in streams:
+                streams[name] = self._new_stream(config)
+            elif streams[name].config != config:
+                streams[name].reconfigure(config)
+            if not self._settings.enabled.get(name, True):
+                for viewer in list(streams[name].viewers):
+                    viewer.close()
+        self._streams = {name: streams[name] for name in wanted}
+
+    def _camera(self):
+        camera = self._world.cameras.get(self._id)
+        if camera is None:
+            raise Unavailable(f"camera {self._id} is not in the world")
+        return camera
+
+    def _view(self, stream_id: str) -> View:
+        camera = self._camera()
+        lens, per = camera.lens, camera.peripherals
+        s = self._settings
+        pan, tilt = per.view_offset()
+        zoom = lens.zoom_ratio()
+        osd = s.osd.get(stream_id)
+        if osd is None:
+            texts, dates = default_osd(self._id)
+            images: tuple = ()
+        else:
+            texts, dates = osd.text_overlays, osd.datetime_overlays
+            images = tuple(
+                (i.x, i.y, self._osd_pixels[i.name])
+                for i in osd.image_overlays
+                if i.enabled and i.name in self._osd_pixels
+            )
+        detections = (
+            self._detector.detect(self._scene, self._world.env.now, zoom, pan, tilt)
+            if s.overlay.enabled
+            else ()
+        )
+        return View(
+            unix_time=camera.clock.now() if hasattr(camera, "clock") else self._world.now(),
+            camera_id=self._id,
+            zoom=zoom,
+            pan=pan,
+            tilt=tilt,
+            blur_1280=lens.blur_sigma(1280),
+            exposure=lens.exposure(),
+            daylight=per.daylight(),
+            night=per.night(),
+            light=per.light_level,
+            ir_led=per.ir_led_level,
+            image=s.image,
+            transform=s.transform,
+            masks=s.privacy.masks if s.privacy.enabled else (),
+            texts=texts,
+            datetimes=dates,
+            images=images,
+            overlay=s.overlay,
+            detections=detections,
+        )
+
+    # Streams -----------------------------------------------------------------------------------
     def streams(self) -> list[StreamConfig]:
         return [s.config for s in self._current().values()]
+
+    def stream(self, stream_id: str) -> VideoStream:
+        stream = self._current().get(stream_id)
+        if stream is None:
+            raise NotFound(f"stream {stream_id} not found", resource="stream")
+        return stream
 
     def status(self) -> list[StreamStatus]:
         out = []
         now = self._world.env.now
         for s in self._current().values():
+            enabled = self._settings.enabled.get(s.config.stream_id, True)
             # The device's camera daemon encodes all the time; the twin renders only while someone
             # watches, but reports what the device would: an active stream whose last frame is at
             # most one frame period old.
             period = 1.0 / s.config.fps
-            if s.running() and s.last_frame_at is not None:
-                since = round((now - s.last_frame_at) * 1000, 1)
+            if not enabled:
+                state, since, fps = "inactive", None, 0.0
+            elif s.interrupted_until is not None:
+                state, since, fps = "starting", None, 0.0
             else:
-                since = round((now % period) * 1000, 1)
+                state = "active"
+                if s.running() and s.last_frame_at is not None:
+                    since = round((now - s.last_frame_at) * 1000, 1)
+                else:
+                    since = round((now % period) * 1000, 1)
+                fps = s.measured_fps() if s.running() else float(s.config.fps)
             out.append(
                 StreamStatus(
                     config=s.config,
-                    status="active",
-                    has_encoder=True,
+                    status=state,
+                    has_encoder=enabled,
                     ms_since_last_frame=since,
-                    measured_fps=s.measured_fps() if s.running() else float(s.config.fps),
-                    status_detail="",
+                    measured_fps=fps,
+                    status_detail="" if enabled else "disabled in configuration",
                     viewers=len(s.viewers),
                     dropped_frames=s.dropped(),
                 )
@@ -71,7 +195,223 @@ class TwinGatewayMedia:
         return out
 
     def open_viewer(self, stream_id: str) -> Viewer:
-        stream = self._current().get(stream_id)
-        if stream is None:
-            raise NotFound(f"stream {stream_id} not found", resource="stream")
+        stream = self.stream(stream_id)
+        if not self._settings.enabled.get(stream_id, True):
+            raise Unavailable(f"stream {stream_id} is disabled")
         return stream.join()
+
+    # Configuration -----------------------------------------------------------------------------
+    def config(self) -> dict[str, Any]:
+        return self._settings_now().to_dict()
+
+    def set_config(self, overlay: dict[str, Any]) -> None:
+        s = self._settings_now()
+        s.apply(overlay)
+        self._check_osd_streams()
+        self._sync()
+
+    def config_field(self, field_path: str) -> tuple[int, str]:
+        return self._settings_now().field(field_path)
+
+    def set_config_field(self, field_path: str, kind: int, value: str) -> None:
+        self._settings_now().set_field(field_path, kind, value)
+        self._sync()
+
+    def export_config(self) -> dict[str, Any]:
+        return {"schema": cfg.EXPORT_SCHEMA, "version": cfg.EXPORT_VERSION, "config": self.config()}
+
+    def import_config(self, schema: str, version: int, config: dict[str, Any]) -> None:
+        if schema != cfg.EXPORT_SCHEMA:
+            raise InvalidInput(f"schema must be {cfg.EXPORT_SCHEMA}")
+        if version != cfg.EXPORT_VERSION:
+            raise InvalidInput(f"unsupported version {version}")
+        s = self._settings_now()
+        parsed = cfg.parse_document(cfg.merge(s.to_dict(), config))
+        for name, value in parsed.items():
+            setattr(s, name, value)
+        self._sync()
+
+    def set_encoder(self, stream_name: str, bitrate_bps: int, framerate: int, gop: int) -> None:
+        """Hot update of bitrate, frame rate and GOP (zero keeps the current value)."""
+        self.reconfigure_encoder(stream_name, 0, 0, "", bitrate_bps, framerate, gop)
+
+    def reconfigure_encoder(
+        self, stream_name: str, width: int, height: int, codec: str, bitrate_bps: int, fps: int, gop: int
+    ) -> int:
+        """Full reinit of one encoder; returns the interruption in milliseconds."""
+        s = self._settings_now()
+        current = s.stream(stream_name)
+        if current is None:
+            raise NotFound(f"stream {stream_name} not found", resource="stream")
+        enc = {
+            "codec": codec or current.codec,
+            "width": width or current.width,
+            "height": height or current.height,
+            "fps": fps or current.fps,
+            "bitrate_bps": bitrate_bps or current.bitrate_bps,
+            "gop": gop or current.gop,
+        }
+        new = cfg.stream_config(stream_name, enc)
+        s.streams = [new if c.stream_id == stream_name else c for c in s.streams]
+        self._sync()
+        return round(_stream.INTERRUPT_S * 1000)
+
+    def reconfigure_pipeline(self) -> int:
+        for stream in self._current().values():
+            stream.reconfigure(stream.config)
+        return round(_stream.INTERRUPT_S * 1000)
+
+    def set_rtsp(self, enabled: bool) -> None:
+        self._settings_now().rtsp_enabled = enabled
+
+    def profile(self) -> dict[str, Any]:
+        s = self._settings_now()
+        return {"name": s.profile, "config": s.to_dict()}
+
+    def profiles(self) -> list[tuple[str, bool]]:
+        s = self._settings_now()
+        return [(name, name == s.profile) for name in s.profiles]
+
+    def switch_profile(self, name: str) -> None:
+        s = self._settings_now()
+        doc = s.profiles.get(name)
+        if doc is None:
+            raise NotFound(f"profile {name} not found", resource="profile")
+        parsed = cfg.parse_document(doc)
+        for key, value in parsed.items():
+            setattr(s, key, value)
+        s.profile = name
+        self._sync()
+
+    def backup_profile(self, name: str) -> str:
+        s = self._settings_now()
+        name = name or s.profile
+        if not name or "/" in name or ".." in name:
+            raise InvalidInput("invalid profile name")
+        s.profiles[name] = {**s.to_dict(), "profile": name}
+        return name
+
+    def add_stream(self, config: StreamConfig) -> None:
+        s = self._settings_now()
+        if not config.stream_id or "/" in config.stream_id or ".." in config.stream_id:
+            raise InvalidInput("invalid stream name")
+        if s.stream(config.stream_id) is not None:
+            raise Conflict(f"stream {config.stream_id} already exists")
+        if len(s.streams) >= MAX_STREAMS:
+            raise InvalidInput(f"at most {MAX_STREAMS} streams")
+        enc = {k: getattr(config, k) for k in ("codec", "width", "height", "fps", "bitrate_bps", "gop")}
+        s.streams = [*s.streams, cfg.stream_config(config.stream_id, enc)]
+        s.enabled[config.stream_id] = True
+        self._sync()
+
+    def remove_stream(self, name: str) -> None:
+        s = self._settings_now()
+        if s.stream(name) is None:
+            raise NotFound(f"stream {name} not found", resource="stream")
+        if len(s.streams) == 1:
+            raise InvalidInput("cannot remove the last stream")
+        s.streams = [c for c in s.streams if c.stream_id != name]
+        s.enabled.pop(name, None)
+        s.osd.pop(name, None)
+        self._sync()
+
+    def enable_stream(self, name: str, enabled: bool) -> None:
+        s = self._settings_now()
+        if s.stream(name) is None:
+            raise NotFound(f"stream {name} not found", resource="stream")
+        s.enabled[name] = enabled
+        self._sync()
+
+    # Picture -----------------------------------------------------------------------------------
+    def image(self) -> ImageSettings:
+        return self._settings_now().image
+
+    def set_image(self, settings: ImageSettings) -> None:
+        for k in ("brightness", "contrast", "saturation", "sharpness"):
+            if not -100 <= getattr(settings, k) <= 100:
+                raise InvalidInput(f"{k} must be between -100 and 100")
+        self._settings_now().image = settings
+
+    def transform(self) -> Transform:
+        return self._settings_now().transform
+
+    def set_transform(self, transform: Transform) -> None:
+        if transform.rotation not in cfg.ROTATIONS:
+            raise InvalidInput("rotation must be 0, 90, 180 or 270")
+        self._settings_now().transform = transform
+
+    def osd(self) -> tuple[OsdStream, ...]:
+        s = self._settings_now()
+        out = []
+        for c in s.streams:
+            current = s.osd.get(c.stream_id)
+            if current is None:
+                texts, dates = default_osd(self._id)
+                current = OsdStream(c.stream_id, texts, dates)
+            out.append(current)
+        return tuple(out)
+
+    def set_osd(self, streams: tuple[OsdStream, ...]) -> None:
+        s = self._settings_now()
+        for o in streams:
+            if s.stream(o.stream_name) is None:
+                raise NotFound(f"stream {o.stream_name} not found", resource="stream")
+        for o in streams:
+            s.osd[o.stream_name] = o
+
+    def _check_osd_streams(self) -> None:
+        s = self._settings
+        for name in list(s.osd):
+            if s.stream(name) is None:
+                s.osd.pop(name)
+
+    def upload_osd_image(self, name: str, content_type: str, data: bytes) -> OsdImageFile:
+        self._current()
+        if not name or "/" in name or "\\" in name or ".." in name:
+            raise InvalidInput("invalid image name")
+        if len(data) > MAX_OSD_IMAGE_BYTES:
+            raise InvalidInput("image too large")
+        if name not in self._osd_files and len(self._osd_files) >= MAX_OSD_IMAGES:
+            raise InvalidInput(f"at most {MAX_OSD_IMAGES} OSD images")
+        pixels = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED) if data else None
+        if pixels is None:
+            raise InvalidInput("not a PNG, JPEG or BMP image")
+        if pixels.ndim == 2:
+            pixels = cv2.cvtColor(pixels, cv2.COLOR_GRAY2BGR)
+        pixels = pixels[:, :, :4].astype(np.uint8) if pixels.dtype != np.uint8 else pixels[:, :, :4]
+        file = OsdImageFile(name, content_type or "application/octet-stream", data)
+        self._osd_files[name] = file
+        self._osd_pixels[name] = np.ascontiguousarray(pixels)
+        return file
+
+    def osd_image(self, name: str) -> OsdImageFile:
+        self._current()
+        file = self._osd_files.get(name)
+        if file is None:
+            raise NotFound(f"OSD image {name} not found", resource="file")
+        return file
+
+    def privacy_masks(self) -> PrivacyMaskConfig:
+        return self._settings_now().privacy
+
+    def set_privacy_masks(self, config: PrivacyMaskConfig) -> None:
+        for m in config.masks:
+            if not (0 <= m.x <= 1 and 0 <= m.y <= 1 and 0 <= m.width <= 1 and 0 <= m.height <= 1):
+                raise InvalidInput("mask coordinates are fractions of the frame (0..1)")
+            if m.x + m.width > 1 + 1e-9 or m.y + m.height > 1 + 1e-9:
+                raise InvalidInput("a mask must lie inside the frame")
+        self._settings_now().privacy = config
+
+    def ai_overlay(self) -> AiOverlay:
+        return self._settings_now().overlay
+
+    def set_ai_overlay(self, overlay: AiOverlay) -> None:
+        self._settings_now().overlay = dataclasses.replace(overlay)
+
+    def detections(self) -> list[Detection]:
+        self._current()
+        camera = self._camera()
+        pan, tilt = camera.peripherals.view_offset()
+        return list(
+            self._detector.detect(self._scene, self._world.env.now, camera.lens.zoom_ratio(), pan, tilt)
+        )

@@ -3,11 +3,16 @@
 Everything is a pure function of the camera's seed key and sim time: the same (key, t) gives the
 same boxes and the same pixels, so a frame can be rendered for any instant in any order. Objects
 (people and vehicles) bounce across the view along triangle waves; their boxes are the ground truth
-an AI model's detections can be checked against. Coordinates are normalised to [0, 1].
+an AI model's detections can be checked against. Coordinates are normalised to [0, 1] of the
+scene's panorama (the renderer shows a window of it: PTZ moves the window, zoom shrinks it).
+
+Light follows the world clock: :func:`daylight` is 0 at night and 1 at noon (UTC hours), with a
+short dawn and dusk.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +61,12 @@ class _Mover:
     speed_x: float
     """Triangle-wave cycles per second."""
     speed_y: float
+
+
+def daylight(unix_time: float) -> float:
+    """Daylight 0..1 at a world instant: sun up from 06:00 to 18:00 UTC, full from mid-morning."""
+    hour = (unix_time % 86400) / 3600
+    return min(1.0, max(0.0, 1.6 * math.sin(math.pi * (hour - 6.0) / 12.0) + 0.1))
 
 
 def _triangle(u: float) -> float:

@@ -1,10 +1,15 @@
 """Live video streams: one encoder per stream, shared by all its viewers, driven by world time.
 
-A stream renders and encodes only while someone watches. The first viewer primes the encoder
-synchronously (one frame at the current instant, so the SPS/PPS are cached even in ``step`` mode),
-then a SimPy process encodes a frame every ``1/fps`` of WORLD time: in ``step`` mode frames come
-only when time is advanced; at realtime speed 1 they come at ``fps``. When the last viewer leaves,
-the process ends at its next tick and the encoder is released.
+A stream renders and encodes only while someone watches. A SimPy process ticks every ``1/fps`` of
+WORLD time (in ``step`` mode frames come only when time is advanced; at realtime speed 1 they come at
+``fps``); at each tick it captures the device's :class:`~twin.video.render.View` on the world's thread
+and hands (time, view) to the stream's worker thread, which renders and encodes off the event loop
+and posts the access units back to the loop for the viewers. The first viewer's join submits a frame
+at once, so the SPS/PPS and a key frame exist even in ``step`` mode (:meth:`Viewer.start` awaits it).
+At most :data:`BACKLOG_S` seconds of frames wait for the worker; ticks beyond that are skipped and
+counted. When the last viewer leaves, the process ends at its next tick and the worker and its
+encoder are released. A reconfigure stops the encoder and starts a new one after
+:data:`INTERRUPT_S` of world time.
 
 Each viewer has a bounded queue of :data:`QUEUE_FRAMES`. When it is full a non-key frame is
 dropped (and counted); a key frame replaces the whole backlog (also counted), since it makes the
@@ -15,13 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import queue
+import threading
+import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hardware.ports.errors import Unavailable
 from hardware.ports.media import MediaFrame, StreamConfig
 from twin.video.encoder import H264Encoder
-from twin.video.render import Renderer
+from twin.video.render import Renderer, View
 from twin.video.scene import Scene
 
 if TYPE_CHECKING:
@@ -33,6 +42,10 @@ DEFAULT_STREAMS = (
     StreamConfig("sub", "h264", 1280, 720, 30, 2_000_000, 60),
     StreamConfig("third", "h264", 640, 384, 15, 512_000, 30),
 )
+BACKLOG_S = 2.0
+INTERRUPT_S = 0.2
+"""How long a reconfigured encoder is silent (``interrupt_ms`` in the answer)."""
+LATENCY_SAMPLES = 2048
 RESOLUTION_SCALE = 1.0
 """Scale-down knob for tests and small hosts: sizes (and bitrates) are multiplied by this."""
 
@@ -75,6 +88,10 @@ class Viewer:
 
     def request_keyframe(self) -> None:
         self.stream.request_keyframe()
+
+    async def start(self) -> None:
+        """Wait until the stream has its parameter sets (its first frame is encoded)."""
+        await self.stream.primed()
 
     def push(self, frame: MediaFrame) -> None:
         if self.closed:
@@ -122,22 +139,35 @@ class Viewer:
 class VideoStream:
     """One configured encoder of one camera, in one world (one SimPy environment)."""
 
-    def __init__(self, world: World, camera_id: str, config: StreamConfig, scene: Scene) -> None:
+    def __init__(
+        self,
+        world: World,
+        camera_id: str,
+        config: StreamConfig,
+        scene: Scene,
+        view_of: Callable[[str], View] | None = None,
+    ) -> None:
         self.world = world
         self.env = world.env
         self.camera_id = camera_id
         self.config = config
         self.scene = scene
+        self.view_of = view_of or (lambda _sid: View(self.world.now(), camera_id))
         self.viewers: list[Viewer] = []
-        self.encoder: H264Encoder | None = None
-        self.renderer: Renderer | None = None
         self.parameter_sets = b""
         self.frames = 0
+        self.skipped = 0
         self.dropped_total = 0
         self.last_frame_at: float | None = None
+        self.interrupted_until: float | None = None
+        self.latency: deque[tuple[int, float, float]] = deque(maxlen=LATENCY_SAMPLES)
+        """(PTS, perf_counter at render start, at hand-over to the viewers) of recent frames."""
         self._recent: deque[float] = deque(maxlen=max(2, config.fps + 1))
         self._running = False
         self._want_key = False
+        self._worker: _Worker | None = None
+        self._generation = 0
+        self._primed: asyncio.Event | None = None
 
     # Viewers -------------------------------------------------------------------------------
     def join(self) -> Viewer:
@@ -160,46 +190,105 @@ class VideoStream:
     def close(self) -> None:
         for viewer in list(self.viewers):
             viewer.close()
+        self._stop_worker()
+
+    async def primed(self) -> None:
+        if self.parameter_sets or self._primed is None:
+            return
+        await self._primed.wait()
+
+    async def settle(self) -> None:
+        """Wait until the worker has encoded every submitted frame and the viewers have them."""
+        worker = self._worker
+        if worker is not None:
+            await asyncio.to_thread(worker.jobs.join)
+        self._deliver()
 
     # Encoding ------------------------------------------------------------------------------
     def _start(self) -> None:
-        c = self.config
-        self.encoder = H264Encoder(c.width, c.height, c.fps, c.bitrate_bps, c.gop)
-        self.renderer = Renderer(self.scene, c.width, c.height, self.camera_id)
         self._running = True
-        self._encode_now()  # primes SPS/PPS and gives the first viewer its key frame at once
-        self.env.process(self._run())
+        self._generation += 1
+        self._start_worker()
+        self._submit()  # the first viewer's key frame and the SPS/PPS, at once
+        self.env.process(self._run(self._generation))
 
-    def _run(self):
+    def _start_worker(self) -> None:
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        self._primed = asyncio.Event() if loop is not None and not self.parameter_sets else None
+        self._worker = _Worker(self, self._generation, loop)
+
+    def _stop_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+
+    def _run(self, generation: int):
         start, k = self.env.now, 0
-        while True:
+        while generation == self._generation:
             k += 1  # absolute schedule: no drift from summing 1/fps
             yield self.env.timeout(max(0.0, start + k / self.config.fps - self.env.now))
+            if generation != self._generation:
+                return
             if not self.viewers:
                 break
-            self._encode_now()
+            self._submit()
         self._running = False
-        self.encoder = None
-        self.renderer = None
+        self._stop_worker()
 
-    def _encode_now(self) -> None:
-        assert self.encoder is not None and self.renderer is not None
-        t = self.env.now
-        image = self.renderer.render(t, self.world.now())
-        if self._want_key:
-            self.encoder.request_keyframe()
-            self._want_key = False
-        units = self.encoder.encode(image)
-        if self.encoder.sps and self.encoder.pps:
-            self.parameter_sets = self.encoder.parameter_sets()
-        pts = ticks_90k(t)
-        for unit in units:
-            frame = MediaFrame(unit.key, pts, pts, unit.avcc)
-            for viewer in list(self.viewers):
-                viewer.push(frame)
-        self.frames += 1
-        self.last_frame_at = t
-        self._recent.append(t)
+    def _submit(self) -> None:
+        worker = self._worker
+        if worker is None:
+            return
+        if worker.jobs.qsize() >= max(2, int(self.config.fps * BACKLOG_S)):
+            self.skipped += 1
+            return
+        key = self._want_key
+        self._want_key = False
+        worker.submit(_Job(self.env.now, self.view_of(self.config.stream_id), key))
+
+    def reconfigure(self, config: StreamConfig) -> None:
+        """Take new encoder settings: the current encoder stops, a new one starts after
+        :data:`INTERRUPT_S` of world time (at once if nobody watches)."""
+        self.config = config
+        self._recent = deque(maxlen=max(2, config.fps + 1))
+        self.parameter_sets = b""
+        if not self._running:
+            return
+        self._generation += 1
+        self._stop_worker()
+        self._running = False
+        self.interrupted_until = self.env.now + INTERRUPT_S
+        self.env.process(self._resume(self._generation))
+
+    def _resume(self, generation: int):
+        yield self.env.timeout(INTERRUPT_S)
+        self.interrupted_until = None
+        if generation == self._generation and self.viewers and not self._running:
+            self._start()
+
+    def _deliver(self) -> None:
+        """On the loop: hand the worker's finished frames to the viewers."""
+        worker = self._worker
+        if worker is None:
+            return
+        while worker.outbox:
+            t, units, parameter_sets, stamps = worker.outbox.popleft()
+            if parameter_sets:
+                self.parameter_sets = parameter_sets
+                if self._primed is not None:
+                    self._primed.set()
+            pts = ticks_90k(t)
+            for unit in units:
+                frame = MediaFrame(unit.key, pts, pts, unit.avcc)
+                for viewer in list(self.viewers):
+                    viewer.push(frame)
+            self.frames += 1
+            self.last_frame_at = t
+            self._recent.append(t)
+            self.latency.append((pts, stamps, time.perf_counter()))
 
     # Status --------------------------------------------------------------------------------
     def measured_fps(self) -> float:
@@ -216,3 +305,71 @@ class VideoStream:
 
     def dropped(self) -> int:
         return self.dropped_total + sum(v.dropped for v in self.viewers)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Job:
+    t: float
+    view: View
+    key: bool
+
+
+class _Worker:
+    """The stream's render+encode thread: one encoder, jobs in order, results to the loop.
+
+    Without a running event loop (plain synchronous use) jobs run inline on the caller's thread.
+    """
+
+    def __init__(self, stream: VideoStream, generation: int, loop: asyncio.AbstractEventLoop | None) -> None:
+        c = stream.config
+        self.stream = stream
+        self.generation = generation
+        self.loop = loop
+        self.encoder = H264Encoder(c.width, c.height, c.fps, c.bitrate_bps, c.gop)
+        self.renderer = Renderer(stream.scene, c.width, c.height, stream.camera_id)
+        self.jobs: queue.Queue[_Job | None] = queue.Queue()
+        self.outbox: deque[tuple[float, list, bytes, float]] = deque()
+        self._thread: threading.Thread | None = None
+        if loop is not None:
+            self._thread = threading.Thread(
+                target=self._loop, name=f"video-{stream.camera_id}-{c.stream_id}", daemon=True
+            )
+            self._thread.start()
+
+    def submit(self, job: _Job) -> None:
+        if self._thread is None:
+            self._encode(job)
+            self.stream._deliver()
+        else:
+            self.jobs.put(job)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self.jobs.put(None)
+
+    def _loop(self) -> None:
+        while True:
+            job = self.jobs.get()
+            try:
+                if job is None:
+                    return
+                self._encode(job)
+                try:
+                    self.loop.call_soon_threadsafe(self._handoff)  # type: ignore[union-attr]
+                except RuntimeError:  # the loop is closed: nobody is left to watch
+                    return
+            finally:
+                self.jobs.task_done()
+
+    def _handoff(self) -> None:
+        if self.stream._worker is self:
+            self.stream._deliver()
+
+    def _encode(self, job: _Job) -> None:
+        started = time.perf_counter()
+        image = self.renderer.render(job.t, job.view)
+        if job.key:
+            self.encoder.request_keyframe()
+        units = self.encoder.encode(image)
+        parameter_sets = self.encoder.parameter_sets() if self.encoder.sps and self.encoder.pps else b""
+        self.outbox.append((job.t, units, parameter_sets, started))

@@ -94,6 +94,10 @@ async def h264(websocket: WebSocket, stream_id: str) -> None:
     except NotFound as err:
         await _deny(websocket, errors.fail(4000, err.message))
         return
+    except DomainError as err:
+        code = errors.DOMAIN_CODES.get((err.code, err.resource)) or errors.DOMAIN_CODES[(err.code, None)]
+        await _deny(websocket, errors.fail(code, err.message))
+        return
     host = websocket.client.host if websocket.client else ""
     conns = _clients(websocket).setdefault(host, deque())
     me = _Connection(websocket)
@@ -112,6 +116,7 @@ async def h264(websocket: WebSocket, stream_id: str) -> None:
 
 
 async def _serve(websocket: WebSocket, viewer: MediaViewer, me: _Connection) -> None:
+    await viewer.start()
     await websocket.send_bytes(pack(viewer.config_frame()))
     viewer.request_keyframe()
     sender = asyncio.create_task(_pump(websocket, viewer))

@@ -1,0 +1,76 @@
+"""Request bodies of the camera hardware and media routes, read like Gin's ``ShouldBindJSON``: a JSON
+object whose fields have the Go types (a string is never a number, a bool never an int; an integer
+is a valid float), ``null`` is unset, and a required field must be present."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hardware.ports.errors import InvalidInput
+
+BAD_FORMAT = "Invalid request format"
+_MISSING = object()
+
+
+class Body:
+    def __init__(self, raw: bytes, detail: str = BAD_FORMAT) -> None:
+        self.detail = detail
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError as err:
+            raise InvalidInput(detail) from err
+        if not isinstance(body, dict):
+            raise InvalidInput(detail)
+        self.body = body
+
+    @classmethod
+    def of(cls, value: Any, detail: str = BAD_FORMAT) -> Body:
+        """A nested object read with the same rules."""
+        return cls(json.dumps(value).encode(), detail)
+
+    def has(self, name: str) -> bool:
+        return self.body.get(name) is not None
+
+    def _get(self, name: str, ok: Any, default: Any, required: bool) -> Any:
+        value = self.body.get(name)
+        if value is None:
+            if required:
+                raise InvalidInput(f"{self.detail}: {name} is required")
+            return default
+        if not ok(value):
+            raise InvalidInput(f"{self.detail}: {name} has the wrong type")
+        return value
+
+    def str(self, name: str, *, required: bool = False, default: str = "") -> str:
+        return self._get(name, lambda v: isinstance(v, str), default, required)
+
+    def int(self, name: str, *, required: bool = False, default: int = 0) -> int:
+        return self._get(name, lambda v: isinstance(v, int) and not isinstance(v, bool), default, required)
+
+    def float(self, name: str, *, required: bool = False, default: float = 0.0) -> float:
+        ok = lambda v: isinstance(v, int | float) and not isinstance(v, bool)  # noqa: E731
+        return float(self._get(name, ok, default, required))
+
+    def bool(self, name: str, *, required: bool = False, default: bool = False) -> bool:
+        return self._get(name, lambda v: isinstance(v, bool), default, required)
+
+    def obj(self, name: str, *, required: bool = False) -> dict[str, Any] | None:
+        return self._get(name, lambda v: isinstance(v, dict), None, required)
+
+    def list(self, name: str, *, required: bool = False) -> list[Any]:
+        return self._get(name, lambda v: isinstance(v, list), [], required)
+
+    def only(self, *names: str) -> None:
+        """Strict decoding: refuse a field not in ``names``."""
+        extra = sorted(set(self.body) - set(names))
+        if extra:
+            raise InvalidInput(f'json: unknown field "{extra[0]}"')
+
+
+def status(message: str, success: bool = True) -> dict[str, Any]:
+    """A proto ``Status`` as Gin serialises it: ``success`` omitted when false."""
+    out: dict[str, Any] = {"message": message}
+    if success:
+        out = {"success": True, **out}
+    return out

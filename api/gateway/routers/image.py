@@ -1,0 +1,256 @@
+"""The picture settings under ``/api/v1/media``: image (ISP), transform, OSD (and its images),
+privacy masks and the AI overlay. Every change shows in the next rendered frame."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+
+from api.gateway import errors, schemas
+from api.gateway.deps import Backend, require_session
+from api.gateway.routers._body import Body
+from hardware.ports.camera_hw import (
+    AiOverlay,
+    ImageSettings,
+    OsdDatetime,
+    OsdImage,
+    OsdStream,
+    OsdText,
+    PrivacyMask,
+    PrivacyMaskConfig,
+    Transform,
+)
+from hardware.ports.errors import InvalidInput
+
+router = APIRouter(prefix="/api/v1/media", tags=["media"], dependencies=[Depends(require_session)])
+MASK_FIELDS = ("enabled", "masks")
+MASK_ITEM_FIELDS = ("id", "x", "y", "width", "height", "enabled")
+MAX_UPLOAD = 4 * 1024 * 1024
+
+
+def is_json(request: Request) -> bool:
+    """``application/json`` or ``*+json``, as the device's content-type guard accepts."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+
+
+def unsupported() -> JSONResponse:
+    """The device's 415: code 1001, ``error.type`` "validation"."""
+    response = errors.fail(1001, "Content-Type must be application/json", type_="validation")
+    response.status_code = 415
+    return response
+
+
+def ok_msg(message: str) -> JSONResponse:
+    return JSONResponse({"code": 0, "message": message})
+
+
+def _osd_stream(o: OsdStream) -> dict[str, Any]:
+    return {
+        "stream_name": o.stream_name,
+        "text_overlays": [dataclasses.asdict(t) for t in o.text_overlays],
+        "datetime_overlays": [dataclasses.asdict(d) for d in o.datetime_overlays],
+        "image_overlays": [dataclasses.asdict(i) for i in o.image_overlays],
+    }
+
+
+@router.get("/image")
+async def get_image(backend: Backend) -> JSONResponse:
+    return schemas.ok(dataclasses.asdict(backend.picture.image()))
+
+
+@router.put("/image")
+async def put_image(request: Request, backend: Backend) -> JSONResponse:
+    body = Body(await request.body())
+    current = backend.picture.image()
+    fields = {
+        k: body.int(k, default=getattr(current, k))
+        for k in ("brightness", "contrast", "saturation", "sharpness")
+    }
+    backend.picture.set_image(ImageSettings(**fields))
+    return ok_msg("Image parameters updated")
+
+
+@router.get("/transform")
+async def get_transform(backend: Backend) -> JSONResponse:
+    return schemas.ok(dataclasses.asdict(backend.picture.transform()))
+
+
+@router.put("/transform")
+async def put_transform(request: Request, backend: Backend) -> JSONResponse:
+    body = Body(await request.body())
+    current = backend.picture.transform()
+    transform = Transform(
+        body.bool("flip", default=current.flip),
+        body.bool("mirror", default=current.mirror),
+        body.int("rotation", default=current.rotation),
+    )
+    backend.picture.set_transform(transform)
+    return ok_msg("Transform updated")
+
+
+@router.get("/osd")
+async def get_osd(backend: Backend) -> JSONResponse:
+    return schemas.ok({"streams": [_osd_stream(o) for o in backend.picture.osd()]})
+
+
+def _fraction(b: Body, name: str) -> float:
+    value = b.float(name)
+    if not 0.0 <= value <= 1.0:
+        raise InvalidInput(f"{name} must be between 0 and 1")
+    return value
+
+
+def _size(b: Body) -> float:
+    value = b.float("font_size", default=24.0)
+    if not 1.0 <= value <= 512.0:
+        raise InvalidInput("font_size must be between 1 and 512")
+    return value
+
+
+def _color(b: Body) -> int:
+    value = b.int("text_color", default=0xFFFFFF)
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise InvalidInput("text_color must be a uint32")
+    return value
+
+
+def _items(b: Body, name: str) -> list[Body]:
+    out = []
+    for item in b.list(name):
+        if not isinstance(item, dict):
+            raise InvalidInput(f"Invalid request format: {name}")
+        out.append(Body.of(item))
+    return out
+
+
+def parse_osd(raw: bytes) -> tuple[OsdStream, ...]:
+    """``{streams:[{stream_name, text_overlays?, datetime_overlays?, image_overlays?}]}``."""
+    streams = []
+    for s in _items(Body(raw), "streams"):
+        texts = tuple(
+            OsdText(
+                t.str("id", default=f"text{i}"),
+                t.str("text"),
+                _fraction(t, "x"),
+                _fraction(t, "y"),
+                _size(t),
+                _color(t),
+                t.bool("enabled", default=True),
+            )
+            for i, t in enumerate(_items(s, "text_overlays"))
+        )
+        dates = tuple(
+            OsdDatetime(
+                d.str("id", default=f"datetime{i}"),
+                _fraction(d, "x"),
+                _fraction(d, "y"),
+                d.str("format", default="%Y-%m-%d %H:%M:%S"),
+                _size(d),
+                _color(d),
+                d.bool("enabled", default=True),
+            )
+            for i, d in enumerate(_items(s, "datetime_overlays"))
+        )
+        images = tuple(
+            OsdImage(
+                m.str("id", default=f"image{i}"),
+                m.str("name", required=True),
+                _fraction(m, "x"),
+                _fraction(m, "y"),
+                m.bool("enabled", default=True),
+            )
+            for i, m in enumerate(_items(s, "image_overlays"))
+        )
+        streams.append(OsdStream(s.str("stream_name", required=True), texts, dates, images))
+    return tuple(streams)
+
+
+@router.put("/osd")
+async def put_osd(request: Request, backend: Backend) -> JSONResponse:
+    backend.picture.set_osd(parse_osd(await request.body()))
+    return ok_msg("OSD configuration updated")
+
+
+@router.post("/osd/upload-image")
+async def upload_osd_image(request: Request, backend: Backend) -> JSONResponse:
+    try:
+        form = await request.form(max_files=1, max_fields=4)
+    except Exception as err:  # not multipart, or malformed
+        raise InvalidInput("Expected multipart form data with field 'file'") from err
+    upload = form.get("file")
+    if upload is None or isinstance(upload, str):
+        raise InvalidInput("No file uploaded")
+    data = await upload.read(MAX_UPLOAD + 1)
+    if len(data) > MAX_UPLOAD:
+        raise InvalidInput("File too large")
+    name = form.get("name") if isinstance(form.get("name"), str) and form.get("name") else upload.filename
+    file = backend.picture.upload_osd_image(str(name or ""), upload.content_type or "", data)
+    return schemas.ok(
+        {"name": file.name, "size": len(file.data), "url": f"/api/v1/media/osd/image/{file.name}"}
+    )
+
+
+@router.get("/osd/font")
+async def osd_font(backend: Backend) -> JSONResponse:
+    return errors.fail(8000, "OSD font not installed: the OSD renders with the built-in stroke font")
+
+
+@router.get("/osd/image/{name}")
+async def osd_image(name: str, backend: Backend) -> Response:
+    if ".." in name or "/" in name:
+        raise InvalidInput("Invalid image name")
+    file = backend.picture.osd_image(name)
+    return Response(file.data, media_type=file.content_type)
+
+
+@router.get("/privacy-mask")
+async def get_privacy_mask(backend: Backend) -> JSONResponse:
+    p = backend.picture.privacy_masks()
+    return schemas.ok({"enabled": p.enabled, "masks": [dataclasses.asdict(m) for m in p.masks]})
+
+
+@router.put("/privacy-mask")
+async def put_privacy_mask(request: Request, backend: Backend) -> JSONResponse:
+    if not is_json(request):
+        return unsupported()
+    body = Body(await request.body())
+    body.only(*MASK_FIELDS)
+    masks = []
+    for i, item in enumerate(body.list("masks")):
+        if not isinstance(item, dict):
+            raise InvalidInput("Invalid request format: masks")
+        m = Body.of(item)
+        m.only(*MASK_ITEM_FIELDS)
+        masks.append(
+            PrivacyMask(
+                m.str("id", default=f"mask{i}"),
+                m.float("x", required=True),
+                m.float("y", required=True),
+                m.float("width", required=True),
+                m.float("height", required=True),
+                m.bool("enabled", default=True),
+            )
+        )
+    backend.picture.set_privacy_masks(PrivacyMaskConfig(body.bool("enabled"), tuple(masks)))
+    return ok_msg("Privacy mask updated")
+
+
+@router.put("/ai-overlay")
+async def put_ai_overlay(request: Request, backend: Backend) -> JSONResponse:
+    body = Body(await request.body())
+    cur = backend.picture.ai_overlay()
+    thickness = body.int("line_thickness", default=cur.line_thickness)
+    if not 1 <= thickness <= 32:
+        raise InvalidInput("line_thickness must be between 1 and 32")
+    overlay = AiOverlay(
+        body.bool("enabled", default=cur.enabled),
+        body.bool("show_label", default=cur.show_label),
+        body.bool("show_confidence", default=cur.show_confidence),
+        thickness,
+    )
+    backend.picture.set_ai_overlay(overlay)
+    return ok_msg("AI overlay updated")

@@ -1,0 +1,204 @@
+"""The camera daemon's configuration under ``/api/v1/media``: the whole document (get, post,
+export, import), one allow-listed field, encoders (hot update and full reconfigure), RTSP,
+profiles, the pipeline, media streams; and the spec's ``/api/v1/streams`` listing."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from api.gateway import schemas
+from api.gateway.deps import Backend, require_session
+from api.gateway.routers._body import Body
+from api.gateway.routers.image import is_json, ok_msg, unsupported
+from hardware.ports.errors import InvalidInput, NotFound
+from hardware.ports.media import StreamConfig
+
+router = APIRouter(prefix="/api/v1/media", tags=["media"], dependencies=[Depends(require_session)])
+streams_router = APIRouter(prefix="/api/v1/streams", tags=["media"], dependencies=[Depends(require_session)])
+FIELD_TYPES = {0: "BOOL", 1: "INT32", 2: "UINT32", 3: "FLOAT64", 4: "STRING"}
+
+
+def _uint(body: Body, name: str) -> int:
+    value = body.int(name)
+    if value < 0:
+        raise InvalidInput(f"{name} must not be negative")
+    return value
+
+
+@router.get("/config")
+async def get_config(backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.media.config())
+
+
+@router.post("/config")
+async def set_config(request: Request, backend: Backend) -> JSONResponse:
+    if not is_json(request):
+        return unsupported()
+    backend.media.set_config(Body(await request.body()).body)
+    return ok_msg("Configuration updated")
+
+
+@router.get("/config/field")
+async def get_field(request: Request, backend: Backend) -> JSONResponse:
+    path = request.query_params.get("field_path", "")
+    if not path:
+        raise InvalidInput("field_path is required")
+    kind, value = backend.media.config_field(path)
+    return schemas.ok({"field_path": path, "type": kind, "type_name": FIELD_TYPES[kind], "value": value})
+
+
+@router.put("/config/field")
+async def set_field(request: Request, backend: Backend) -> JSONResponse:
+    body = Body(await request.body())
+    path = body.str("field_path", required=True)
+    if not body.has("type"):
+        raise InvalidInput("Invalid request format: type is required")
+    kind = body.int("type")
+    if kind not in FIELD_TYPES:
+        raise InvalidInput("type must be between 0 and 4")
+    backend.media.set_config_field(path, kind, body.str("value", required=True))
+    return ok_msg("Config field applied")
+
+
+@router.get("/config/export")
+async def export_config(backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.media.export_config())
+
+
+@router.post("/config/import")
+async def import_config(request: Request, backend: Backend) -> JSONResponse:
+    if not is_json(request):
+        return unsupported()
+    body = Body(await request.body())
+    config = body.obj("config", required=True)
+    backend.media.import_config(
+        body.str("schema", required=True), body.int("version", required=True), config or {}
+    )
+    return ok_msg("Configuration imported")
+
+
+@router.put("/encoder")
+async def set_encoder(request: Request, backend: Backend) -> JSONResponse:
+    body = Body(await request.body())
+    name = body.str("stream_name", required=True)
+    backend.media.set_encoder(name, _uint(body, "bitrate_bps"), _uint(body, "framerate"), _uint(body, "gop"))
+    return ok_msg("Encoder parameters updated")
+
+
+@router.put("/encoder/reconfig")
+async def reconfig_encoder(request: Request, backend: Backend) -> JSONResponse:
+    body = Body(await request.body())
+    interrupt = backend.media.reconfigure_encoder(
+        body.str("stream_name", required=True),
+        _uint(body, "width"),
+        _uint(body, "height"),
+        body.str("codec"),
+        _uint(body, "bitrate_bps"),
+        _uint(body, "fps"),
+        _uint(body, "gop"),
+    )
+    return schemas.ok({"message": "Encoder reconfigured", "interrupt_ms": interrupt})
+
+
+@router.put("/rtsp")
+async def set_rtsp(request: Request, backend: Backend) -> JSONResponse:
+    body = Body(await request.body())
+    if not body.has("enabled"):
+        raise InvalidInput("Invalid request format: enabled is required")
+    backend.media.set_rtsp(body.bool("enabled"))
+    return ok_msg("RTSP state updated")
+
+
+@router.get("/profile")
+async def get_profile(backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.media.profile())
+
+
+@router.get("/profiles")
+async def list_profiles(backend: Backend) -> JSONResponse:
+    rows = backend.media.profiles()
+    active = next((name for name, on in rows if on), "")
+    return schemas.ok({"profiles": [{"name": n, "active": on} for n, on in rows], "active": active})
+
+
+@router.post("/profile/switch")
+async def switch_profile(request: Request, backend: Backend) -> JSONResponse:
+    name = Body(await request.body()).str("name", required=True)
+    backend.media.switch_profile(name)
+    return ok_msg(f"Switched to profile {name}")
+
+
+@router.post("/profile/backup")
+async def backup_profile(request: Request, backend: Backend) -> JSONResponse:
+    raw = await request.body()
+    name = Body(raw).str("name") if raw.strip() else ""
+    saved = backend.media.backup_profile(name)
+    return schemas.ok({"name": saved, "message": "Profile backed up"})
+
+
+@router.post("/pipeline/reconfigure")
+async def reconfigure_pipeline(backend: Backend) -> JSONResponse:
+    interrupt = backend.media.reconfigure_pipeline()
+    return schemas.ok({"message": "Pipeline reconfigured", "interrupt_ms": interrupt})
+
+
+@router.post("/streams")
+async def add_stream(request: Request, backend: Backend) -> JSONResponse:
+    body = Body(await request.body())
+    config = StreamConfig(
+        body.str("name", required=True),
+        body.str("codec", default="h264"),
+        body.int("width", required=True),
+        body.int("height", required=True),
+        body.int("fps", default=25),
+        body.int("bitrate_bps", default=1_000_000),
+        body.int("gop", default=50),
+    )
+    backend.media.add_stream(config)
+    return ok_msg(f"Stream {config.stream_id} added")
+
+
+@router.delete("/streams/{name}")
+async def remove_stream(name: str, backend: Backend) -> JSONResponse:
+    backend.media.remove_stream(name)
+    return ok_msg(f"Stream {name} removed")
+
+
+@router.post("/streams/{name}/enable")
+async def enable_stream(name: str, backend: Backend) -> JSONResponse:
+    backend.media.enable_stream(name, True)
+    return ok_msg(f"Stream {name} enabled")
+
+
+@router.delete("/streams/{name}/disable")
+async def disable_stream(name: str, backend: Backend) -> JSONResponse:
+    backend.media.enable_stream(name, False)
+    return ok_msg(f"Stream {name} disabled")
+
+
+def _info(c: StreamConfig) -> dict[str, object]:
+    """The spec's ``StreamInfo``."""
+    return {
+        "id": c.stream_id,
+        "name": c.stream_id,
+        "url": f"/api/v1/h264/{c.stream_id}",
+        "width": c.width,
+        "height": c.height,
+        "fps": c.fps,
+        "codec": c.codec,
+        "bitrate": c.bitrate_bps,
+    }
+
+
+@streams_router.get("")
+async def list_streams(backend: Backend) -> JSONResponse:
+    return schemas.ok({"streams": [_info(c) for c in backend.media.streams()]})
+
+
+@streams_router.get("/{stream_id}")
+async def get_stream(stream_id: str, backend: Backend) -> JSONResponse:
+    for c in backend.media.streams():
+        if c.stream_id == stream_id:
+            return schemas.ok(_info(c))
+    raise NotFound(f"stream {stream_id} not found", resource="stream")

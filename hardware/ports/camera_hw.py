@@ -1,0 +1,349 @@
+"""The camera's hardware areas as its gateway serves them: lens and autofocus, peripherals (light,
+IR, PTZ, GPIO, fan, heater, radar, alarm outputs, Wiegand, RS485), and the picture settings the
+camera daemon applies to every stream (image, transform, OSD, privacy masks, AI overlay).
+
+Positions are motor steps; picture coordinates are fractions of the frame ([0, 1], top-left origin).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+# Lens motor states, as the device's ``device.proto`` numbers them.
+MOTOR_NO_CFG, MOTOR_STOPPED, MOTOR_RUNNING, MOTOR_RESET_ZERO, MOTOR_ERROR = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True, slots=True)
+class MotorLimit:
+    min_pos: int
+    max_pos: int
+
+
+@dataclass(frozen=True, slots=True)
+class LensStatus:
+    zoom_state: int
+    focus_state: int
+    zoom_rz_done: bool
+    focus_rz_done: bool
+    zoom_pos: int
+    focus_pos: int
+    iris_adc: int
+    autofocus_enabled: bool
+    zoom_limit: MotorLimit
+    focus_limit: MotorLimit
+
+
+@dataclass(frozen=True, slots=True)
+class AfStatus:
+    """``GET device/lens/af/status``: the current (or last) autofocus job."""
+
+    job_id: str
+    operation: str
+    """``none``, ``startup``, ``oneshot``, ``zoom_follow``."""
+    state: str
+    """``idle``, ``coarse``, ``fine``, ``verifying``, ``path_moving``, ``completed``, ``cancelled``…"""
+    progress: float
+    busy: bool
+    elapsed_ms: int
+    error_code: int
+    message: str
+    anchor_valid: bool
+    requested_ratio: float
+    effective_ratio: float
+    zoom_pos: int
+    focus_pos: int
+    best_focus: int
+    metric: float
+    confidence: float
+    reproducibility: float
+    estimated_distance_m: float
+
+
+@dataclass(frozen=True, slots=True)
+class AfJob:
+    accepted: bool
+    job_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceStatus:
+    soc_temp_c: float
+    mcu_temp_c: float
+    light_sensor: int
+    ptz_pan_pos: float
+    ptz_tilt_pos: float
+    zoom_pos: int
+    focus_pos: int
+    autofocus_enabled: bool
+    ircut_mode: int
+    """0 auto, 1 day, 2 night."""
+    white_light_level: int
+    ir_led_level: int
+    mcu_version: str
+    mcu_uptime_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GpioPin:
+    pin: int
+    value: bool
+    status: str
+    direction: str
+
+
+@dataclass(frozen=True, slots=True)
+class GpioRead:
+    available_pins: tuple[int, ...]
+    input_pins: tuple[int, ...]
+    output_pins: tuple[int, ...]
+    results: tuple[GpioPin, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Switched:
+    """What fan, heat, radar, alarm-out and wiegand answer: ``{success, enabled, message}``."""
+
+    success: bool
+    enabled: bool
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PtzCommand:
+    action: str
+    direction: str = ""
+    speed: int = 0
+    preset_id: int = 0
+    zoom_speed: int = 0
+    focus_speed: int = 0
+
+
+# Picture ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ImageSettings:
+    """ISP parameters, each -100..100 (0 = neutral)."""
+
+    brightness: int = 0
+    contrast: int = 0
+    saturation: int = 0
+    sharpness: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Transform:
+    flip: bool = False
+    """Upside down."""
+    mirror: bool = False
+    """Left-right."""
+    rotation: int = 0
+    """0, 90, 180 or 270 degrees clockwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class OsdText:
+    id: str
+    text: str
+    x: float
+    y: float
+    font_size: float = 24.0
+    text_color: int = 0xFFFFFF
+    """RGB as an integer."""
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class OsdDatetime:
+    id: str
+    x: float
+    y: float
+    format: str = "%Y-%m-%d %H:%M:%S"
+    font_size: float = 24.0
+    text_color: int = 0xFFFFFF
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class OsdImage:
+    id: str
+    name: str
+    """An uploaded OSD image (``media/osd/upload-image``)."""
+    x: float
+    y: float
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class OsdStream:
+    stream_name: str
+    text_overlays: tuple[OsdText, ...] = ()
+    datetime_overlays: tuple[OsdDatetime, ...] = ()
+    image_overlays: tuple[OsdImage, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PrivacyMask:
+    id: str
+    x: float
+    y: float
+    width: float
+    height: float
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PrivacyMaskConfig:
+    enabled: bool = False
+    masks: tuple[PrivacyMask, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AiOverlay:
+    enabled: bool = False
+    show_label: bool = True
+    show_confidence: bool = True
+    line_thickness: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """One detection of the camera's AI model; the box in fractions of the frame."""
+
+    label: str
+    confidence: float
+    x: float
+    y: float
+    w: float
+    h: float
+    object_id: int = -1
+    """The ground-truth object it came from; -1 for a false positive."""
+
+
+@dataclass(frozen=True, slots=True)
+class OsdImageFile:
+    name: str
+    content_type: str
+    data: bytes = field(repr=False)
+
+
+# Areas -----------------------------------------------------------------------------------------
+@runtime_checkable
+class GatewayLens(Protocol):
+    """Zoom, focus and iris motors and autofocus. Moves take time on the world clock."""
+
+    def status(self) -> LensStatus: ...
+
+    def af_status(self) -> AfStatus: ...
+
+    def zoom(self, speed: int) -> None:
+        """Run the zoom motor at ``speed`` (-100..100, negative = wide); 0 stops."""
+
+    def focus(self, speed: int) -> None:
+        """Run the focus motor at ``speed`` (-100..100, negative = near); 0 stops."""
+
+    def set_autofocus(self, enable: bool) -> None:
+        """Continuous autofocus: refocus after every zoom move."""
+
+    def oneshot_af(self) -> AfJob:
+        """Sweep focus and settle at the sharpest position; ``af_status`` shows progress."""
+
+    def cancel_af(self) -> AfJob: ...
+
+    def zoom_follow(self, ratio: float) -> AfJob:
+        """Zoom to ``ratio`` with focus tracking the zoom curve. ``InvalidInput`` unless ratio > 0."""
+
+    def set_zoom_level(self, level: float) -> None:
+        """Zoom ratio to move to (1.0 = widest)."""
+
+    def set_focus_level(self, level: float) -> None:
+        """Focus position as a fraction of the focus range (0..1)."""
+
+    def reset_zero(self, zoom: bool, focus: bool) -> None: ...
+
+    def iris(self, speed: int) -> None: ...
+
+    def iris_target(self, target: int) -> None:
+        """Iris ADC value (0..1023) to drive to."""
+
+    def set_limits(self, zoom: MotorLimit | None, focus: MotorLimit | None) -> None: ...
+
+    def init(self) -> None:
+        """Reset both motors to zero, then return to the wide end in focus."""
+
+    def goto(self, zoom_ratio: float, focus_distance_m: float) -> None: ...
+
+
+@runtime_checkable
+class GatewayPeripherals(Protocol):
+    def device_status(self) -> DeviceStatus: ...
+
+    def capabilities(self) -> dict[str, bool]: ...
+
+    def set_light(self, level: int) -> None:
+        """White light 0..100; ``InvalidInput`` above 100."""
+
+    def set_ir_led(self, level: int) -> None: ...
+
+    def set_ir_cut(self, mode: str) -> None:
+        """``auto``, ``day`` or ``night``."""
+
+    def ptz(self, command: PtzCommand) -> None: ...
+
+    def gpio_read(self, pins: list[int] | None) -> GpioRead: ...
+
+    def gpio_pin(self, pin: int) -> GpioPin:
+        """``NotFound`` for a pin the device lacks."""
+
+    def gpio_write(self, pin: int, value: bool) -> None:
+        """``InvalidInput`` for an input pin or one the device lacks."""
+
+    def switch(self, what: str, enabled: bool, channel: int = 0) -> Switched:
+        """``fan``, ``heat``, ``radar``, ``alarm-out`` or ``wiegand``."""
+
+    def switched(self, what: str, channel: int = 0) -> Switched: ...
+
+    def alarm_outputs(self) -> dict[str, bool]: ...
+
+    def radar_targets(self) -> list[dict[str, float]]: ...
+
+    def rs485_init(self, baudrate: int, config: str) -> None: ...
+
+    def rs485_deinit(self) -> None: ...
+
+    def rs485_tx(self, data: bytes) -> None:
+        """``Conflict`` unless initialised; with loopback the bytes come back as an event."""
+
+
+@runtime_checkable
+class GatewayPicture(Protocol):
+    """The picture settings the camera daemon applies to its streams."""
+
+    def image(self) -> ImageSettings: ...
+
+    def set_image(self, settings: ImageSettings) -> None: ...
+
+    def transform(self) -> Transform: ...
+
+    def set_transform(self, transform: Transform) -> None: ...
+
+    def osd(self) -> tuple[OsdStream, ...]: ...
+
+    def set_osd(self, streams: tuple[OsdStream, ...]) -> None:
+        """Replace the OSD of each named stream; ``NotFound`` for an unknown stream."""
+
+    def upload_osd_image(self, name: str, content_type: str, data: bytes) -> OsdImageFile:
+        """A PNG or JPEG; ``InvalidInput`` if it does not decode."""
+
+    def osd_image(self, name: str) -> OsdImageFile: ...
+
+    def privacy_masks(self) -> PrivacyMaskConfig: ...
+
+    def set_privacy_masks(self, config: PrivacyMaskConfig) -> None: ...
+
+    def ai_overlay(self) -> AiOverlay: ...
+
+    def set_ai_overlay(self, overlay: AiOverlay) -> None: ...
+
+    def detections(self) -> list[Detection]:
+        """What the loaded model sees now (empty with the camera service down)."""

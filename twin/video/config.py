@@ -1,0 +1,366 @@
+"""The camera daemon's configuration: encoders per stream, picture settings, OSD, privacy masks,
+AI overlay, RTSP, and named profiles.
+
+:class:`MediaSettings` is the typed state; :meth:`MediaSettings.to_dict` and
+:meth:`MediaSettings.apply` are its document form (``GET/POST media/config``, export/import), so a
+partial overlay posted by a client is merged into the current document, validated as a whole and only
+then applied: a bad document changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+from hardware.ports.camera_hw import (
+    AiOverlay,
+    ImageSettings,
+    OsdDatetime,
+    OsdImage,
+    OsdStream,
+    OsdText,
+    PrivacyMask,
+    PrivacyMaskConfig,
+    Transform,
+)
+from hardware.ports.errors import InvalidInput
+from hardware.ports.media import StreamConfig
+
+CODECS = ("h264", "h265")
+ROTATIONS = (0, 90, 180, 270)
+MIN_W, MAX_W, MIN_H, MAX_H = 64, 4096, 64, 2160
+MAX_FPS = 60
+RTSP_PORT = 8554
+EXPORT_SCHEMA = "aipc.media_config"
+EXPORT_VERSION = 1
+# field_path -> ConfigFieldType (0 BOOL, 1 INT32, 2 UINT32, 3 FLOAT64, 4 STRING)
+FIELD_TYPES = {0: "BOOL", 1: "INT32", 2: "UINT32", 3: "FLOAT64", 4: "STRING"}
+FIELDS: dict[str, int] = {
+    "frontend.hailort.use-hailort-service": 0,
+    "rtsp.enabled": 0,
+    "rtsp.port": 2,
+    "image.brightness": 1,
+    "image.contrast": 1,
+    "image.saturation": 1,
+    "image.sharpness": 1,
+    "transform.flip": 0,
+    "transform.mirror": 0,
+    "transform.rotation": 2,
+    "ai_overlay.enabled": 0,
+    "ai_overlay.line_thickness": 2,
+    "privacy_mask.enabled": 0,
+}
+
+
+@dataclasses.dataclass
+class MediaSettings:
+    streams: list[StreamConfig]
+    enabled: dict[str, bool]
+    image: ImageSettings = dataclasses.field(default_factory=ImageSettings)
+    transform: Transform = dataclasses.field(default_factory=Transform)
+    osd: dict[str, OsdStream] = dataclasses.field(default_factory=dict)
+    privacy: PrivacyMaskConfig = dataclasses.field(default_factory=PrivacyMaskConfig)
+    overlay: AiOverlay = dataclasses.field(default_factory=AiOverlay)
+    rtsp_enabled: bool = True
+    rtsp_port: int = RTSP_PORT
+    hailort_service: bool = True
+    profile: str = "default"
+    profiles: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+
+    def stream(self, name: str) -> StreamConfig | None:
+        return next((s for s in self.streams if s.stream_id == name), None)
+
+    # Document form -----------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "streams": [
+                {
+                    "name": s.stream_id,
+                    "enabled": self.enabled.get(s.stream_id, True),
+                    "encoder": {
+                        "codec": s.codec,
+                        "width": s.width,
+                        "height": s.height,
+                        "fps": s.fps,
+                        "bitrate_bps": s.bitrate_bps,
+                        "gop": s.gop,
+                    },
+                }
+                for s in self.streams
+            ],
+            "image": dataclasses.asdict(self.image),
+            "transform": dataclasses.asdict(self.transform),
+            "osd": {"streams": [osd_dict(o) for o in self.osd.values()]},
+            "privacy_mask": {
+                "enabled": self.privacy.enabled,
+                "masks": [dataclasses.asdict(m) for m in self.privacy.masks],
+            },
+            "ai_overlay": dataclasses.asdict(self.overlay),
+            "rtsp": {"enabled": self.rtsp_enabled, "port": self.rtsp_port},
+            "frontend": {"hailort": {"use-hailort-service": self.hailort_service}},
+            "profile": self.profile,
+        }
+
+    def apply(self, overlay: dict[str, Any]) -> None:
+        """Merge ``overlay`` into the current document, validate it all, then take it."""
+        if not isinstance(overlay, dict):
+            raise InvalidInput("config must be a JSON object")
+        doc = merge(self.to_dict(), overlay)
+        parsed = parse_document(doc)
+        for name, value in parsed.items():
+            setattr(self, name, value)
+
+    def field(self, path: str) -> tuple[int, str]:
+        kind = FIELDS.get(path)
+        if kind is None:
+            raise InvalidInput(f"field {path} is not allow-listed")
+        value: Any = self.to_dict()
+        for part in path.split("."):
+            value = value[part]
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        return kind, text
+
+    def set_field(self, path: str, kind: int, text: str) -> None:
+        expected = FIELDS.get(path)
+        if expected is None:
+            raise InvalidInput(f"field {path} is not allow-listed")
+        if kind != expected:
+            raise InvalidInput(f"field {path} has type {FIELD_TYPES[expected]}")
+        value: Any
+        if kind == 0:
+            if text not in ("true", "false", "1", "0"):
+                raise InvalidInput(f"invalid BOOL value {text!r}")
+            value = text in ("true", "1")
+        elif kind in (1, 2):
+            try:
+                value = int(text)
+            except ValueError as err:
+                raise InvalidInput(f"invalid {FIELD_TYPES[kind]} value {text!r}") from err
+            if kind == 2 and value < 0:
+                raise InvalidInput(f"invalid UINT32 value {text!r}")
+        else:
+            value = text
+        overlay: dict[str, Any] = {}
+        node = overlay
+        parts = path.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+        self.apply(overlay)
+
+
+def osd_dict(o: OsdStream) -> dict[str, Any]:
+    return {
+        "stream_name": o.stream_name,
+        "text_overlays": [dataclasses.asdict(t) for t in o.text_overlays],
+        "datetime_overlays": [dataclasses.asdict(d) for d in o.datetime_overlays],
+        "image_overlays": [dataclasses.asdict(i) for i in o.image_overlays],
+    }
+
+
+def merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
+    """``overlay`` over ``base``: objects merge key by key; streams merge by name; else replaced."""
+    out = copy.deepcopy(base)
+    for key, value in overlay.items():
+        if key == "streams" and isinstance(value, list) and isinstance(out.get(key), list):
+            by_name = {s.get("name"): s for s in out[key] if isinstance(s, dict)}
+            for item in value:
+                if isinstance(item, dict) and item.get("name") in by_name:
+                    by_name[item["name"]].update(merge(by_name[item["name"]], item))
+                else:
+                    out[key].append(item)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+# Validation ------------------------------------------------------------------------------------
+def _obj(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{where} must be an object")
+    return value
+
+
+def _int(value: Any, where: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise InvalidInput(f"{where} must be an integer between {lo} and {hi}")
+    return value
+
+
+def _num(value: Any, where: str, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
+        raise InvalidInput(f"{where} must be a number between {lo:g} and {hi:g}")
+    return float(value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{where} must be a boolean")
+    return value
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{where} must be a string")
+    return value
+
+
+def stream_config(name: str, enc: dict[str, Any]) -> StreamConfig:
+    """An encoder entry, checked: codec, even size within limits, fps, bitrate, GOP."""
+    where = f"streams.{name}.encoder"
+    codec = _str(enc.get("codec", "h264"), f"{where}.codec")
+    if codec not in CODECS:
+        raise InvalidInput(f"{where}.codec must be h264 or h265")
+    if codec != "h264":
+        raise InvalidInput(f"{where}.codec h265 is not supported by this camera's encoder")
+    width = _int(enc.get("width"), f"{where}.width", MIN_W, MAX_W)
+    height = _int(enc.get("height"), f"{where}.height", MIN_H, MAX_H)
+    if width % 2 or height % 2:
+        raise InvalidInput(f"{where}: width and height must be even")
+    fps = _int(enc.get("fps"), f"{where}.fps", 1, MAX_FPS)
+    bitrate = _int(enc.get("bitrate_bps"), f"{where}.bitrate_bps", 10_000, 50_000_000)
+    gop = _int(enc.get("gop"), f"{where}.gop", 1, 600)
+    return StreamConfig(name, codec, width, height, fps, bitrate, gop)
+
+
+def parse_osd_stream(item: Any) -> OsdStream:
+    o = _obj(item, "osd stream")
+    name = _str(o.get("stream_name"), "osd.stream_name")
+    texts = []
+    for i, t in enumerate(o.get("text_overlays") or []):
+        t = _obj(t, "text overlay")
+        texts.append(
+            OsdText(
+                _str(t.get("id", f"text{i}"), "text_overlays.id"),
+                _str(t.get("text", ""), "text_overlays.text"),
+                _num(t.get("x", 0.0), "text_overlays.x", 0, 1),
+                _num(t.get("y", 0.0), "text_overlays.y", 0, 1),
+                _num(t.get("font_size", 24.0), "text_overlays.font_size", 1, 512),
+                _int(t.get("text_color", 0xFFFFFF), "text_overlays.text_color", 0, 0xFFFFFFFF),
+                _bool(t.get("enabled", True), "text_overlays.enabled"),
+            )
+        )
+    dates = []
+    for i, d in enumerate(o.get("datetime_overlays") or []):
+        d = _obj(d, "datetime overlay")
+        dates.append(
+            OsdDatetime(
+                _str(d.get("id", f"datetime{i}"), "datetime_overlays.id"),
+                _num(d.get("x", 0.0), "datetime_overlays.x", 0, 1),
+                _num(d.get("y", 0.0), "datetime_overlays.y", 0, 1),
+                _str(d.get("format", "%Y-%m-%d %H:%M:%S"), "datetime_overlays.format"),
+                _num(d.get("font_size", 24.0), "datetime_overlays.font_size", 1, 512),
+                _int(d.get("text_color", 0xFFFFFF), "datetime_overlays.text_color", 0, 0xFFFFFFFF),
+                _bool(d.get("enabled", True), "datetime_overlays.enabled"),
+            )
+        )
+    images = []
+    for i, m in enumerate(o.get("image_overlays") or []):
+        m = _obj(m, "image overlay")
+        images.append(
+            OsdImage(
+                _str(m.get("id", f"image{i}"), "image_overlays.id"),
+                _str(m.get("name"), "image_overlays.name"),
+                _num(m.get("x", 0.0), "image_overlays.x", 0, 1),
+                _num(m.get("y", 0.0), "image_overlays.y", 0, 1),
+                _bool(m.get("enabled", True), "image_overlays.enabled"),
+            )
+        )
+    return OsdStream(name, tuple(texts), tuple(dates), tuple(images))
+
+
+def parse_masks(value: Any) -> PrivacyMaskConfig:
+    p = _obj(value, "privacy_mask")
+    masks = []
+    for i, m in enumerate(p.get("masks") or []):
+        m = _obj(m, "mask")
+        x = _num(m.get("x"), "masks.x", 0, 1)
+        y = _num(m.get("y"), "masks.y", 0, 1)
+        w = _num(m.get("width"), "masks.width", 0, 1)
+        h = _num(m.get("height"), "masks.height", 0, 1)
+        if x + w > 1.0 + 1e-9 or y + h > 1.0 + 1e-9:
+            raise InvalidInput("a mask must lie inside the frame")
+        masks.append(
+            PrivacyMask(
+                _str(m.get("id", f"mask{i}"), "masks.id"),
+                x,
+                y,
+                w,
+                h,
+                _bool(m.get("enabled", True), "masks.enabled"),
+            )
+        )
+    return PrivacyMaskConfig(_bool(p.get("enabled", False), "privacy_mask.enabled"), tuple(masks))
+
+
+def parse_image(value: Any) -> ImageSettings:
+    i = _obj(value, "image")
+    return ImageSettings(
+        *(
+            _int(i.get(k, 0), f"image.{k}", -100, 100)
+            for k in ("brightness", "contrast", "saturation", "sharpness")
+        )
+    )
+
+
+def parse_transform(value: Any) -> Transform:
+    t = _obj(value, "transform")
+    rotation = _int(t.get("rotation", 0), "transform.rotation", 0, 270)
+    if rotation not in ROTATIONS:
+        raise InvalidInput("transform.rotation must be 0, 90, 180 or 270")
+    return Transform(
+        _bool(t.get("flip", False), "transform.flip"),
+        _bool(t.get("mirror", False), "transform.mirror"),
+        rotation,
+    )
+
+
+def parse_overlay(value: Any) -> AiOverlay:
+    a = _obj(value, "ai_overlay")
+    return AiOverlay(
+        _bool(a.get("enabled", False), "ai_overlay.enabled"),
+        _bool(a.get("show_label", True), "ai_overlay.show_label"),
+        _bool(a.get("show_confidence", True), "ai_overlay.show_confidence"),
+        _int(a.get("line_thickness", 2), "ai_overlay.line_thickness", 1, 32),
+    )
+
+
+def parse_document(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document's typed fields, or ``InvalidInput`` naming the first bad one."""
+    streams, enabled = [], {}
+    items = doc.get("streams")
+    if not isinstance(items, list) or not items:
+        raise InvalidInput("streams must be a non-empty list")
+    for item in items:
+        s = _obj(item, "stream")
+        name = _str(s.get("name"), "streams.name")
+        if not name or "/" in name or ".." in name:
+            raise InvalidInput("streams.name must be a plain name")
+        if name in enabled:
+            raise InvalidInput(f"stream {name} appears twice")
+        streams.append(stream_config(name, _obj(s.get("encoder"), f"streams.{name}.encoder")))
+        enabled[name] = _bool(s.get("enabled", True), f"streams.{name}.enabled")
+    osd = {}
+    for item in _obj(doc.get("osd", {}), "osd").get("streams") or []:
+        o = parse_osd_stream(item)
+        if o.stream_name not in enabled:
+            raise InvalidInput(f"osd: unknown stream {o.stream_name}")
+        osd[o.stream_name] = o
+    rtsp = _obj(doc.get("rtsp", {}), "rtsp")
+    frontend = _obj(_obj(doc.get("frontend", {}), "frontend").get("hailort", {}), "frontend.hailort")
+    return {
+        "streams": streams,
+        "enabled": enabled,
+        "image": parse_image(doc.get("image", {})),
+        "transform": parse_transform(doc.get("transform", {})),
+        "osd": osd,
+        "privacy": parse_masks(doc.get("privacy_mask", {})),
+        "overlay": parse_overlay(doc.get("ai_overlay", {})),
+        "rtsp_enabled": _bool(rtsp.get("enabled", True), "rtsp.enabled"),
+        "rtsp_port": _int(rtsp.get("port", RTSP_PORT), "rtsp.port", 1, 65535),
+        "hailort_service": _bool(frontend.get("use-hailort-service", True), "use-hailort-service"),
+        "profile": _str(doc.get("profile", "default"), "profile"),
+    }
