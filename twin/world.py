@@ -128,9 +128,9 @@ class World:
         )
 
     def restore(self, snap: WorldSnapshot) -> None:
+        self.store.load(snap.database)  # first: registries read their durable state when rebuilt
         self._rebuild(snap.config, initial_time=snap.sim_time)
         self.started_at = snap.started_at
-        self.store.load(snap.database)
         self.streams.set_state(snap.streams)
         for cid, state in snap.cameras.items():
             if cid in self.cameras:

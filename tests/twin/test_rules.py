@@ -216,3 +216,18 @@ def test_outbox_retries_with_backoff_on_the_world_clock(twin: Twin) -> None:
     assert job["payload"] == {"a": 1}
     outbox.report(job, failure)
     assert seen == [(1, False), (2, False), (3, True)] and outbox.pending() == 0
+
+
+def test_rules_and_pending_deliveries_survive_snapshot_and_restore(twin: Twin) -> None:
+    created = twin.world.rules.create_rule(rule(cooldown=0))
+    twin.world.messages.create_channel("ops", "webhook", {"url": "http://127.0.0.1:9/"})
+    snap = twin.world.snapshot()
+    twin.world.reset()
+    assert twin.world.rules.list_rules() == []
+    twin.world.restore(snap)
+    twin.clock.advance(80)
+    assert twin.world.rules.get_rule(created.id).trigger_count == 1
+    assert twin.world.outbox.pending("channel") == 1
+    snap = twin.world.snapshot()
+    twin.world.restore(snap)
+    assert len(twin.world.outbox.take()) == 1  # the queued delivery is due again after the restore
