@@ -13,10 +13,14 @@ from typing import Any
 import simpy
 
 from hardware.ports.events import Event, EventKind
+from twin.automation.agents import AgentRegistry
 from twin.automation.apikeys import ApiKeyRing
 from twin.automation.delivery import Outbox
+from twin.automation.dashboards import DashboardRegistry
 from twin.automation.device_types import DeviceTypeRegistry
+from twin.automation.extensions import ExtensionRegistry
 from twin.automation.ingest import Ingest
+from twin.automation.llm import ModelBackendRegistry
 from twin.automation.messages import MessageCenter
 from twin.automation.push import DataPush
 from twin.automation.registry import DeviceRegistry
@@ -86,6 +90,10 @@ class World:
         self.telemetry = Telemetry(self)
         self.api_keys = ApiKeyRing(self)
         self.retention = Retention(self)
+        self.llm = ModelBackendRegistry(self)
+        self.agents = AgentRegistry(self)
+        self.dashboards = DashboardRegistry(self)
+        self.extensions = ExtensionRegistry(self)
         self.outbox = Outbox(self)
         self.messages = MessageCenter(self)
         self.rules = RuleEngine(self)

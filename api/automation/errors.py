@@ -29,6 +29,10 @@ ERROR_TABLE: dict[tuple[ErrorCode, str | None], tuple[int, str]] = {
     (ErrorCode.STORAGE_FULL, None): (507, "INTERNAL_ERROR"),
     (ErrorCode.INTERNAL, None): (500, "INTERNAL_ERROR"),
     (ErrorCode.INVALID_INPUT, "media_type"): (415, "UNSUPPORTED_MEDIA_TYPE"),
+    (ErrorCode.INVALID_INPUT, "validation"): (422, "VALIDATION_ERROR"),
+    (ErrorCode.INVALID_INPUT, "method"): (405, "METHOD_NOT_ALLOWED"),
+    (ErrorCode.NOT_FOUND, "expired_share"): (410, "GONE"),
+    (ErrorCode.INTERNAL, "agent_execution"): (500, "AGENT_EXECUTION_FAILED"),
 }
 
 # Setup validation failures name the offending field (reference: setup handler codes).

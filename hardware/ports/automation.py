@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from hardware.ports.agents import AutomationAgents, Dashboards, Extensions, ModelBackends
 from hardware.ports.clock import Clock
 from hardware.ports.devices import AutomationDevices
 from hardware.ports.events import EventKind, Subscription
@@ -17,6 +18,10 @@ class AutomationBackend(Protocol):
     clock: Clock
     devices: AutomationDevices
     system: AutomationSystem
+    agents: AutomationAgents
+    llm_backends: ModelBackends
+    dashboards: Dashboards
+    extensions: Extensions
     rules: AutomationRules
     messages: AutomationMessages
     push: AutomationPush

@@ -6,7 +6,11 @@ from collections.abc import Callable
 
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import ApiKey, Login, Readiness, User
+from twin.automation.agents import AgentRegistry
+from twin.automation.dashboards import DashboardRegistry
 from twin.automation.devices import TwinDevices
+from twin.automation.extensions import ExtensionRegistry
+from twin.automation.llm import ModelBackendRegistry
 from twin.automation.messages import MessageCenter
 from twin.automation.push import DataPush
 from twin.automation.rules import RuleEngine
@@ -35,6 +39,23 @@ class TwinAutomation:
     @property
     def push(self) -> DataPush:
         return self.world.push
+
+    # The acting areas are the world's registries, looked up on each access (reset rebuilds them).
+    @property
+    def agents(self) -> AgentRegistry:
+        return self.world.agents
+
+    @property
+    def llm_backends(self) -> ModelBackendRegistry:
+        return self.world.llm
+
+    @property
+    def dashboards(self) -> DashboardRegistry:
+        return self.world.dashboards
+
+    @property
+    def extensions(self) -> ExtensionRegistry:
+        return self.world.extensions
 
     def uptime(self) -> float:
         return self.world.uptime()

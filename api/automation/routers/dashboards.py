@@ -1,0 +1,161 @@
+"""Dashboards (jwt-or-api-key) and their share links; ``/share/:token`` is public. Enveloped.
+
+An expired link answers 410 ``GONE``. The share proxy (``ANY /share/:token/proxy/*path``) reads
+live data for a shared dashboard's components: ``GET`` only (other methods 405).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+
+from api.automation.deps import Backend
+from api.automation.routers.agents import Route, release_router
+from api.automation.schemas import ok
+from hardware.ports.agents import Dashboard, ShareLink
+
+PROXY_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
+
+
+DashboardId = Annotated[str, Path(alias="id")]
+"""The ``:id`` of the vendor's path."""
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class CreateDashboard(_Body):
+    name: str
+    description: str | None = None
+    layout: dict[str, Any] | None = None
+    components: list[dict[str, Any]] = []
+
+
+class UpdateDashboard(_Body):
+    name: str | None = None
+    description: str | None = None
+    layout: dict[str, Any] | None = None
+    components: list[dict[str, Any]] | None = None
+    is_default: bool | None = None
+    sort_order: int | None = None
+
+    def changes(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.model_fields_set}
+
+
+class Permissions(_Body):
+    allow_interactive: bool = False
+
+
+class ShareBody(_Body):
+    permissions: Permissions = Permissions()
+    expires_in_hours: float | None = None
+
+
+def dashboard_info(d: Dashboard) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": d.id,
+        "name": d.name,
+        "layout": dict(d.layout),
+        "components": [dict(c) for c in d.components],
+        "created_at": int(d.created_at),
+        "updated_at": int(d.updated_at),
+        "is_default": d.is_default,
+    }
+    if d.sort_order is not None:
+        out["sort_order"] = d.sort_order
+    if d.description is not None:
+        out["description"] = d.description
+    return out
+
+
+def share_info(link: ShareLink) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "token": link.token,
+        "dashboard_id": link.dashboard_id,
+        "permissions": dict(link.permissions),
+        "created_at": int(link.created_at),
+        "share_url": f"/share/{link.token}",
+    }
+    if link.expires_at is not None:
+        out["expires_at"] = int(link.expires_at)
+    return out
+
+
+async def list_dashboards(backend: Backend) -> JSONResponse:
+    rows = [dashboard_info(d) for d in backend.dashboards.list_dashboards()]
+    return ok({"dashboards": rows, "count": len(rows)}, backend.clock.now())
+
+
+async def create_dashboard(body: CreateDashboard, backend: Backend) -> JSONResponse:
+    created = backend.dashboards.create_dashboard(body.name, body.layout, body.components, body.description)
+    return ok(dashboard_info(created), backend.clock.now())
+
+
+async def get_dashboard(dashboard_id: DashboardId, backend: Backend) -> JSONResponse:
+    return ok(dashboard_info(backend.dashboards.get_dashboard(dashboard_id)), backend.clock.now())
+
+
+async def update_dashboard(
+    dashboard_id: DashboardId, body: UpdateDashboard, backend: Backend
+) -> JSONResponse:
+    updated = backend.dashboards.update_dashboard(dashboard_id, body.changes())
+    return ok(dashboard_info(updated), backend.clock.now())
+
+
+async def delete_dashboard(dashboard_id: DashboardId, backend: Backend) -> JSONResponse:
+    backend.dashboards.delete_dashboard(dashboard_id)
+    return ok({"id": dashboard_id, "deleted": True}, backend.clock.now())
+
+
+async def share(dashboard_id: DashboardId, backend: Backend, body: ShareBody | None = None) -> JSONResponse:
+    body = body or ShareBody()
+    link = backend.dashboards.share(dashboard_id, body.permissions.model_dump(), body.expires_in_hours)
+    return ok(share_info(link), backend.clock.now())
+
+
+async def list_shares(dashboard_id: DashboardId, backend: Backend) -> JSONResponse:
+    rows = [share_info(s) for s in backend.dashboards.shares(dashboard_id)]
+    return ok({"shares": rows, "count": len(rows)}, backend.clock.now())
+
+
+async def revoke_share(dashboard_id: DashboardId, token: str, backend: Backend) -> JSONResponse:
+    backend.dashboards.revoke_share(dashboard_id, token)
+    return ok({"token": token, "revoked": True}, backend.clock.now())
+
+
+async def shared(token: str, backend: Backend) -> JSONResponse:
+    view = backend.dashboards.shared(token)
+    expires = None if view.link.expires_at is None else int(view.link.expires_at)
+    data = {
+        "dashboard": dashboard_info(view.dashboard),
+        "permissions": dict(view.link.permissions),
+        "expires_at": expires,
+    }
+    return ok(data, backend.clock.now())
+
+
+async def share_proxy(token: str, path: str, request: Request, backend: Backend) -> JSONResponse:
+    return ok(dict(backend.dashboards.proxy(token, request.method, path)), backend.clock.now())
+
+
+ROUTES: list[Route] = [
+    ("GET", "/dashboards", list_dashboards),
+    ("POST", "/dashboards", create_dashboard),
+    ("GET", "/dashboards/{id}", get_dashboard),
+    ("PUT", "/dashboards/{id}", update_dashboard),
+    ("DELETE", "/dashboards/{id}", delete_dashboard),
+    ("POST", "/dashboards/{id}/share", share),
+    ("GET", "/dashboards/{id}/share", list_shares),
+    ("DELETE", "/dashboards/{id}/share/{token}", revoke_share),
+    ("GET", "/share/{token}", shared),
+    *((m, "/share/{token}/proxy/{path:path}", share_proxy) for m in PROXY_METHODS),
+]
+
+
+def router_for(release: str) -> APIRouter:
+    return release_router(ROUTES, release, "dashboards")

@@ -1,0 +1,178 @@
+"""Model backends: types (public), CRUD, activation, a live test and the multimodal override. Enveloped.
+
+Creating or updating an HTTP backend probes it for real before answering (the backend is kept,
+marked unhealthy, when it cannot be reached). API keys are accepted, stored and never returned.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+
+from api.automation.deps import Backend
+from api.automation.routers.agents import Route, release_router
+from api.automation.schemas import ok
+from hardware.ports.agents import BackendSpec, BackendType, Capabilities, ModelBackend
+from hardware.ports.errors import InvalidInput
+
+BackendId = Annotated[str, Path(alias="id")]
+"""The ``:id`` of the vendor's path."""
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class CreateBackend(_Body):
+    name: str
+    backend_type: str
+    model: str
+    endpoint: str | None = None
+    api_key: str | None = None
+    temperature: float = 0.7
+    top_p: float = 0.9
+    top_k: int | None = None
+    max_tokens: int | None = None
+    thinking_enabled: bool = False
+    thinking_effort: str | None = None
+
+    def to_port(self) -> BackendSpec:
+        return BackendSpec(**self.model_dump())
+
+
+class UpdateBackend(_Body):
+    name: str | None = None
+    model: str | None = None
+    endpoint: str | None = None
+    api_key: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    max_tokens: int | None = None
+    thinking_enabled: bool | None = None
+    thinking_effort: str | None = None
+
+    def changes(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.model_fields_set}
+
+
+class CapabilitiesPatch(_Body):
+    multimodal: bool | None = None
+
+
+def type_info(t: BackendType) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "name": t.name,
+        "description": t.description,
+        "default_model": t.default_model,
+        "default_endpoint": t.default_endpoint,
+        "requires_api_key": t.requires_api_key,
+        "supports_streaming": t.supports_streaming,
+        "supports_thinking": t.supports_thinking,
+        "supports_multimodal": t.supports_multimodal,
+    }
+
+
+def capabilities(c: Capabilities) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "supports_streaming": c.supports_streaming,
+        "supports_multimodal": c.supports_multimodal,
+        "multimodal_source": c.multimodal_source,
+        "supports_thinking": c.supports_thinking,
+        "supports_tools": c.supports_tools,
+        "max_context": c.max_context,
+    }
+    if c.multimodal_user_override is not None:
+        out["multimodal_user_override"] = c.multimodal_user_override
+    return out
+
+
+def backend_info(b: ModelBackend) -> dict[str, Any]:
+    return {
+        "id": b.id,
+        "name": b.name,
+        "backend_type": b.backend_type,
+        "endpoint": b.endpoint,
+        "model": b.model,
+        "api_key_configured": b.api_key_configured,
+        "is_active": b.is_active,
+        "temperature": b.temperature,
+        "top_p": b.top_p,
+        "top_k": b.top_k,
+        "max_tokens": b.max_tokens,
+        "thinking_enabled": b.thinking_enabled,
+        "thinking_effort": b.thinking_effort,
+        "capabilities": capabilities(b.capabilities),
+        "updated_at": int(b.updated_at),
+        "healthy": b.healthy,
+    }
+
+
+async def list_types(backend: Backend) -> JSONResponse:
+    return ok({"types": [type_info(t) for t in backend.llm_backends.types()]}, backend.clock.now())
+
+
+async def list_backends(backend: Backend) -> JSONResponse:
+    rows = [backend_info(b) for b in backend.llm_backends.list_backends()]
+    data = {"backends": rows, "count": len(rows), "active_id": backend.llm_backends.active_id()}
+    return ok(data, backend.clock.now())
+
+
+async def create_backend(body: CreateBackend, backend: Backend) -> JSONResponse:
+    created = await backend.llm_backends.create_backend(body.to_port())
+    return ok({"id": created.id, "message": "LLM backend created"}, backend.clock.now())
+
+
+async def get_backend(backend_id: BackendId, backend: Backend) -> JSONResponse:
+    return ok(backend_info(backend.llm_backends.get_backend(backend_id)), backend.clock.now())
+
+
+async def update_backend(backend_id: BackendId, body: UpdateBackend, backend: Backend) -> JSONResponse:
+    updated = await backend.llm_backends.update_backend(backend_id, body.changes())
+    return ok(backend_info(updated), backend.clock.now())
+
+
+async def delete_backend(backend_id: BackendId, backend: Backend) -> JSONResponse:
+    backend.llm_backends.delete_backend(backend_id)
+    return ok({"id": backend_id, "deleted": True}, backend.clock.now())
+
+
+async def activate(backend_id: BackendId, backend: Backend) -> JSONResponse:
+    return ok(backend_info(backend.llm_backends.activate(backend_id)), backend.clock.now())
+
+
+async def test_backend(backend_id: BackendId, backend: Backend) -> JSONResponse:
+    t = await backend.llm_backends.test_backend(backend_id)
+    result: dict[str, Any] = {"success": t.success, "latency_ms": t.latency_ms}
+    result.update({"response": t.reply} if t.success else {"error": t.error})
+    return ok({"backend_id": t.backend_id, "result": result}, backend.clock.now())
+
+
+async def patch_capabilities(
+    backend_id: BackendId, body: CapabilitiesPatch, backend: Backend
+) -> JSONResponse:
+    if "multimodal" not in body.model_fields_set:
+        raise InvalidInput("multimodal is required: true, false or null", field="multimodal")
+    updated = backend.llm_backends.set_multimodal(backend_id, body.multimodal)
+    return ok(backend_info(updated), backend.clock.now())
+
+
+ROUTES: list[Route] = [
+    ("GET", "/llm-backends/types", list_types),
+    ("GET", "/llm-backends", list_backends),
+    ("POST", "/llm-backends", create_backend),
+    ("GET", "/llm-backends/{id}", get_backend),
+    ("PUT", "/llm-backends/{id}", update_backend),
+    ("DELETE", "/llm-backends/{id}", delete_backend),
+    ("POST", "/llm-backends/{id}/activate", activate),
+    ("POST", "/llm-backends/{id}/test", test_backend),
+    ("PATCH", "/llm-backends/{id}/capabilities", patch_capabilities),
+]
+
+
+def router_for(release: str) -> APIRouter:
+    return release_router(ROUTES, release, "llm-backends")

@@ -1,0 +1,567 @@
+"""AI agents: durable definitions, schedules on the world clock, executions through a model backend.
+
+An active agent has one SimPy process on ``world.env``: ``interval`` wakes every
+``interval_seconds`` after activation, ``cron`` at the next instant its expression matches (in the
+schedule's timezone), ``event`` once per world second in which a matching bus event arrived. Every
+run is an *execution*: the model is given the prompt, the agent's bound resources and the device
+tools; tool calls read device state and send device commands through the devices area; the record
+(decision process, actions, duration) is kept in the store (newest 500 per agent).
+
+With the built-in simulated model an execution completes inside the SimPy step that starts it, so a
+schedule in step mode runs exactly when the clock passes its instants. With an HTTP model the
+execution is recorded ``running`` and finished by an asyncio task when the model has answered.
+The rules engine triggers an agent with :meth:`AgentRegistry.trigger`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import uuid
+from collections.abc import Generator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from hardware.ports.agents import (
+    AGENT_STATUSES,
+    MIN_INTERVAL_S,
+    RESOURCE_TYPES,
+    SCHEDULE_TYPES,
+    Agent,
+    AgentResource,
+    AgentSpec,
+    AgentStats,
+    CronCheck,
+    Execution,
+    Schedule,
+)
+from hardware.ports.errors import DomainError, InvalidInput, NotFound, Timeout
+from hardware.ports.events import EventKind
+from twin.automation.crontab import CronExpression, describe
+from twin.automation.llm import ChatModel, Hints, ToolCall, run_now
+from twin.rng import hash_uniform
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+KEEP_EXECUTIONS = 500
+EVENT_POLL_S = 1.0
+DEFAULT_CHAIN_DEPTH = 3
+AGENT_TOOLS = ("list_devices", "get_device_metrics", "send_device_command")
+
+
+def validation(message: str, field: str) -> InvalidInput:
+    """A refusal the vendor answers with 422 ``VALIDATION_ERROR`` (plain ``InvalidInput`` is 400)."""
+    return InvalidInput(message, resource="validation", field=field)
+
+
+def not_found(agent_id: str) -> NotFound:
+    return NotFound(f"Agent not found: {agent_id}", resource="agent")
+
+
+class AgentRegistry:
+    """Implements :class:`hardware.ports.agents.AutomationAgents` over the world."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.docs = world.store.collection("agents")
+        self.runs = world.store.collection("agent_executions")
+        self.procs: dict[str, simpy.Process] = {}
+        self.pending: set[asyncio.Task[None]] = set()
+        for doc in self.docs.values():
+            if doc["status"] == "active":
+                self._start(doc)
+
+    # Definitions -------------------------------------------------------------------------------
+    def list_agents(self) -> list[Agent]:
+        return [self._value(doc) for doc in self.docs.values()]
+
+    def create_agent(self, spec: AgentSpec) -> Agent:
+        mode = self._check(spec)
+        now = self.world.now()
+        doc = {
+            **_spec_doc(spec),
+            "id": self._uuid(),
+            "execution_mode": mode,
+            "status": "active",
+            "created_at": now,
+            "updated_at": now,
+            "stats": dataclasses.asdict(AgentStats()),
+            "last_execution_at": None,
+            "error_message": None,
+        }
+        self.docs.put(doc["id"], doc)
+        self._start(doc)
+        return self._value(doc)
+
+    def get_agent(self, agent_id: str) -> Agent:
+        return self._value(self._doc(agent_id))
+
+    def update_agent(self, agent_id: str, changes: Mapping[str, Any]) -> Agent:
+        doc = self._doc(agent_id)
+        current = _spec_of(doc)
+        fields = {f.name for f in dataclasses.fields(AgentSpec)}
+        spec = dataclasses.replace(current, **{k: v for k, v in changes.items() if k in fields})
+        if "execution_mode" not in changes:
+            spec = dataclasses.replace(spec, execution_mode=doc["execution_mode"])
+        mode = self._check(spec)
+        doc.update(_spec_doc(spec), execution_mode=mode, updated_at=self.world.now())
+        self.docs.put(agent_id, doc)
+        self._restart(doc)
+        return self._value(doc)
+
+    def delete_agent(self, agent_id: str) -> None:
+        self._doc(agent_id)
+        self._stop(agent_id)
+        self.docs.delete(agent_id)
+        for run_id, run in self.runs.items():
+            if run["agent_id"] == agent_id:
+                self.runs.delete(run_id)
+
+    def set_status(self, agent_id: str, status: str) -> Agent:
+        if status not in AGENT_STATUSES:
+            raise InvalidInput(
+                f"Invalid status '{status}'; expected one of {', '.join(AGENT_STATUSES)}", field="status"
+            )
+        doc = self._doc(agent_id)
+        doc.update(status=status, updated_at=self.world.now())
+        self.docs.put(agent_id, doc)
+        self._restart(doc)
+        return self._value(doc)
+
+    def validate_cron(self, expression: str) -> CronCheck:
+        try:
+            cron = CronExpression.parse(expression)
+        except ValueError as err:
+            return CronCheck(False, error=str(err))
+        times, t = [], self.world.now()
+        for _ in range(5):
+            t = cron.next_after(t)
+            times.append(t)
+        return CronCheck(True, next_executions=tuple(times), description=describe(cron))
+
+    # Executions ---------------------------------------------------------------------------------
+    def execute(self, agent_id: str, trigger_type: str = "manual", data: Any = None) -> Execution:
+        doc = self._doc(agent_id)
+        llm = self.world.llm
+        if llm.is_simulated(doc.get("llm_backend_id")):
+            return self._run_simulated(doc, trigger_type, data)
+        run = self._begin(doc, trigger_type)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self._finish(doc, run, None, "no event loop to reach the model backend")
+        task = loop.create_task(self._run_remote(doc, run, data))
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+        return self._execution(run)
+
+    def trigger(self, agent_id: str, data: Any = None, trigger_type: str = "rule") -> Execution | None:
+        """Run an agent for the rules engine (``trigger_agent``); ``None`` when it is not active."""
+        doc = self.docs.get(agent_id)
+        if doc is None or doc["status"] != "active":
+            return None
+        return self.execute(agent_id, trigger_type, data)
+
+    async def invoke(self, agent_id: str, data: Any = None, timeout_s: float = 60.0) -> Execution:
+        doc = self._doc(agent_id)
+        if self.world.llm.is_simulated(doc.get("llm_backend_id")):
+            return self._run_simulated(doc, "manual", data)
+        run = self._begin(doc, "manual")
+        try:
+            outcome = await asyncio.wait_for(self._conduct(doc, data), timeout_s)
+        except TimeoutError as err:
+            self._finish(doc, run, None, f"timed out after {timeout_s:g} s")
+            raise Timeout("Agent execution timed out", resource="agent_execution") from err
+        except DomainError as err:
+            return self._finish(doc, run, None, err.message)
+        return self._finish(doc, run, outcome, None)
+
+    def executions(self, agent_id: str, limit: int = 50) -> list[Execution]:
+        self._doc(agent_id)
+        runs = [r for r in self.runs.values() if r["agent_id"] == agent_id]
+        return [self._execution(r) for r in reversed(runs[-limit:])]
+
+    def get_execution(self, agent_id: str, execution_id: str) -> Execution:
+        self._doc(agent_id)
+        run = self.runs.get(execution_id)
+        if run is None or run["agent_id"] != agent_id:
+            raise NotFound(f"Execution {execution_id}", resource="execution")
+        return self._execution(run)
+
+    # Schedules (SimPy processes) ----------------------------------------------------------------
+    def _start(self, doc: dict[str, Any]) -> None:
+        if doc["status"] == "active":
+            self.procs[doc["id"]] = self.world.env.process(
+                self._schedule(doc["id"], Schedule(**doc["schedule"]))
+            )
+
+    def _stop(self, agent_id: str) -> None:
+        proc = self.procs.pop(agent_id, None)
+        if proc is not None and proc.is_alive:
+            proc.interrupt("rescheduled")
+
+    def _restart(self, doc: dict[str, Any]) -> None:
+        self._stop(doc["id"])
+        self._start(doc)
+
+    def _schedule(self, agent_id: str, schedule: Schedule) -> Generator[Any, Any, None]:
+        env = self.world.env
+        try:
+            if schedule.schedule_type == "interval":
+                interval = float(schedule.interval_seconds or MIN_INTERVAL_S)
+                start, k = env.now, 0
+                while True:
+                    k += 1  # absolute instants: no drift from summing intervals
+                    yield env.timeout(max(0.0, start + k * interval - env.now))
+                    self._scheduled_run(agent_id, "schedule")
+            elif schedule.schedule_type == "cron":
+                cron = CronExpression.parse(schedule.cron_expression or "", schedule.timezone)
+                while True:
+                    at = cron.next_after(self.world.now())
+                    yield env.timeout(max(0.0, at - self.world.now()))
+                    self._scheduled_run(agent_id, "schedule")
+            else:
+                sub = self.world.bus.subscribe(None, maxlen=64)
+                try:
+                    while True:
+                        yield env.timeout(EVENT_POLL_S)
+                        seen = False
+                        while (event := sub.get_nowait()) is not None:
+                            seen = seen or _matches(
+                                schedule.event_filter, event.kind.value, event.source, event.data
+                            )
+                        if seen:
+                            self._scheduled_run(agent_id, "event")
+                finally:
+                    sub.close()
+        except simpy.Interrupt:
+            return
+
+    def _scheduled_run(self, agent_id: str, trigger_type: str) -> None:
+        doc = self.docs.get(agent_id)
+        if doc is not None and doc["status"] == "active":
+            self.execute(agent_id, trigger_type)
+
+    # Running an execution ---------------------------------------------------------------------
+    def _run_simulated(self, doc: dict[str, Any], trigger_type: str, data: Any) -> Execution:
+        run = self._begin(doc, trigger_type)
+        try:
+            outcome = run_now(self._conduct(doc, data))
+        except DomainError as err:
+            return self._finish(doc, run, None, err.message)
+        return self._finish(doc, run, outcome, None)
+
+    async def _run_remote(self, doc: dict[str, Any], run: dict[str, Any], data: Any) -> None:
+        try:
+            outcome = await self._conduct(doc, data)
+        except DomainError as err:
+            self._finish(doc, run, None, err.message)
+            return
+        self._finish(doc, run, outcome, None)
+
+    async def _conduct(self, doc: dict[str, Any], data: Any) -> dict[str, Any]:
+        """The conversation: prompt → tool calls (read devices, send commands) → conclusion."""
+        model: ChatModel = self.world.llm.model(doc.get("llm_backend_id"))
+        hints = _hints(doc)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": _system_prompt(doc, hints)},
+            {
+                "role": "user",
+                "content": doc["user_prompt"] + (f"\n\nInput: {json.dumps(data)}" if data else ""),
+            },
+        ]
+        tools = _tool_defs()
+        collected, actions, steps, failed = [], [], [], 0
+        depth = doc.get("max_chain_depth") or DEFAULT_CHAIN_DEPTH
+        reply = None
+        for round_ in range(depth):
+            reply = await model.chat(messages, tools if round_ < depth - 1 else [], hints)
+            if not reply.tool_calls:
+                break
+            if reply.assistant:
+                messages.append(reply.assistant)
+            for call in reply.tool_calls:
+                outcome = self._call_tool(doc, call)
+                steps.append(
+                    {"step": len(steps) + 1, "description": f"{call.name}({json.dumps(call.arguments)})"}
+                )
+                if "error" in outcome:
+                    failed += 1
+                if call.name == "send_device_command":
+                    actions.append(
+                        {"action_type": "device_command", **call.arguments, "success": "error" not in outcome}
+                    )
+                else:
+                    collected.append({"source": call.name, "data": outcome})
+                messages.append(model.tool_message(call, json.dumps(outcome, default=str)))
+        conclusion = reply.content if reply else ""
+        total = len(steps)
+        return {
+            "decision_process": {
+                "situation_analysis": f"{len(hints.devices)} bound device(s), trigger data: {data!r}"[:500],
+                "data_collected": collected,
+                "reasoning_steps": steps,
+                "decisions": [a for a in actions if a["success"]],
+                "conclusion": conclusion,
+                "confidence": reply.confidence if reply else 0.0,
+            },
+            "result": {
+                "actions_executed": actions,
+                "notifications_sent": [],
+                "summary": conclusion,
+                "success_rate": 1.0 if total == 0 else round((total - failed) / total, 3),
+            },
+            "partial": failed > 0,
+            "tool_calls": total,
+        }
+
+    def _call_tool(self, doc: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+        devices = self.world.devices
+        args = call.arguments
+        try:
+            if call.name == "list_devices":
+                page = devices.list(1, 100, args.get("device_type"), args.get("status"))
+                return {"devices": [{"device_id": d.device_id, "status": d.status} for d in page.devices]}
+            if call.name == "get_device_metrics":
+                current = devices.current(str(args.get("device_id", "")))
+                values = {m.name: m.value for m in current.metrics}
+                return {
+                    "device_id": current.device.device_id,
+                    "status": current.device.status,
+                    "values": values,
+                }
+            if call.name == "send_device_command":
+                device_id, command = str(args.get("device_id", "")), str(args.get("command", ""))
+                if doc["execution_mode"] == "focused" and (device_id, command) not in {
+                    (d, c) for d, c, _ in _hints(doc).commands
+                }:
+                    return {"error": f"command {command} on {device_id} is not bound to this agent"}
+                sent = devices.send_command(device_id, command, dict(args.get("params") or {}))
+                return {
+                    "device_id": device_id,
+                    "command": command,
+                    "command_id": sent.command_id,
+                    "sent": True,
+                }
+        except DomainError as err:
+            return {"error": err.message}
+        return {"error": f"unknown tool {call.name}"}
+
+    def _begin(self, doc: dict[str, Any], trigger_type: str) -> dict[str, Any]:
+        run = {
+            "id": self._uuid(),
+            "agent_id": doc["id"],
+            "agent_name": doc["name"],
+            "timestamp": self.world.now(),
+            "trigger_type": trigger_type,
+            "status": "running",
+            "duration_ms": 0,
+            "error": None,
+            "decision_process": {},
+            "result": {},
+        }
+        self.runs.put(run["id"], run)
+        self.world.emit(
+            EventKind.AGENT_EXECUTION_STARTED,
+            doc["id"],
+            agent_id=doc["id"],
+            agent_name=doc["name"],
+            execution_id=run["id"],
+            trigger_type=trigger_type,
+        )
+        return run
+
+    def _finish(
+        self, doc: dict[str, Any], run: dict[str, Any], outcome: dict[str, Any] | None, error: str | None
+    ) -> Execution:
+        if outcome is None:
+            status, duration = "failed", self._duration(doc, run, 0)
+        else:
+            status = "partial" if outcome["partial"] else "completed"
+            duration = self._duration(doc, run, outcome["tool_calls"])
+            run.update(decision_process=outcome["decision_process"], result=outcome["result"])
+        run.update(status=status, duration_ms=duration, error=error)
+        self.runs.put(run["id"], run)
+        self._prune(doc["id"])
+        doc = self.docs.get(doc["id"]) or doc
+        stats = doc["stats"]
+        n = stats["total_executions"]
+        stats["avg_duration_ms"] = round((stats["avg_duration_ms"] * n + duration) / (n + 1), 1)
+        stats["total_executions"] = n + 1
+        stats["successful_executions" if status != "failed" else "failed_executions"] += 1
+        doc.update(last_execution_at=run["timestamp"], error_message=error)
+        if self.docs.get(doc["id"]) is not None:
+            self.docs.put(doc["id"], doc)
+        self.world.emit(
+            EventKind.AGENT_EXECUTION_COMPLETED,
+            doc["id"],
+            agent_id=doc["id"],
+            execution_id=run["id"],
+            status=status,
+            duration_ms=duration,
+            success=status != "failed",
+        )
+        return self._execution(run)
+
+    def _duration(self, doc: dict[str, Any], run: dict[str, Any], tool_calls: int) -> int:
+        """The simulated model's think time is deterministic from the seed and the execution id; an
+        HTTP model's is the world time its answer took."""
+        if not self.world.llm.is_simulated(doc.get("llm_backend_id")):
+            return round((self.world.now() - run["timestamp"]) * 1000)
+        key = self.world.streams.key("agent-think:" + run["id"])
+        return int(180 + 900 * float(hash_uniform(key, 0)) + 45 * tool_calls)
+
+    def _prune(self, agent_id: str) -> None:
+        ids = [rid for rid, r in self.runs.items() if r["agent_id"] == agent_id]
+        for rid in ids[:-KEEP_EXECUTIONS]:
+            self.runs.delete(rid)
+
+    # Internals --------------------------------------------------------------------------------
+    def _uuid(self) -> str:
+        return str(uuid.UUID(bytes=self.world.streams.get("automation.agents").bytes(16), version=4))
+
+    def _doc(self, agent_id: str) -> dict[str, Any]:
+        doc = self.docs.get(agent_id)
+        if doc is None:
+            raise not_found(agent_id)
+        return doc
+
+    def _check(self, spec: AgentSpec) -> str:
+        """Validate like the vendor; returns the effective execution mode."""
+        if not 1 <= len(spec.name) <= 100:
+            raise validation("name must be 1 to 100 characters", "name")
+        if not 1 <= len(spec.user_prompt) <= 10_000:
+            raise validation("user_prompt must be 1 to 10000 characters", "user_prompt")
+        if spec.system_prompt is not None and len(spec.system_prompt) > 4000:
+            raise validation("system_prompt must be at most 4000 characters", "system_prompt")
+        if spec.max_chain_depth is not None and not 1 <= spec.max_chain_depth <= 30:
+            raise validation("max_chain_depth must be 1 to 30", "max_chain_depth")
+        if spec.context_window_size is not None and not 1 <= spec.context_window_size <= 100:
+            raise validation("context_window_size must be 1 to 100", "context_window_size")
+        for r in spec.resources:
+            if r.resource_type not in RESOURCE_TYPES:
+                raise validation(f"unknown resource_type {r.resource_type!r}", "resources")
+        _check_schedule(spec.schedule)
+        if spec.llm_backend_id and not self.world.llm.exists(spec.llm_backend_id):
+            raise InvalidInput(f"LLM backend {spec.llm_backend_id} not found", field="llm_backend_id")
+        mode = "free" if (spec.execution_mode or "").lower() in ("free", "react") else "focused"
+        if mode == "focused" and not spec.resources:
+            message = "Focused mode requires at least one bound resource; use execution_mode 'free'"
+            if spec.execution_mode is None:
+                raise InvalidInput(message, field="execution_mode")
+            raise validation(message, "execution_mode")
+        return mode
+
+    def _value(self, doc: dict[str, Any]) -> Agent:
+        spec = _spec_of(doc)
+        return Agent(
+            id=doc["id"],
+            name=spec.name,
+            user_prompt=spec.user_prompt,
+            status=doc["status"],
+            schedule=spec.schedule,
+            execution_mode=doc["execution_mode"],
+            resources=spec.resources,
+            created_at=doc["created_at"],
+            updated_at=doc["updated_at"],
+            stats=AgentStats(**doc["stats"]),
+            description=spec.description,
+            llm_backend_id=spec.llm_backend_id,
+            system_prompt=spec.system_prompt,
+            enable_tool_chaining=spec.enable_tool_chaining,
+            max_chain_depth=spec.max_chain_depth,
+            priority=spec.priority,
+            context_window_size=spec.context_window_size,
+            last_execution_at=doc.get("last_execution_at"),
+            error_message=doc.get("error_message"),
+        )
+
+    @staticmethod
+    def _execution(run: dict[str, Any]) -> Execution:
+        return Execution(**run)
+
+
+# Helpers ----------------------------------------------------------------------------------------
+def _check_schedule(schedule: Schedule) -> None:
+    if schedule.schedule_type not in SCHEDULE_TYPES:
+        raise InvalidInput(
+            f"Invalid schedule_type '{schedule.schedule_type}'; expected one of {', '.join(SCHEDULE_TYPES)}",
+            field="schedule",
+        )
+    if schedule.schedule_type == "interval" and (
+        schedule.interval_seconds is None or schedule.interval_seconds < MIN_INTERVAL_S
+    ):
+        raise validation(f"interval_seconds must be at least {MIN_INTERVAL_S}", "schedule.interval_seconds")
+    if schedule.schedule_type == "cron":
+        if not schedule.cron_expression:
+            raise validation("cron_expression is required for a cron schedule", "schedule.cron_expression")
+        try:
+            CronExpression.parse(schedule.cron_expression, schedule.timezone)
+        except ValueError as err:
+            raise InvalidInput(f"Invalid cron expression: {err}", field="schedule.cron_expression") from err
+
+
+def _spec_doc(spec: AgentSpec) -> dict[str, Any]:
+    return dataclasses.asdict(spec)
+
+
+def _spec_of(doc: dict[str, Any]) -> AgentSpec:
+    fields = {f.name for f in dataclasses.fields(AgentSpec)}
+    values = {k: doc[k] for k in fields if k in doc}
+    values["schedule"] = Schedule(**doc["schedule"])
+    values["resources"] = tuple(AgentResource(**r) for r in doc.get("resources", ()))
+    return AgentSpec(**values)
+
+
+def _hints(doc: dict[str, Any]) -> Hints:
+    devices: list[str] = []
+    commands: list[tuple[str, str, Mapping[str, Any]]] = []
+    for r in doc.get("resources", ()):
+        device_id, _, rest = r["resource_id"].partition(":")
+        if device_id and device_id not in devices and r["resource_type"] in ("device", "metric", "command"):
+            devices.append(device_id)
+        if r["resource_type"] == "command" and rest:
+            commands.append((device_id, rest, dict(r.get("config", {}).get("parameters", {}))))
+    return Hints(tuple(devices), tuple(commands))
+
+
+def _system_prompt(doc: dict[str, Any], hints: Hints) -> str:
+    lines = [doc.get("system_prompt") or "You are an automation agent watching IoT devices."]
+    if hints.devices:
+        lines.append("Bound devices: " + ", ".join(hints.devices))
+    if hints.commands:
+        lines.append("Allowed commands: " + ", ".join(f"{d}.{c}" for d, c, _ in hints.commands))
+    return "\n".join(lines)
+
+
+def _tool_defs() -> list[dict[str, Any]]:
+    from twin.automation import catalog
+
+    defs = []
+    for tool in catalog.tools():
+        if tool.name not in AGENT_TOOLS:
+            continue
+        props = {p.name: {"type": p.type, "description": p.description} for p in tool.parameters}
+        required = [p.name for p in tool.parameters if p.required]
+        defs.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": {"type": "object", "properties": props, "required": required},
+                },
+            }
+        )
+    return defs
+
+
+def _matches(event_filter: str | None, kind: str, source: str, data: Mapping[str, Any]) -> bool:
+    """``None`` or ``*`` matches device metrics; otherwise every ``a:b`` or word must be found."""
+    if not event_filter or event_filter == "*":
+        return kind in (EventKind.DEVICE_METRIC.value, EventKind.DEVICE_TELEMETRY.value)
+    text = json.dumps({"kind": kind, "source": source, **data}, default=str)
+    return all(part in text or part == kind for part in event_filter.split())

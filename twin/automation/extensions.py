@@ -1,0 +1,481 @@
+"""Extensions: a virtual extensions directory, installs, commands, assets and push streams.
+
+The server's extensions directory (``/var/lib/neomind/extensions``) is part of the world, never the
+host's file system: it holds the manifests of the two built-in simulated extensions, one more sample
+(``energy-meter``) and whatever an operator or scenario drops in with :meth:`place_manifest`.
+At start the built-ins are loaded; ``POST /extensions/sync`` scans the directory and installs every
+valid manifest not installed yet, before answering.
+
+- ``weather-forecast`` (stateless tool): deterministic weather from the world's seed.
+- ``camera-stream`` (push-mode video): a stream session renders the simulated camera's scene (the
+  same scene as its gateway's video) as JPEG frames at :data:`PUSH_FPS` frames per world second.
+- Manifest-only extensions answer their declared commands with the declared ``response`` merged
+  with the arguments.
+
+The marketplace of frontend components is a fixed simulated catalogue; a component it lacks is
+``NotFound`` and, while :attr:`ExtensionRegistry.marketplace_online` is false, installs are
+``Unavailable``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import uuid
+from collections import deque
+from collections.abc import Generator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import cv2
+import simpy
+
+from hardware.ports.agents import (
+    CommandResult,
+    Extension,
+    ExtensionCommand,
+    ExtensionMetric,
+    PushFrame,
+    StreamCapability,
+    SyncReport,
+)
+from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
+from hardware.ports.events import EventKind
+from twin.rng import hash_uniform
+from twin.video.render import Renderer
+from twin.video.scene import Scene
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+DIRECTORY = "/var/lib/neomind/extensions"
+PUSH_FPS = 5
+FRAME_SIZE = (320, 180)
+SESSION_QUEUE = 8
+MAX_SESSIONS = 4
+JPEG_QUALITY = 80
+ASSET_TYPES = {
+    ".js": "application/javascript",
+    ".css": "text/css",
+    ".json": "application/json",
+    ".svg": "image/svg+xml",
+}
+
+_WEATHER = {
+    "id": "weather-forecast",
+    "name": "Weather Forecast",
+    "version": "1.2.0",
+    "description": "Current weather and a short forecast for a city (simulated).",
+    "author": "twin",
+    "type": "tool",
+    "builtin": True,
+    "commands": [
+        {
+            "id": "get_current",
+            "display_name": "Current weather",
+            "description": "Temperature, humidity and wind now.",
+            "input_schema": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+            "output_fields": [{"name": "temperature_c"}, {"name": "humidity"}, {"name": "wind_kmh"}],
+        },
+        {
+            "id": "get_forecast",
+            "display_name": "Forecast",
+            "description": "Hourly temperatures for the next hours.",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "hours": {"type": "integer", "minimum": 1, "maximum": 48},
+                },
+                "required": ["city"],
+            },
+            "output_fields": [{"name": "hourly"}],
+        },
+    ],
+    "metrics": [
+        {"name": "temperature_c", "display_name": "Temperature", "data_type": "float", "unit": "°C"},
+        {"name": "humidity", "display_name": "Humidity", "data_type": "float", "unit": "%"},
+    ],
+    "components": [{"id": "weather-card", "name": "Weather card", "entry": "assets/weather-card.js"}],
+    "assets": {"weather-card.js": "export default function WeatherCard(){return null}\n"},
+}
+_CAMERA = {
+    "id": "camera-stream",
+    "name": "Camera Stream",
+    "version": "0.4.1",
+    "description": "Live JPEG frames of the simulated camera, pushed over a stream session.",
+    "author": "twin",
+    "type": "video",
+    "builtin": True,
+    "commands": [
+        {
+            "id": "snapshot",
+            "display_name": "Snapshot",
+            "description": "Size of one frame and the objects in view now.",
+            "input_schema": {"type": "object", "properties": {}},
+            "output_fields": [{"name": "width"}, {"name": "height"}, {"name": "objects"}],
+        }
+    ],
+    "metrics": [{"name": "objects_in_view", "display_name": "Objects in view", "data_type": "integer"}],
+    "components": [{"id": "live-view", "name": "Live view", "entry": "assets/live-view.js"}],
+    "assets": {"live-view.js": "export default function LiveView(){return null}\n"},
+    "stream": {
+        "direction": "download",
+        "mode": "push",
+        "supported_data_types": ["image/jpeg"],
+        "max_chunk_size": 1 << 20,
+        "preferred_chunk_size": 64 << 10,
+        "max_concurrent_sessions": MAX_SESSIONS,
+    },
+}
+_ENERGY = {
+    "id": "energy-meter",
+    "name": "Energy Meter",
+    "version": "0.1.0",
+    "description": "Reads an energy meter's totals (sample manifest of the extensions directory).",
+    "author": "twin",
+    "type": "device_adapter",
+    "commands": [
+        {
+            "id": "read_totals",
+            "display_name": "Read totals",
+            "description": "Import and export totals in kWh.",
+            "response": {"import_kwh": 1523.4, "export_kwh": 210.9},
+        }
+    ],
+    "metrics": [{"name": "power_w", "display_name": "Power", "data_type": "float", "unit": "W"}],
+}
+BUILTINS = (_WEATHER, _CAMERA)
+DIRECTORY_FILES = {
+    "weather-forecast.json": _WEATHER,
+    "camera-stream.json": _CAMERA,
+    "energy-meter.json": _ENERGY,
+}
+EXTENSION_TYPES = ("tool", "video", "device_adapter", "analytics", "integration")
+MARKET = {
+    "gauge-pro": {"id": "gauge-pro", "name": "Gauge Pro", "version": "2.0.1", "size": 48_213},
+    "heatmap": {"id": "heatmap", "name": "Heatmap", "version": "1.1.0", "size": 91_044},
+}
+
+
+def _check_manifest(manifest: Any) -> str | None:
+    """Why a manifest cannot be installed, or ``None``."""
+    if not isinstance(manifest, Mapping):
+        return "manifest is not an object"
+    for key in ("id", "name", "version"):
+        if not isinstance(manifest.get(key), str) or not manifest[key]:
+            return f"missing {key}"
+    if manifest.get("type", "tool") not in EXTENSION_TYPES:
+        return f"unknown type {manifest.get('type')!r}"
+    if not isinstance(manifest.get("commands", []), list):
+        return "commands must be a list"
+    return None
+
+
+class PushSession:
+    """A push stream session: frames from a SimPy process onto a bounded queue (drop oldest)."""
+
+    def __init__(self, registry: ExtensionRegistry, extension_id: str, session_id: str) -> None:
+        self.registry = registry
+        self.world = registry.world
+        self.extension_id = extension_id
+        self.session_id = session_id
+        self.dropped = 0
+        self.closed = False
+        self.sequence = 0
+        self._queue: deque[PushFrame] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        camera_id = min(self.world.cameras) if self.world.cameras else "ext-camera"
+        self.renderer = Renderer(Scene(self.world.streams.key(f"{camera_id}/scene")), *FRAME_SIZE, camera_id)
+        self.process = self.world.env.process(self._run())
+
+    def _run(self) -> Generator[Any, Any, None]:
+        env = self.world.env
+        start, k = env.now, 0
+        try:
+            while not self.closed:
+                k += 1
+                yield env.timeout(max(0.0, start + k / PUSH_FPS - env.now))
+                if not self.closed:
+                    self._push()
+        except simpy.Interrupt:
+            return
+
+    def _push(self) -> None:
+        image = self.renderer.render(self.world.env.now, self.world.now())
+        ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+        if not ok:
+            return
+        boxes = self.renderer.scene.boxes(self.world.env.now)
+        frame = PushFrame(
+            sequence=self.sequence,
+            data=jpeg.tobytes(),
+            data_type="image/jpeg",
+            timestamp=self.world.now(),
+            metadata={"width": FRAME_SIZE[0], "height": FRAME_SIZE[1], "objects": len(boxes)},
+        )
+        self.sequence += 1
+        if len(self._queue) >= SESSION_QUEUE:
+            self._queue.popleft()
+            self.dropped += 1
+        self._queue.append(frame)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def next_frame(self) -> PushFrame:
+        while not self._queue:
+            if self.closed:
+                raise Unavailable("the stream session was closed", resource="stream")
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._queue.popleft()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._queue.clear()
+        if self.process.is_alive:
+            self.process.interrupt("closed")
+        self.registry.sessions.pop(self.session_id, None)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+
+class ExtensionRegistry:
+    """Implements :class:`hardware.ports.agents.Extensions` over the world."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.installed = world.store.collection("extensions")
+        self.dropped_files = world.store.collection("extension_files")
+        self.components = world.store.collection("frontend_components")
+        self.sessions: dict[str, PushSession] = {}
+        self.marketplace_online = True
+        for manifest in BUILTINS:
+            if self.installed.get(manifest["id"]) is None:
+                self._install(manifest, f"{DIRECTORY}/{manifest['id']}.json")
+
+    # Directory --------------------------------------------------------------------------------
+    def directory(self) -> dict[str, Any]:
+        """File name → manifest, as the directory holds them now."""
+        files: dict[str, Any] = dict(DIRECTORY_FILES)
+        files.update({name: doc["manifest"] for name, doc in self.dropped_files.items()})
+        return files
+
+    def place_manifest(self, file_name: str, manifest: Any) -> None:
+        """Drop a manifest file into the (virtual) extensions directory; :meth:`sync` installs it."""
+        if "/" in file_name or not file_name.endswith(".json"):
+            raise InvalidInput(
+                "a manifest is a .json file directly in the extensions directory", field="file"
+            )
+        self.dropped_files.put(file_name, {"manifest": manifest})
+
+    def sync(self) -> SyncReport:
+        installed, skipped, failed = [], [], []
+        files = self.directory()
+        for name in sorted(files):
+            manifest = files[name]
+            reason = _check_manifest(manifest)
+            if reason is not None:
+                failed.append((name, reason))
+            elif self.installed.get(manifest["id"]) is not None:
+                skipped.append(manifest["id"])
+            else:
+                self._install(manifest, f"{DIRECTORY}/{name}")
+                installed.append(manifest["id"])
+        return SyncReport(len(files), tuple(installed), tuple(skipped), tuple(failed))
+
+    def _install(self, manifest: Mapping[str, Any], path: str) -> None:
+        doc = {"manifest": dict(manifest), "file_path": path, "loaded_at": self.world.now(), "enabled": True}
+        self.installed.put(manifest["id"], doc)
+
+    # Reading ----------------------------------------------------------------------------------
+    def list_extensions(self) -> list[Extension]:
+        return [self._value(doc) for doc in self.installed.values()]
+
+    def types(self) -> list[str]:
+        return list(EXTENSION_TYPES)
+
+    def get_extension(self, extension_id: str) -> Extension:
+        return self._value(self._doc(extension_id))
+
+    def health(self, extension_id: str) -> Mapping[str, Any]:
+        ext = self.get_extension(extension_id)
+        return {
+            "extension_id": ext.id,
+            "healthy": ext.health_status == "healthy",
+            "status": ext.health_status,
+            "active_sessions": sum(1 for s in self.sessions.values() if s.extension_id == ext.id),
+            "checked_at": self.world.now(),
+        }
+
+    def asset(self, extension_id: str, path: str) -> tuple[bytes, str]:
+        manifest = self._doc(extension_id)["manifest"]
+        assets = manifest.get("assets") or {}
+        if path not in assets:  # a name lookup: ``..`` and absolute paths simply name nothing
+            raise NotFound(f"Asset {path}", resource="asset")
+        suffix = path[path.rfind(".") :] if "." in path else ""
+        return assets[path].encode(), ASSET_TYPES.get(suffix, "application/octet-stream")
+
+    # Commands ---------------------------------------------------------------------------------
+    def command(self, extension_id: str, command: str, args: Mapping[str, Any]) -> CommandResult:
+        doc = self._doc(extension_id)
+        if not doc["enabled"]:
+            raise Conflict(f"Extension {extension_id} is disabled", resource="extension")
+        manifest = doc["manifest"]
+        spec = next((c for c in manifest.get("commands", []) if c.get("id") == command), None)
+        if spec is None:
+            raise NotFound(f"Command {command} of extension {extension_id}", resource="command")
+        for name in spec.get("input_schema", {}).get("required", []):
+            if name not in args:
+                raise InvalidInput(f"Missing required argument '{name}'", field=name)
+        output = self._run_command(manifest, command, args, spec)
+        key = self.world.streams.key(f"extension:{extension_id}:{command}")
+        duration = int(5 + 40 * float(hash_uniform(key, int(self.world.env.now * 1000))))
+        self.world.emit(
+            EventKind.EXTENSION_COMMAND_COMPLETED,
+            extension_id,
+            extension_id=extension_id,
+            command=command,
+            duration_ms=duration,
+            timestamp=self.world.now(),
+        )
+        return CommandResult(extension_id, command, True, output, duration)
+
+    def _run_command(
+        self, manifest: Mapping[str, Any], command: str, args: Mapping[str, Any], spec: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        if manifest["id"] == "weather-forecast" and manifest.get("builtin"):
+            return self._weather(command, args)
+        if manifest["id"] == "camera-stream" and manifest.get("builtin"):
+            camera_id = min(self.world.cameras) if self.world.cameras else "ext-camera"
+            boxes = Scene(self.world.streams.key(f"{camera_id}/scene")).boxes(self.world.env.now)
+            objects = [{"label": b.label, "x": round(b.x, 4), "y": round(b.y, 4)} for b in boxes]
+            return {
+                "camera_id": camera_id,
+                "width": FRAME_SIZE[0],
+                "height": FRAME_SIZE[1],
+                "objects": objects,
+            }
+        return {**dict(spec.get("response") or {}), "args": dict(args)}
+
+    def _weather(self, command: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        city = str(args.get("city", ""))
+        if not city.strip():
+            raise InvalidInput("city must not be empty", field="city")
+        key = self.world.streams.key(f"weather:{city.lower()}")
+        now = self.world.now()
+
+        def temperature(t: float) -> float:
+            day = 2 * math.pi * ((t % 86_400) / 86_400 - 0.375)
+            return round(12 + 10 * float(hash_uniform(key, 0)) + 5 * math.sin(day), 1)
+
+        if command == "get_current":
+            hour = int(now // 3600)
+            return {
+                "city": city,
+                "temperature_c": temperature(now),
+                "humidity": round(40 + 40 * float(hash_uniform(key, hour)), 1),
+                "wind_kmh": round(30 * float(hash_uniform(key, hour + 1)), 1),
+                "observed_at": now,
+            }
+        hours = args.get("hours", 12)
+        if not isinstance(hours, int) or isinstance(hours, bool) or not 1 <= hours <= 48:
+            raise InvalidInput("hours must be an integer from 1 to 48", field="hours")
+        start = (now // 3600 + 1) * 3600
+        return {
+            "city": city,
+            "hourly": [
+                {"time": start + h * 3600, "temperature_c": temperature(start + h * 3600)}
+                for h in range(hours)
+            ],
+        }
+
+    # Streams ----------------------------------------------------------------------------------
+    def open_stream(self, extension_id: str) -> PushSession:
+        doc = self._doc(extension_id)
+        stream = doc["manifest"].get("stream")
+        if not doc["enabled"]:
+            raise InvalidInput(
+                f"Extension {extension_id} is disabled", field="extension", stream_code="EXTENSION_DISABLED"
+            )
+        if not stream or stream.get("mode") != "push":
+            raise InvalidInput(
+                f"Extension {extension_id} has no push stream",
+                field="extension",
+                stream_code="PUSH_NOT_AVAILABLE",
+            )
+        active = [s for s in self.sessions.values() if s.extension_id == extension_id]
+        if len(active) >= stream.get("max_concurrent_sessions", MAX_SESSIONS):
+            raise Unavailable(
+                "Too many stream sessions", resource="stream", stream_code="SESSION_INIT_FAILED"
+            )
+        session_id = str(uuid.UUID(bytes=self.world.streams.get("automation.streams").bytes(16), version=4))
+        session = PushSession(self, extension_id, session_id)
+        self.sessions[session_id] = session
+        return session
+
+    # Marketplace ------------------------------------------------------------------------------
+    def install_component(self, component_id: str) -> Mapping[str, Any]:
+        if not self.marketplace_online:
+            raise Unavailable("The component marketplace cannot be reached", resource="marketplace")
+        item = MARKET.get(component_id)
+        if item is None:
+            raise NotFound(f"Component {component_id} is not in the marketplace", resource="component")
+        record = {**item, "installed_at": self.world.now()}
+        self.components.put(component_id, record)
+        return record
+
+    # Internals --------------------------------------------------------------------------------
+    def _doc(self, extension_id: str) -> dict[str, Any]:
+        doc = self.installed.get(extension_id)
+        if doc is None:
+            raise NotFound(f"Extension {extension_id}", resource="extension")
+        return doc
+
+    @staticmethod
+    def _value(doc: dict[str, Any]) -> Extension:
+        m = doc["manifest"]
+        stream = m.get("stream")
+        return Extension(
+            id=m["id"],
+            name=m["name"],
+            version=m["version"],
+            description=m.get("description", ""),
+            author=m.get("author", ""),
+            extension_type=m.get("type", "tool"),
+            state="Running" if doc["enabled"] else "Stopped",
+            file_path=doc["file_path"],
+            loaded_at=doc["loaded_at"],
+            health_status="healthy" if doc["enabled"] else "stopped",
+            enabled=doc["enabled"],
+            commands=tuple(
+                ExtensionCommand(
+                    c["id"],
+                    c.get("display_name", c["id"]),
+                    c.get("description", ""),
+                    c.get("input_schema", {}),
+                    tuple(c.get("output_fields", ())),
+                )
+                for c in m.get("commands", [])
+            ),
+            metrics=tuple(
+                ExtensionMetric(
+                    x["name"],
+                    x.get("display_name", x["name"]),
+                    x.get("data_type", "float"),
+                    x.get("unit", ""),
+                )
+                for x in m.get("metrics", [])
+            ),
+            components=tuple(m.get("components", ())),
+            assets=tuple(sorted(m.get("assets", {}))),
+            stream=StreamCapability(**stream) if stream else None,
+        )
