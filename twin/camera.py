@@ -18,10 +18,15 @@ from cryptography.hazmat.primitives.asymmetric import padding
 from hardware.ports.errors import InvalidInput, TimestampSkew, Unauthenticated
 from hardware.ports.events import EventKind
 from hardware.ports.types import DeviceTime, GatewayInfo, OtaStatus, PublicKey, SystemStats
+from twin.ai_runtime import AiRuntime
+from twin.apps import AppManager
 from twin.camera_stats import accelerator_stats
+from twin.containers import ContainerRuntime
 from twin.device_clock import DeviceClock
+from twin.event_bus_device import DeviceEventBus
 from twin.lens import Lens
 from twin.device_logs import DeviceLogs
+from twin.monitor import Monitor
 from twin.os_upgrade import OsUpgrade
 from twin.ota import Ota
 from twin.peripherals import Peripherals
@@ -61,6 +66,8 @@ class Camera:
         self._sessions: dict[str, str] = {}
         self.clock = DeviceClock(world, camera_id)
         self.storage = Storage(world, camera_id)
+        self.events, self.ai = DeviceEventBus(world, camera_id), AiRuntime(self)
+        self.containers, self.apps, self.monitor = ContainerRuntime(self), AppManager(self), Monitor(self)
         self.lens = Lens(world, camera_id)
         self.peripherals = Peripherals(self)
         self.fs = seeded(self.clock.now, camera_id, f"{world.seed}/{camera_id}", self.storage)

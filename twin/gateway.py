@@ -19,6 +19,7 @@ from hardware.ports.types import (
 )
 from twin.camera import Camera
 from twin.clock import SimClock
+from twin.gateway_apps import AppAreas
 from twin.gateway_files import TwinGatewayFiles, TwinGatewayLogs, TwinGatewayShell, TwinGatewayUpgrade
 from twin.lens import TwinGatewayLens
 from twin.peripherals import TwinGatewayPeripherals
@@ -127,3 +128,4 @@ class TwinGateway:
         self.logs = TwinGatewayLogs(world, clock, camera_id)
         self.shell = TwinGatewayShell(world, camera_id)
         self.upgrade = TwinGatewayUpgrade(world, camera_id)
+        AppAreas(world, clock, camera_id).attach(self)

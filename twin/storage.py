@@ -194,3 +194,27 @@ class Storage:
                     p.release(owner)
                 for owner, nbytes in charges.items():
                     p.charge(owner, int(nbytes))
+
+
+# Files on the camera's file system ----------------------------------------------------------------
+def write_file(fs: Any, storage: Storage, path: str, data: bytes) -> None:
+    """Write ``path`` on the camera's file system (which charges the partition), or, for a camera
+    without one, charge the bytes directly to the owner ``file:<path>``."""
+    if fs is None:
+        storage.charge_path(path, f"file:{path}", len(data))
+        return
+    fs.mkdir(path.rsplit("/", 1)[0] or "/")
+    fs.write(path, data)
+
+
+def remove_file(fs: Any, storage: Storage, path: str) -> None:
+    if fs is None:
+        storage.free(f"file:{path}")
+    elif fs.exists(path):
+        fs.remove(path)
+
+
+def is_dir(fs: Any, path: str) -> bool:
+    if fs is None or not fs.exists(path):
+        return False
+    return getattr(fs.stat(path), "kind", "") == "d"

@@ -7,15 +7,22 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from api.gateway import errors
 from api.gateway.routers import (
+    ai,
+    apps,
     auth,
+    containers,
+    events,
     files,
     image,
+    images,
     lens,
     logs,
     media,
     media_config,
+    monitor,
     not_simulated,
     peripherals,
+    storage,
     system,
     terminal,
     upgrade,
@@ -43,6 +50,10 @@ def create_app(backend: GatewayBackend) -> FastAPI:
     for router in (files.router, logs.router, logs.stream_router, terminal.router, terminal.ws_router):
         mount(app, router)
     for router in (upgrade.router,):
+        mount(app, router)
+    for router in (ai.router, apps.router, containers.router, containers.ws_router, images.router):
+        mount(app, router)
+    for router in (events.router, events.ws_router, monitor.router, monitor.processes, storage.router):
         mount(app, router)
     app.router.routes.extend(not_simulated.routes_for(app))
     finish(app, area_depth=3)  # areas are /api/v1/<first segment>

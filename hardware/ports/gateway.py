@@ -10,6 +10,14 @@ from typing import Protocol, runtime_checkable
 
 from hardware.ports.camera_hw import GatewayLens, GatewayPeripherals, GatewayPicture
 from hardware.ports.clock import Clock
+from hardware.ports.gateway_apps import (
+    GatewayAi,
+    GatewayApps,
+    GatewayContainers,
+    GatewayEvents,
+    GatewayMonitor,
+    GatewayStorage,
+)
 from hardware.ports.gateway_files import GatewayFiles, GatewayLogs, GatewayShell, GatewayUpgrade
 from hardware.ports.media import GatewayMedia
 from hardware.ports.types import (
@@ -112,3 +120,9 @@ class GatewayBackend(Protocol):
     logs: GatewayLogs
     shell: GatewayShell
     upgrade: GatewayUpgrade
+    ai: GatewayAi
+    apps: GatewayApps
+    containers: GatewayContainers
+    events: GatewayEvents
+    storage: GatewayStorage
+    monitor: GatewayMonitor

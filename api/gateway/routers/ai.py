@@ -1,0 +1,103 @@
+"""``/api/v1/ai/*``: the AI runtime's capabilities, models (upload, parse, register, scan, load onto
+the accelerator, unload, delete) and statistics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from api.gateway import schemas
+from api.gateway import schemas_apps as shapes
+from api.gateway.deps import Backend, require_session
+from api.gateway.schemas_files import field, json_object, read_form
+from hardware.ports.errors import InvalidInput
+from hardware.ports.gateway_apps import ModelUpload
+
+router = APIRouter(prefix="/api/v1/ai", tags=["ai"], dependencies=[Depends(require_session)])
+
+
+@router.get("/capabilities")
+async def capabilities(backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.ai.capabilities())
+
+
+@router.get("/models")
+async def list_models(backend: Backend) -> JSONResponse:
+    return schemas.ok({"models": [shapes.model(m) for m in backend.ai.models()]})
+
+
+@router.post("/models")
+async def register_model(request: Request, backend: Backend) -> JSONResponse:
+    body = json_object(await request.body())
+    model_id = field(body, "model_id", str, required=True)
+    model_path = field(body, "model_path", str, required=True)
+    return schemas.ok(shapes.model(backend.ai.register(model_id, model_path, body)))
+
+
+@router.post("/models/parse")
+async def parse_model(request: Request, backend: Backend) -> JSONResponse:
+    filename, data = (await read_form(request)).file("model")
+    return schemas.ok(backend.ai.parse(filename, data))
+
+
+@router.post("/models/upload")
+async def upload_model(request: Request, backend: Backend) -> JSONResponse:
+    form = await read_form(request)
+    filename, data = form.file("model")
+    f = form.fields
+    try:
+        threshold = float(f.get("threshold") or 0)
+        max_detections = int(f.get("max_detections") or 0)
+    except ValueError as err:
+        raise InvalidInput("threshold and max_detections must be numbers", resource="parameter") from err
+    upload = ModelUpload(
+        filename,
+        data,
+        f.get("model_id", ""),
+        f.get("model_type", ""),
+        f.get("variant", ""),
+        threshold,
+        max_detections,
+    )
+    info = backend.ai.upload(upload)
+    return schemas.ok(shapes.model_uploaded(info, filename, backend.ai.parse(filename, data)["vstream_info"]))
+
+
+@router.post("/models/scan")
+async def scan_models(backend: Backend) -> JSONResponse:
+    found = backend.ai.scan()
+    return schemas.ok({"models": [shapes.model(m) for m in found], "count": len(found)})
+
+
+@router.get("/models/{model_id}")
+async def get_model(model_id: str, backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.model(backend.ai.model(model_id)))
+
+
+@router.delete("/models/{model_id}")
+async def delete_model(model_id: str, backend: Backend) -> JSONResponse:
+    affected = backend.ai.delete(model_id)
+    return schemas.ok({"model_id": model_id, "message": "Model deleted", "affected_apps": list(affected)})
+
+
+@router.get("/models/{model_id}/apps")
+async def model_apps(model_id: str, backend: Backend) -> JSONResponse:
+    apps = backend.ai.model_apps(model_id)
+    return schemas.ok({"model_id": model_id, "apps": list(apps), "count": len(apps)})
+
+
+@router.post("/models/{model_id}/load")
+async def load_model(model_id: str, backend: Backend) -> JSONResponse:
+    info = backend.ai.load(model_id)
+    return schemas.ok({"model_id": info.model_id, "status": "loaded"})
+
+
+@router.post("/models/{model_id}/unload")
+async def unload_model(model_id: str, backend: Backend) -> JSONResponse:
+    info = backend.ai.unload(model_id)
+    return schemas.ok({"model_id": info.model_id, "status": "uploaded"})
+
+
+@router.get("/stats")
+async def ai_stats(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.ai_stats(backend.ai.stats()))

@@ -1,0 +1,73 @@
+"""``/api/v1/events/*``: the app event bus. Topics with subscribers, publish (``app/<app_id>/<event>``
+topics, a JSON object payload), and the WebSocket relay that broadcasts every event to every client
+(``?topic=`` ignored, ``payload`` a JSON-encoded string)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from fastapi import APIRouter, Depends, Request, WebSocket
+from fastapi.responses import JSONResponse
+from starlette.websockets import WebSocketDisconnect
+
+from api.gateway import errors, schemas
+from api.gateway import schemas_apps as shapes
+from api.gateway.deps import Backend, require_session
+from api.gateway.routers.containers import deny, ws_backend
+from api.gateway.schemas_files import json_object
+from hardware.ports.errors import DomainError, InvalidInput
+from hardware.ports.gateway_apps import BusSubscription
+
+router = APIRouter(prefix="/api/v1/events", tags=["events"], dependencies=[Depends(require_session)])
+ws_router = APIRouter(prefix="/api/v1/events", tags=["events"])
+
+
+@router.get("/topics")
+async def topics(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.topics(backend.events.topics()))
+
+
+@router.post("/publish")
+async def publish(request: Request, backend: Backend) -> JSONResponse:
+    body = json_object(await request.body())
+    topic = body.get("topic")
+    if not isinstance(topic, str) or not topic:
+        raise InvalidInput("Topic is required")
+    event_id = backend.events.publish(topic, body.get("payload"))  # type: ignore[arg-type]
+    return schemas.ok({"status": {"success": True}, "event_id": event_id})
+
+
+@ws_router.websocket("/stream")
+async def stream(websocket: WebSocket) -> None:
+    backend = await ws_backend(websocket)
+    if backend is None:
+        return
+    try:
+        sub = backend.events.stream()
+    except DomainError as err:
+        await deny(websocket, errors.fail(3000, err.message))
+        return
+    await websocket.accept()
+    try:
+        await _relay(websocket, sub)
+    finally:
+        sub.close()
+
+
+async def _relay(websocket: WebSocket, sub: BusSubscription) -> None:
+    async def send() -> None:
+        while (event := await sub.next()) is not None:
+            await websocket.send_text(shapes.bus_event(event))
+        await websocket.close(code=1011, reason="event bus unavailable")
+
+    async def drain() -> None:  # messages from the client are ignored
+        while (await websocket.receive())["type"] != "websocket.disconnect":
+            pass
+
+    tasks = [asyncio.create_task(send()), asyncio.create_task(drain())]
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,60 @@
+"""``/api/v1/monitor/*`` and ``/api/v1/processes*``: figures computed from what runs on the camera."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from api.gateway import schemas
+from api.gateway import schemas_apps as shapes
+from api.gateway.deps import Backend, require_session
+
+router = APIRouter(prefix="/api/v1/monitor", tags=["monitor"], dependencies=[Depends(require_session)])
+processes = APIRouter(prefix="/api/v1/processes", tags=["processes"], dependencies=[Depends(require_session)])
+
+
+@router.get("/summary")
+async def summary(backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.monitor.summary())
+
+
+@router.get("/cpu")
+async def cpu(backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.monitor.cpu())
+
+
+@router.get("/memory")
+async def memory(backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.monitor.memory())
+
+
+@router.get("/disk")
+async def disk(backend: Backend) -> JSONResponse:
+    return schemas.ok(shapes.partitions(backend.storage.partitions()))
+
+
+@router.get("/network")
+async def network(backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.monitor.network())
+
+
+@router.get("/snapshot")
+async def snapshot(backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.monitor.snapshot())
+
+
+@processes.get("")
+async def list_processes(
+    backend: Backend, sort: str = "cpu", limit: int = 50, search: str = ""
+) -> JSONResponse:
+    return schemas.ok(backend.monitor.processes(sort, limit, search))
+
+
+@processes.get("/{pid}")
+async def get_process(pid: int, backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.monitor.process(pid))
+
+
+@processes.post("/{pid}/kill")
+async def kill(pid: int, backend: Backend, signal: str = "SIGTERM") -> JSONResponse:
+    return schemas.ok(backend.monitor.kill(pid, signal))

@@ -1,0 +1,293 @@
+"""Wire shapes of the gateway's AI, apps, containers, images, event-bus, storage and monitor areas.
+
+Where the device serialises a protobuf struct with plain ``encoding/json`` (proto-JSON), zero,
+false and empty fields are omitted: :func:`proto` does that.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from hardware.ports.gateway_apps import (
+    AiStats,
+    AppInfo,
+    AppStats,
+    BusEvent,
+    ContainerInfo,
+    ContainerStats,
+    ImageInfo,
+    InstallTask,
+    LogLine,
+    ModelInfo,
+    PartitionUsage,
+    TopicInfo,
+)
+
+
+def proto(fields: dict[str, Any]) -> dict[str, Any]:
+    """Drop zero, false, empty and None values, like Go's ``omitempty``."""
+    return {k: v for k, v in fields.items() if v not in (None, "", 0, 0.0, False, [], {}, ())}
+
+
+def rfc3339(unix: float) -> str:
+    return dt.datetime.fromtimestamp(unix, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# AI -------------------------------------------------------------------------------------------
+def model(m: ModelInfo) -> dict[str, Any]:
+    always = {
+        "model_id": m.model_id,
+        "name": m.name,
+        "model_path": m.model_path,
+        "status": m.status,
+        "version": "",
+    }
+    return always | proto(
+        {
+            "source": m.source,
+            "owner_app_id": m.owner_app_id,
+            "desired_state": m.desired_state,
+            "used_by_apps": list(m.used_by_apps),
+            "load_timestamp": m.load_timestamp,
+            "estimated_memory": m.estimated_memory,
+            "model_type": m.model_type,
+            "variant": m.variant,
+            "threshold": m.threshold,
+            "max_detections": m.max_detections,
+            "file_size": m.file_size,
+            "file_hash": m.file_hash,
+            "network_name": m.network_name,
+            "input_width": m.input_width,
+            "input_height": m.input_height,
+        }
+    )
+
+
+def model_uploaded(m: ModelInfo, filename: str, vstreams: object) -> dict[str, Any]:
+    return {
+        "model_id": m.model_id,
+        "model_path": m.model_path,
+        "filename": filename,
+        "size": m.file_size,
+        "file_hash": m.file_hash,
+        "network_name": m.network_name,
+        "vstream_info": vstreams,
+        "status": "uploaded",
+    }
+
+
+def ai_stats(s: AiStats) -> dict[str, Any]:
+    rows = [
+        proto(
+            {
+                "model_id": r.model_id,
+                "total_inferences": r.total_inferences,
+                "total_errors": r.total_errors,
+                "avg_latency_us": r.avg_latency_us,
+                "current_qps": r.current_qps,
+                "queue_depth": r.queue_depth,
+                "hw_fps": r.hw_fps,
+            }
+        )
+        for r in s.model_stats
+    ]
+    return proto(
+        {
+            "model_stats": rows,
+            "device_utilization": s.device_utilization,
+            "device_temperature": s.device_temperature,
+            "total_memory_bytes": s.total_memory_bytes,
+            "used_memory_bytes": s.used_memory_bytes,
+            "cpu_utilization": s.cpu_utilization,
+            "ram_total_kib": s.ram_total_kib,
+            "ram_used_kib": s.ram_used_kib,
+        }
+    )
+
+
+# Apps -----------------------------------------------------------------------------------------
+def app_item(a: AppInfo) -> dict[str, Any]:
+    """An element of ``GET apps`` (a bare array): no ``restart_count``."""
+    item: dict[str, Any] = {"id": a.id, "name": a.name, "version": a.version, "state": a.state}
+    item |= proto({"container_id": a.container_id, "pid": a.pid})
+    item |= {
+        "installed_at": a.installed_at,
+        "started_at": a.started_at,
+        "stopped_at": a.stopped_at,
+        "manifest_path": a.manifest_path,
+        "instance_path": a.instance_path,
+    }
+    return item | proto({"permissions": a.permissions, "web_url": a.web_url})
+
+
+def app_info(a: AppInfo) -> dict[str, Any]:
+    """``GET apps/:id``: the raw AppInfo proto-JSON, ``restart_count`` included when non-zero."""
+    return proto(
+        {
+            "id": a.id,
+            "name": a.name,
+            "version": a.version,
+            "description": a.description,
+            "state": a.state,
+            "container_id": a.container_id,
+            "pid": a.pid,
+            "image": a.image,
+            "installed_at": a.installed_at,
+            "started_at": a.started_at,
+            "stopped_at": a.stopped_at,
+            "restart_count": a.restart_count,
+            "manifest_path": a.manifest_path,
+            "instance_path": a.instance_path,
+            "permissions": a.permissions,
+            "web_url": a.web_url,
+        }
+    )
+
+
+def install_task(t: InstallTask) -> dict[str, Any]:
+    return {
+        "task_id": t.task_id,
+        "phase": t.phase,
+        "percent": t.percent,
+        "message": t.message,
+        "app_id": t.app_id,
+        "error": t.error,
+    }
+
+
+def app_stats(s: AppStats) -> dict[str, Any]:
+    return {"app_id": s.app_id, "uptime_seconds": s.uptime_seconds} | proto(
+        {
+            "cpu_usage_percent": s.cpu_usage_percent,
+            "memory_usage_bytes": s.memory_usage_bytes,
+            "memory_limit_bytes": s.memory_limit_bytes,
+            "memory_percent": s.memory_percent,
+        }
+    )
+
+
+def ndjson(lines: tuple[LogLine, ...]) -> bytes:
+    """The device's app log format: one JSON object per line, not an array."""
+    return b"".join(
+        json.dumps({"timestamp": ln.timestamp_ns, "level": ln.level, "message": ln.message}).encode() + b"\n"
+        for ln in lines
+    )
+
+
+# Containers and images ------------------------------------------------------------------------
+def container(c: ContainerInfo) -> dict[str, Any]:
+    return proto(
+        {
+            "id": c.id,
+            "name": c.name,
+            "image": c.image,
+            "status": c.state,
+            "state": c.state,
+            "pid": c.pid,
+            "created_at": rfc3339(c.created_at),
+            "labels": c.labels,
+            "cpu_percent": c.cpu_percent,
+            "memory_usage": c.memory_usage,
+        }
+    )
+
+
+def container_page(items: list[ContainerInfo], page: int, page_size: int) -> dict[str, Any]:
+    counts = {"all": len(items), "running": 0, "stopped": 0, "error": 0}
+    for c in items:
+        if c.state == "running":
+            counts["running"] += 1
+        elif c.state in ("stopped", "exited", "created"):
+            counts["stopped"] += 1
+        else:
+            counts["error"] += 1
+    start = (page - 1) * page_size
+    return {
+        "containers": [container(c) for c in items[start : start + page_size]],
+        "total": len(items),
+        "page": page,
+        "page_size": page_size,
+        "status_count": counts,
+    }
+
+
+def container_stats(s: ContainerStats) -> dict[str, Any]:
+    return {
+        "stats": {
+            "cpu_usage": s.cpu_usage,
+            "cpu_percent": s.cpu_percent,
+            "memory_usage": s.memory_usage,
+            "memory_limit": s.memory_limit,
+            "memory_percent": s.memory_percent,
+            "network_rx": s.network_rx,
+            "network_tx": s.network_tx,
+            "block_read": s.block_read,
+            "block_write": s.block_write,
+            "pids": s.pids,
+        }
+    }
+
+
+def images(items: tuple[ImageInfo, ...]) -> dict[str, Any]:
+    return {
+        "images": [
+            {
+                "id": i.id,
+                "name": i.name,
+                "tags": list(i.tags),
+                "size": i.size,
+                "created_at": rfc3339(i.created_at),
+                "in_use": i.in_use,
+            }
+            for i in items
+        ]
+    }
+
+
+# Event bus ------------------------------------------------------------------------------------
+def topics(items: tuple[TopicInfo, ...]) -> dict[str, Any]:
+    return {
+        "topics": [
+            {"topic": t.topic, "subscriber_count": t.subscriber_count}
+            | proto({"total_messages": t.total_messages, "last_message_ts": t.last_message_ts})
+            for t in items
+        ]
+    }
+
+
+def bus_event(e: BusEvent) -> str:
+    """A stream frame: ``payload`` stays a JSON-encoded string; metadata is dropped."""
+    return json.dumps(
+        {
+            "topic": e.topic,
+            "payload": e.payload,
+            "payload_type": e.payload_type,
+            "timestamp_ns": e.timestamp_ns,
+            "source": e.source,
+            "event_id": e.event_id,
+        }
+    )
+
+
+# Storage and monitor --------------------------------------------------------------------------
+def partitions(items: tuple[PartitionUsage, ...]) -> dict[str, Any]:
+    return {
+        "partitions": [
+            {
+                "device": p.device,
+                "mountpoint": p.mountpoint,
+                "fstype": p.fstype,
+                "total": p.total,
+                "used": p.used,
+                "free": p.free,
+                "usage_percent": p.usage_percent,
+                "is_system": p.is_system,
+                "is_removable": p.is_removable,
+                "is_protected": p.is_protected,
+                "mountpoint_label": p.label,
+            }
+            for p in items
+        ]
+    }

@@ -1,0 +1,286 @@
+"""The app manager over a simulated camera: the three-step install, start, NDJSON logs, stop,
+uninstall, and the partitions' usage back where it started; plus the failure paths."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable
+
+import httpx
+import pytest
+
+from tests.conftest import gateway_token
+from twin.serve import Twin
+
+MANIFEST = """\
+apiVersion: v1
+kind: Application
+metadata:
+  id: people-counter
+  name: People counter
+  version: 1.2.0
+spec:
+  image: people-counter:1.2.0
+  resources:
+    cpu: "50%"
+    memory: 256Mi
+  env:
+    - name: STREAM_ID
+      value: main
+  volumes:
+    - host: /data/aipc/apps
+      container: /app/data
+  healthcheck:
+    enabled: true
+    type: http
+    path: /health
+    port: 8080
+  permissions:
+    video: [main]
+    inference:
+      models: [yolov8n]
+    events:
+      publish: ["app/people-counter/*"]
+      subscribe: ["app/people-counter/*"]
+"""
+
+
+@pytest.fixture
+async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
+    return {"Authorization": await gateway_token(gateway)}
+
+
+async def while_time_runs(twin: Twin, request: Awaitable[httpx.Response], step: float = 0.5) -> httpx.Response:
+    """Send a request that waits on the world clock, advancing step-mode time until it answers."""
+    task = asyncio.ensure_future(request)
+    for _ in range(2000):
+        await asyncio.sleep(0)
+        if task.done():
+            break
+        twin.clock.advance(step)
+    return await task
+
+
+def usage(twin: Twin) -> dict[str, int]:
+    """Bytes used per partition, less what the device's own services logged meanwhile (their logs
+    grow with time, whatever apps do)."""
+    camera = twin.world.cameras["cam-01"]
+    service_logs = sum(camera.fs.size_of(node) for _, node in camera.fs.walk_files("/var/log"))
+    used = {p.name: p.used for p in camera.storage.usage()}
+    used["root"] -= service_logs
+    return used
+
+
+async def install(
+    gateway: httpx.AsyncClient,
+    twin: Twin,
+    auth: dict[str, str],
+    manifest: str = MANIFEST,
+    image: bytes = b"\x1f\x8b" + b"layer" * 2000,
+    image_name: str = "people-counter.tar.gz",
+) -> dict:
+    """The three steps, then polling until the task ends; returns the final task."""
+    up = await gateway.post("/api/v1/apps/upload-image", headers=auth, files={"file": (image_name, image)})
+    assert up.status_code == 200, up.text
+    image_path = up.json()["data"]["image_path"]
+    mf = await gateway.post("/api/v1/apps/upload-manifest", headers=auth, files={"file": ("app.yaml", manifest)})
+    assert mf.status_code == 200, mf.text
+    manifest_path = mf.json()["data"]["manifest_path"]
+    body = {"manifest_path": manifest_path, "image_path": image_path, "force": False}
+    resp = await gateway.post("/api/v1/apps/install-package", headers=auth, json=body)
+    assert resp.status_code == 200, resp.text
+    task_id = resp.json()["data"]["task_id"]
+    assert len(task_id) == 8
+    phases = []
+    for _ in range(100):
+        task = (await gateway.get(f"/api/v1/apps/install-progress/{task_id}", headers=auth)).json()["data"]
+        phases.append(task["phase"])
+        if task["phase"] in ("complete", "error"):
+            return task | {"seen": phases}
+        twin.clock.advance(0.2)
+    raise AssertionError(f"install never finished: {phases}")
+
+
+async def test_install_start_logs_stop_uninstall_leaves_partitions_as_they_were(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    before = usage(twin)
+    task = await install(gateway, twin, auth)
+    assert task["phase"] == "complete" and task["percent"] == 100 and task["app_id"] == "people-counter"
+    assert set(task) >= {"task_id", "phase", "percent", "message", "app_id", "error"}
+    assert [p for i, p in enumerate(task["seen"]) if i == 0 or task["seen"][i - 1] != p] == [
+        "validating",
+        "pulling",
+        "registering",
+        "complete",
+    ]
+    assert usage(twin) != before
+
+    apps = (await gateway.get("/api/v1/apps", headers=auth)).json()["data"]
+    assert isinstance(apps, list) and apps[0]["id"] == "people-counter" and apps[0]["state"] == "installed"
+    assert "restart_count" not in apps[0]
+
+    resp = await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["data"]["message"]
+    info = (await gateway.get("/api/v1/apps/people-counter", headers=auth)).json()["data"]
+    assert info["state"] == "running" and info["container_id"] == "aipc-people-counter" and info["pid"] > 0
+
+    twin.clock.advance(30)
+    resp = await gateway.get("/api/v1/apps/people-counter/logs", headers=auth, params={"max_lines": 5})
+    assert resp.status_code == 200
+    assert resp.headers["content-type"].startswith("application/x-ndjson")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(resp.text)  # not one JSON document: one per line
+    lines = [json.loads(line) for line in resp.text.splitlines()]
+    assert len(lines) == 5
+    assert all(set(line) == {"timestamp", "level", "message"} for line in lines)
+    assert any("detections=" in line["message"] for line in lines)
+    assert lines == sorted(lines, key=lambda line: line["timestamp"])
+
+    stats = (await gateway.get("/api/v1/apps/people-counter/stats", headers=auth)).json()["data"]
+    assert stats["app_id"] == "people-counter" and stats["uptime_seconds"] >= 30
+    assert 0 < stats["memory_usage_bytes"] <= stats["memory_limit_bytes"] == 256 * 1024 * 1024
+
+    resp = await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/stop", headers=auth))
+    assert resp.status_code == 200, resp.text
+    info = (await gateway.get("/api/v1/apps/people-counter", headers=auth)).json()["data"]
+    assert info["state"] == "stopped" and "pid" not in info
+
+    resp = await gateway.delete("/api/v1/apps/people-counter", headers=auth)
+    assert resp.status_code == 200, resp.text
+    assert (await gateway.get("/api/v1/apps", headers=auth)).json()["data"] == []
+    assert (await gateway.get("/api/v1/images", headers=auth)).json()["data"]["images"] == []
+    assert usage(twin) == before
+
+
+async def test_permissions_and_containers_of_an_installed_app(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    await install(gateway, twin, auth)
+    perms = (await gateway.get("/api/v1/apps/people-counter/permissions", headers=auth)).json()["data"]
+    assert perms["events"]["subscribe"] == ["app/people-counter/*"]
+    assert perms["inference"]["models"] == ["yolov8n"]
+    await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
+    again = await gateway.post("/api/v1/apps/people-counter/start", headers=auth)
+    assert again.status_code == 409 and again.json()["code"] == 6004
+    model_apps = (await gateway.get("/api/v1/ai/models/yolov8n/apps", headers=auth)).json()["data"]
+    assert model_apps["apps"] == ["people-counter"]
+    images = (await gateway.get("/api/v1/images", headers=auth)).json()["data"]["images"]
+    assert images[0]["name"] == "people-counter:1.2.0" and images[0]["in_use"] is True
+
+
+async def test_restart_counts_and_get_shows_restart_count(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    await install(gateway, twin, auth)
+    await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
+    resp = await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/restart", headers=auth))
+    assert resp.status_code == 200, resp.text
+    info = (await gateway.get("/api/v1/apps/people-counter", headers=auth)).json()["data"]
+    assert info["restart_count"] == 1 and info["state"] == "running"
+
+
+async def test_synchronous_install_and_wizard(gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]) -> None:
+    up = await gateway.post("/api/v1/apps/upload-image", headers=auth, files={"file": ("x.tar", b"tar" * 100)})
+    mf = await gateway.post("/api/v1/apps/upload-manifest", headers=auth, files={"file": ("app.yaml", MANIFEST)})
+    body = {"manifest_path": mf.json()["data"]["manifest_path"], "image_path": up.json()["data"]["image_path"]}
+    resp = await gateway.post("/api/v1/apps", headers=auth, json=body)
+    assert resp.json()["data"] == {"message": "Application installed", "app_id": "people-counter", "updated": False}
+    resp = await gateway.post(
+        "/api/v1/apps/wizard", headers=auth, json={"app_id": "second", "name": "Second", "image": "people-counter:1.2.0"}
+    )
+    assert resp.status_code == 200, resp.text
+    ids = [a["id"] for a in (await gateway.get("/api/v1/apps", headers=auth)).json()["data"]]
+    assert ids == ["people-counter", "second"]
+
+
+async def test_an_existing_app_needs_force(gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]) -> None:
+    await install(gateway, twin, auth)
+    task = await install(gateway, twin, auth)
+    assert task["phase"] == "error" and "already installed" in task["error"]
+    assert task["message"].startswith("Installation failed: ")
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/api/v1/apps"),
+        ("POST", "/api/v1/apps"),
+        ("POST", "/api/v1/apps/upload-image"),
+        ("POST", "/api/v1/apps/upload-manifest"),
+        ("POST", "/api/v1/apps/install-package"),
+        ("GET", "/api/v1/apps/install-progress/abcd1234"),
+        ("GET", "/api/v1/apps/x"),
+        ("DELETE", "/api/v1/apps/x"),
+        ("POST", "/api/v1/apps/x/start"),
+        ("POST", "/api/v1/apps/x/stop"),
+        ("GET", "/api/v1/apps/x/logs"),
+        ("GET", "/api/v1/apps/x/stats"),
+        ("GET", "/api/v1/apps/x/permissions"),
+        ("POST", "/api/v1/apps/wizard"),
+    ],
+)
+async def test_app_routes_need_a_token(gateway: httpx.AsyncClient, method: str, path: str) -> None:
+    resp = await gateway.request(method, path, headers={"Authorization": "Bearer nope"})
+    assert resp.status_code == 401
+    assert resp.json()["code"] == 2000
+
+
+async def test_unknown_app_and_task_are_grpc_errors(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    for method, path in (("GET", "/api/v1/apps/ghost"), ("GET", "/api/v1/apps/install-progress/ffffffff")):
+        resp = await gateway.request(method, path, headers=auth)
+        assert resp.status_code == 500
+        body = resp.json()
+        assert body["code"] == 3002 and body["error"]["detail"].startswith("rpc error: code = NotFound")
+
+
+@pytest.mark.parametrize(
+    ("path", "files", "detail"),
+    [
+        ("/api/v1/apps/upload-image", {"file": ("image.zip", b"x")}, "invalid file type"),
+        ("/api/v1/apps/upload-image", {"other": ("image.tar", b"x")}, "no file"),
+        ("/api/v1/apps/upload-manifest", {"file": ("app.yaml", b"apiVersion: v2\n")}, "apiVersion"),
+        ("/api/v1/apps/upload-manifest", {"file": ("app.yaml", b"{{{")}, "invalid manifest"),
+        ("/api/v1/apps/upload-manifest", {"file": ("app.txt", MANIFEST.encode())}, "invalid file type"),
+    ],
+)
+async def test_bad_uploads(
+    gateway: httpx.AsyncClient, auth: dict[str, str], path: str, files: dict, detail: str
+) -> None:
+    resp = await gateway.post(path, headers=auth, files=files)
+    assert resp.status_code == 400
+    assert resp.json()["code"] == 1001 and detail in resp.json()["error"]["detail"]
+
+
+async def test_upload_needs_multipart(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    resp = await gateway.post("/api/v1/apps/upload-image", headers=auth, json={"file": "x"})
+    assert resp.status_code == 400 and resp.json()["code"] == 1001
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"manifest_path": 5}, {"manifest_path": ""}, [], {"manifest_path": "/x", "force": "yes"}],
+)
+async def test_install_package_bodies(gateway: httpx.AsyncClient, auth: dict[str, str], body: object) -> None:
+    resp = await gateway.post("/api/v1/apps/install-package", headers=auth, json=body)
+    assert resp.status_code == 400 and resp.json()["code"] == 1001
+
+
+async def test_install_of_a_missing_manifest_fails_in_the_task(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    resp = await gateway.post("/api/v1/apps/install-package", headers=auth, json={"manifest_path": "/tmp/none.yaml"})
+    task_id = resp.json()["data"]["task_id"]
+    twin.clock.advance(5)
+    task = (await gateway.get(f"/api/v1/apps/install-progress/{task_id}", headers=auth)).json()["data"]
+    assert task["phase"] == "error" and "manifest not found" in task["error"] and task["percent"] == 5
+
+
+async def test_stop_of_an_app_that_is_not_running(gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]) -> None:
+    await install(gateway, twin, auth)
+    resp = await gateway.post("/api/v1/apps/people-counter/stop", headers=auth)
+    assert resp.status_code == 400 and resp.json()["code"] == 6005
+    resp = await gateway.get("/api/v1/apps/people-counter/logs", headers=auth, params={"max_lines": "many"})
+    assert resp.status_code == 400 and resp.json()["code"] == 1001
