@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from hardware.ports.errors import Conflict, InvalidInput, NotFound, StorageFull
+from hardware.ports.errors import Conflict, InternalError, InvalidInput, NotFound, StorageFull
 
 if TYPE_CHECKING:
     from twin.camera import Camera
@@ -139,7 +139,7 @@ class OsUpgrade:
         error = self._armed_error("upload")
         if error:
             self._set("failed", "Upload failed", error=error)
-            return dict(self.job)
+            raise InternalError(f"upload failed: {error}")
         self.camera.fs.mkdir(PACKAGE_DIR)
         try:
             self.camera.fs.write(path, data)

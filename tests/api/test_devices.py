@@ -211,6 +211,7 @@ async def test_command_reaches_the_device(
     assert event is not None and event.source == SENSOR
     assert event.data["command"] == "set_interval" and event.data["params"] == {"interval": 5}
     assert event.data["status"] == "success"
+    assert event.data["payload"] == '{"cmd":"set_interval","interval":5}'  # the rendered template
     no_body = await automation.post(f"/api/devices/{SENSOR}/command/reboot", headers=auth)
     assert no_body.status_code == 200 and sub.get_nowait().data["params"] == {}
     unknown = await automation.post(f"/api/devices/{SENSOR}/command/explode", json={}, headers=auth)

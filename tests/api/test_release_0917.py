@@ -84,3 +84,28 @@ async def test_hours_ignored_and_value_is_the_average(old: Twin, client: httpx.A
             "temperature"
         ][0]
         assert row["value"] == pytest.approx(row["sum"] / row["count"])
+
+
+async def test_deleting_an_unknown_device_is_a_500(client: httpx.AsyncClient) -> None:
+    auth = {"Authorization": f"Bearer {await admin_token(client)}"}
+    gone = await client.delete("/api/devices/nope", headers=auth)
+    assert gone.status_code == 500 and gone.json()["error"]["code"] == "INTERNAL_ERROR"
+    assert "nope" in gone.json()["error"]["message"]
+    assert (await client.delete("/api/devices/env_sensor-0001", headers=auth)).status_code == 200
+
+
+async def test_cursor_is_the_window_start_and_a_large_offset_is_seconds(
+    old: Twin, client: httpx.AsyncClient
+) -> None:
+    auth = {"Authorization": f"Bearer {await admin_token(client)}"}
+    old.clock.advance(7200)
+    url = "/api/devices/env_sensor-0001/telemetry?metric=temperature&limit=5000"
+    now = 1767225600 + 7200
+    page = (await client.get(url + f"&cursor={now - 100}", headers=auth)).json()["data"]
+    stamps = [p["timestamp"] for p in page["data"]["temperature"]]
+    assert stamps[0] == now and stamps[-1] == now - 100  # newer than the cursor, not older
+    page = (await client.get(url + "&offset=300", headers=auth)).json()["data"]
+    stamps = [p["timestamp"] for p in page["data"]["temperature"]]
+    assert stamps[0] == now and stamps[-1] == now - 300 and len(stamps) == 31  # 300 s, not 300 rows
+    page = (await client.get(url + "&offset=5", headers=auth)).json()["data"]
+    assert page["data"]["temperature"][0]["timestamp"] == now - 50  # up to 100: rows skipped

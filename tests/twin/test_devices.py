@@ -52,3 +52,24 @@ def test_snapshot_restores_devices_samples_and_drafts(world: World) -> None:
     assert world.devices.view("lab").status == "online"
     assert world.store.latest_samples("lab")["t"][1] == 1.5
     assert [d.device_id for d in world.ingest.list_drafts()] == ["stray"]
+
+
+def test_command_payload_template_rendering() -> None:
+    from hardware.ports.devices import CommandDef, DataType, ParameterDef
+    from twin.automation.device_types import render_payload
+
+    command = CommandDef(
+        "set_mode",
+        "Set mode",
+        payload_template='{"mode":"${mode}","level":${level},"zone":${zone},"id":"${request_id}","x":${x}}',
+        parameters=(
+            ParameterDef("mode", "Mode", DataType("string")),
+            ParameterDef("level", "Level", DataType("integer"), default_value=3),
+        ),
+        fixed_values={"zone": {"a": 1}},
+    )
+    rendered = render_payload(command, {"mode": "eco", "zone": "ignored"}, "r-1")
+    assert rendered == '{"mode":"eco","level":3,"zone":{"a":1},"id":"r-1","x":${x}}'
+    assert render_payload(command, {"mode": "on", "level": 7}, "r-2").startswith('{"mode":"on","level":7,')
+    plain = render_payload(CommandDef("ping", "Ping"), {"n": True}, "r-3")
+    assert plain == '{"command":"ping","params":{"n":true},"request_id":"r-3"}'

@@ -4,6 +4,9 @@ groups, and those clients register, kept in durable state."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hardware.ports.devices import CommandDef, DataType, DeviceType, MetricDef, ParameterDef, Validation
@@ -31,6 +34,36 @@ SENSOR_COMMANDS = (
     CommandDef(name="reboot", display_name="Reboot", payload_template='{"cmd":"reboot"}'),
     CommandDef(name="identify", display_name="Identify", payload_template='{"cmd":"identify"}'),
 )
+
+
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def render_payload(command: CommandDef, params: Mapping[str, Any], request_id: str) -> str:
+    """The downlink payload of ``command`` (reference §4): its ``payload_template`` with every
+    ``${name}`` replaced from the parameters' defaults, then the caller's ``params``, then the
+    command's ``fixed_values``, and ``${request_id}`` filled in. Strings go in as they are (a
+    template quotes them itself: ``"${mode}"``), anything else as JSON (``${interval}`` → ``30``).
+    Without a template the payload is ``{"command", "params", "request_id"}``. A placeholder with
+    no value is left as written, as the device would see it."""
+    values: dict[str, Any] = {
+        p.name: p.default_value for p in command.parameters if p.default_value is not None
+    }
+    values.update(params)
+    values.update(command.fixed_values)
+    values["request_id"] = request_id
+    if not command.payload_template:
+        body = {"command": command.name, "params": dict(params), "request_id": request_id}
+        return json.dumps(body, separators=(",", ":"))
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            return match.group(0)
+        value = values[name]
+        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+    return _PLACEHOLDER.sub(fill, command.payload_template)
 
 
 def sensor_type(group: SensorGroup) -> DeviceType:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from hardware.ports.devices import (
     DEVICE_STATUSES,
     KEEP,
+    CommandDef,
     CommandSent,
     CurrentMetric,
     CurrentValues,
@@ -30,6 +31,7 @@ from hardware.ports.devices import (
 )
 from hardware.ports.errors import InternalError, InvalidInput, NotFound
 from hardware.ports.events import EventKind
+from twin.automation.device_types import render_payload
 
 if TYPE_CHECKING:
     from twin.sensors import SensorFleet
@@ -318,7 +320,7 @@ class DeviceRegistry:
     def send_command(self, device_id: str, command: str, params: Mapping[str, Any]) -> CommandSent:
         doc = self.doc(device_id)
         dtype = self.device_type_of(doc)
-        defined = {c.name for c in dtype.commands} if dtype else set()
+        defined = {c.name: c for c in dtype.commands} if dtype else {}
         if defined and command not in defined:
             raise InvalidInput(
                 f"Failed to send command: Command '{command}' not defined for device type "
@@ -342,6 +344,7 @@ class DeviceRegistry:
             result={"acknowledged": True} if simulated else None,
             timestamp=self.world.now(),
             downlink_topic=None if simulated else topic,
+            payload=render_payload(defined.get(command) or CommandDef(command, command), params, command_id),
         )
         return CommandSent(device_id, command, command_id)
 

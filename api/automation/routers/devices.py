@@ -3,10 +3,11 @@
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend, current_user
+from api.automation.deps import Backend, Version, current_user
 from api.automation.schemas import devices as schemas
 from api.automation.schemas import ok
 from hardware.ports.devices import KEEP
+from hardware.ports.errors import InternalError, NotFound
 
 router = APIRouter(tags=["devices"], dependencies=[Depends(current_user)])
 
@@ -82,8 +83,13 @@ async def update_device(device_id: str, body: schemas.UpdateDeviceRequest, backe
 
 
 @router.delete("/devices/{device_id}")
-async def delete_device(device_id: str, backend: Backend) -> JSONResponse:
-    backend.devices.delete_device(device_id)
+async def delete_device(device_id: str, backend: Backend, version: Version) -> JSONResponse:
+    try:
+        backend.devices.delete_device(device_id)
+    except NotFound as exc:
+        if version == "0.9.17":  # an unknown id was a storage failure there (reference §4)
+            raise InternalError(f"Failed to delete device: {exc}") from exc
+        raise
     return ok({"device_id": device_id, "deleted": True}, backend.clock.now())
 
 

@@ -1,5 +1,7 @@
 """Telemetry history per device and the cross-device query (jwt-or-api-key)."""
 
+import dataclasses
+
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
@@ -27,10 +29,23 @@ async def telemetry(
     history: bool = False,
     bucketed: bool = False,
 ) -> JSONResponse:
-    if request.app.state.release == "0.9.17":  # hours was ignored and value was always the average
-        hours, aggregate = None, "avg" if aggregate is not None else None
     query = TelemetryQuery(metric, start, end, hours, aggregate, limit, offset, cursor, history, bucketed)
+    if request.app.state.release == "0.9.17":
+        query = as_0917(query, backend.clock.now())
     return ok(schemas.telemetry_page(backend.devices.telemetry(device_id, query)), backend.clock.now())
+
+
+def as_0917(q: TelemetryQuery, now: float) -> TelemetryQuery:
+    """The same query as release 0.9.17 read it (reference §5): ``hours`` ignored, ``value`` always
+    the average, a ``cursor`` taken as the window's start (it does not page backwards), and an
+    ``offset`` over 100 taken as "seconds before ``end``" rather than rows to skip."""
+    start, offset = q.start, q.offset
+    if q.cursor is not None:
+        start = q.cursor
+    if offset > 100:
+        start, offset = (q.end if q.end is not None else now) - offset, 0
+    aggregate = "avg" if q.aggregate is not None else None
+    return dataclasses.replace(q, start=start, hours=None, aggregate=aggregate, offset=offset, cursor=None)
 
 
 @router.get("/telemetry")
