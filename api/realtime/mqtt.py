@@ -1,5 +1,9 @@
 """MQTT: the embedded broker (amqtt, a real broker on a real port) and the bridge between the broker
-and the automation backend: device topics ``device/{device_type}/{device_id}/uplink`` and ``.../downlink``."""
+and the automation backend: device topics ``device/{device_type}/{device_id}/uplink`` and ``.../downlink``.
+
+Simulated sensors behave like devices on the broker: their samples are published on their uplink
+topics, and a command published on a simulated sensor's downlink topic (``{"command", "params"?}``)
+is carried out by it; the result is a ``DeviceCommandResult`` event on the realtime channels."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ log = logging.getLogger(__name__)
 
 
 UPLINK_FILTER = "device/+/+/uplink"
+DOWNLINK_FILTER = "device/+/+/downlink"
 
 
 def uplink_topic(device_type: str, device_id: str) -> str:
@@ -65,10 +70,29 @@ class EmbeddedBroker:
 
 def device_of_uplink(topic: str) -> str | None:
     """``device/{type}/{id}/uplink`` → the device id; anything else → ``None``."""
+    return device_of(topic, "uplink")
+
+
+def device_of(topic: str, direction: str) -> str | None:
+    """``device/{type}/{id}/{direction}`` → the device id; anything else → ``None``."""
     parts = topic.split("/")
-    if len(parts) == 4 and parts[0] == "device" and parts[3] == "uplink" and parts[1] and parts[2]:
+    if len(parts) == 4 and parts[0] == "device" and parts[3] == direction and parts[1] and parts[2]:
         return parts[2]
     return None
+
+
+def command_of(payload: bytes) -> tuple[str, dict] | None:
+    """A downlink payload ``{"command": str, "params"?: object}`` → (command, params), else ``None``."""
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    command, params = body.get("command"), body.get("params", {})
+    if not isinstance(command, str) or not command or not isinstance(params, dict):
+        return None
+    return command, params
 
 
 def downlink_payload(event: Event) -> bytes:
@@ -85,7 +109,9 @@ class MqttBridge:
 
     Out: world telemetry as uplink messages, and commands for real devices on their downlink
     topics (QoS 1, not retained). In: uplinks on ``device/+/+/uplink`` (an unknown device becomes a
-    draft; the simulated sensors' own uplinks are not ingested twice). Reconnects with a short
+    draft; the simulated sensors' own uplinks are not ingested twice), and commands on
+    ``device/+/+/downlink`` for simulated sensors, which carry them out (a real device's downlink
+    traffic, the bridge's own publications included, is that device's business). Reconnects with a short
     backoff when the broker goes away; outgoing events wait meanwhile in the bounded subscription
     queue (the oldest are dropped and counted).
     """
@@ -98,6 +124,7 @@ class MqttBridge:
         self.published = 0
         self.received = 0
         self.rejected = 0
+        self.commands = 0
 
     async def run(self) -> None:
         kinds = frozenset({EventKind.DEVICE_TELEMETRY, EventKind.DEVICE_COMMAND_RESULT})
@@ -107,7 +134,7 @@ class MqttBridge:
                 client = MQTTClient(client_id="twin-bridge", config={"auto_reconnect": False})
                 try:
                     await client.connect(self.url)
-                    await client.subscribe([(UPLINK_FILTER, 0)])
+                    await client.subscribe([(UPLINK_FILTER, 0), (DOWNLINK_FILTER, 1)])
                     self.connected = True
                     await first_failure(self._send(client, sub), self._receive(client))
                 except asyncio.CancelledError:
@@ -139,6 +166,9 @@ class MqttBridge:
             message = await client.deliver_message()
             if message is None:
                 continue
+            if (target := device_of(message.topic, "downlink")) is not None:
+                self._command(target, bytes(message.data))
+                continue
             device_id = device_of_uplink(message.topic)
             try:
                 data = json.loads(bytes(message.data)) if device_id else None
@@ -152,6 +182,27 @@ class MqttBridge:
                     self.received += 1
             except DomainError:
                 self.rejected += 1
+
+    def _command(self, device_id: str, payload: bytes) -> None:
+        """A command on a downlink topic: a simulated sensor carries it out (the world emits its
+        result); other devices' downlinks are left alone."""
+        try:
+            simulated = self.backend.devices.get_device(device_id).device.simulated
+        except DomainError:
+            self.rejected += 1
+            return
+        if not simulated:
+            return
+        parsed = command_of(payload)
+        if parsed is None:
+            self.rejected += 1
+            return
+        try:
+            self.backend.devices.send_command(device_id, *parsed)
+        except DomainError:
+            self.rejected += 1
+            return
+        self.commands += 1
 
 
 async def first_failure(*coros) -> None:
