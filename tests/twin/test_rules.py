@@ -231,3 +231,39 @@ def test_rules_and_pending_deliveries_survive_snapshot_and_restore(twin: Twin) -
     snap = twin.world.snapshot()
     twin.world.restore(snap)
     assert len(twin.world.outbox.take()) == 1  # the queued delivery is due again after the restore
+
+
+class FakeAgents:
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, str, dict]] = []
+
+    def get_agent(self, agent_id: str) -> str:
+        if agent_id != "a1":
+            raise NotFound(f"Agent not found: {agent_id}", resource="agent")
+        return agent_id
+
+    def trigger(self, agent_id: str, data: object = None, trigger_type: str = "rule") -> None:
+        self.runs.append((agent_id, trigger_type, data))
+
+
+def test_trigger_agent_starts_a_run(twin: Twin, monkeypatch: pytest.MonkeyPatch) -> None:
+    agents = FakeAgents()
+    monkeypatch.setattr(twin.world, "agents", agents, raising=False)
+    action = {"type": "trigger_agent", "agent_id": "a1", "input": "check the air"}
+    created = twin.world.rules.create_rule(rule(actions=[action]))
+    with pytest.raises(InvalidInput, match="unavailable resources"):
+        twin.world.rules.create_rule(rule(actions=[{**action, "agent_id": "ghost"}]))
+    twin.clock.advance(80)
+    assert agents.runs == [("a1", "rule", {"rule_id": created.id, "value": 37.09, "input": "check the air"})]
+    assert twin.world.rules.rule_history(created.id)[0].actions_executed == ("trigger_agent:a1",)
+
+
+def test_trigger_agent_without_agents_is_recorded_as_an_event(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(twin.world, "agents", None, raising=False)
+    twin.world.trace = []
+    twin.world.rules.create_rule(rule(actions=[{"type": "trigger_agent", "agent_id": "a9"}]))
+    twin.clock.advance(80)
+    (line,) = [line for _, line in kinds(twin, EventKind.RULE_AGENT_REQUESTED)]
+    assert "agent_id='a9'" in line

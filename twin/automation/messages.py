@@ -131,7 +131,7 @@ class MessageCenter:
             title=doc["title"],
             severity=doc["severity"],
             message=doc["message"],
-            timestamp=doc["timestamp"],
+            timestamp=int(doc["timestamp"]),
         )
         for channel in self.channels.values():
             if channel["enabled"]:
@@ -211,7 +211,7 @@ class MessageCenter:
             status
         )
         if kind is not None:
-            self.world.emit(kind, doc["source"], message_id=message_id, timestamp=self.world.now())
+            self.world.emit(kind, doc["source"], message_id=message_id, timestamp=int(self.world.now()))
         return _message(doc)
 
     # Channels --------------------------------------------------------------------------------

@@ -129,7 +129,7 @@ class RuleEngine:
                 rule_name=doc["name"],
                 condition_met=met,
                 value=value,
-                timestamp=self.world.now(),
+                timestamp=int(self.world.now()),
             )
         if not met:
             state.since = None
@@ -174,7 +174,7 @@ class RuleEngine:
             trigger_value=value,
             trigger_type=trigger_type,
             actions=[a["type"] for a in doc["actions"]],
-            timestamp=now,
+            timestamp=int(now),
         )
         done: list[str] = []
         errors: list[str] = []
@@ -200,7 +200,7 @@ class RuleEngine:
             actions_executed=list(done),
             error=execution.error,
             duration_ms=0,
-            timestamp=now,
+            timestamp=int(now),
         )
         return execution
 
@@ -241,7 +241,7 @@ class RuleEngine:
                 agent_id=action["agent_id"],
                 input=action.get("input"),
                 data=action.get("data"),
-                timestamp=self.world.now(),
+                timestamp=int(self.world.now()),
             )
         return f"trigger_agent:{action['agent_id']}"
 
@@ -286,10 +286,24 @@ class RuleEngine:
             and a["target_type"] == "device"
             and not self.world.devices.exists(a["target"])
         ]
+        missing += [
+            a["agent_id"] for a in spec["actions"] if a["type"] == "trigger_agent" and not self._agent(a)
+        ]
         if missing:
             raise InvalidInput(
                 "Rule references unavailable resources", resource="rule", hint=HINT, missing=missing
             )
+
+    def _agent(self, action: Mapping[str, Any]) -> bool:
+        """Whether the agent a ``trigger_agent`` action names exists (true when agents are not built)."""
+        get_agent = getattr(getattr(self.world, "agents", None), "get_agent", None)
+        if get_agent is None:
+            return True
+        try:
+            get_agent(action["agent_id"])
+        except NotFound:
+            return False
+        return True
 
     def _available(self, source: str) -> bool:
         source_type, device_id, _ = rule_spec.parse_source(source)
