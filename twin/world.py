@@ -17,7 +17,9 @@ from twin.automation.agents import AgentRegistry
 from twin.automation.apikeys import ApiKeyRing
 from twin.automation.delivery import Outbox
 from twin.automation.dashboards import DashboardRegistry
+from twin.automation.dashboards import DashboardRegistry
 from twin.automation.device_types import DeviceTypeRegistry
+from twin.automation.extensions import ExtensionRegistry
 from twin.automation.extensions import ExtensionRegistry
 from twin.automation.ingest import Ingest
 from twin.automation.llm import ModelBackendRegistry

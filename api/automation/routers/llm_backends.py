@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
 
 from api.automation.deps import Backend
 from api.automation.routers.agents import Route, release_router
@@ -60,7 +60,7 @@ class UpdateBackend(_Body):
 
 
 class CapabilitiesPatch(_Body):
-    multimodal: bool | None = None
+    multimodal: StrictBool | None = None
 
 
 def type_info(t: BackendType) -> dict[str, Any]:
