@@ -15,11 +15,9 @@ import simpy
 from hardware.ports.events import Event, EventKind
 from twin.automation.agents import AgentRegistry
 from twin.automation.apikeys import ApiKeyRing
+from twin.automation.dashboards import DashboardRegistry
 from twin.automation.delivery import Outbox
-from twin.automation.dashboards import DashboardRegistry
-from twin.automation.dashboards import DashboardRegistry
 from twin.automation.device_types import DeviceTypeRegistry
-from twin.automation.extensions import ExtensionRegistry
 from twin.automation.extensions import ExtensionRegistry
 from twin.automation.ingest import Ingest
 from twin.automation.llm import ModelBackendRegistry

@@ -8,11 +8,7 @@ from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import ApiKey, Login, Readiness, User
 from twin.automation.agents import AgentRegistry
 from twin.automation.dashboards import DashboardRegistry
-from twin.automation.agents import AgentRegistry
-from twin.automation.dashboards import DashboardRegistry
 from twin.automation.devices import TwinDevices
-from twin.automation.extensions import ExtensionRegistry
-from twin.automation.llm import ModelBackendRegistry
 from twin.automation.extensions import ExtensionRegistry
 from twin.automation.llm import ModelBackendRegistry
 from twin.automation.messages import MessageCenter
