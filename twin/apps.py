@@ -311,7 +311,7 @@ class AppManager:
         return AppStats(app.id, uptime, cpu, mem, app.manifest.memory)
 
     # Lifecycle -----------------------------------------------------------------------------
-    def begin_start(self, app_id: str) -> simpy.Event:
+    def begin_start(self, app_id: str, deadline: float | None = None) -> simpy.Event:
         """Start the app's container; the event succeeds with None or the error (see
         ``ContainerRuntime.start``). The caller applies the 10-s deadline."""
         app = self._app(app_id)
@@ -330,7 +330,7 @@ class AppManager:
                 cpu_limit=m.cpu,
                 memory_limit=m.memory,
             )
-        started = runtime.start(container.id, self._workload)
+        started = runtime.start(container.id, self._workload, deadline)
         done = self.env.event()
 
         def _settle(event: simpy.Event) -> None:

@@ -33,6 +33,7 @@ from twin.storage import DATA, ROOT, is_dir
 if TYPE_CHECKING:
     from twin.camera import Camera
 
+DEADLINE_EXCEEDED = "rpc error: code = DeadlineExceeded desc = context deadline exceeded"
 UNPACK_RATE = 12_000_000
 """Bytes a second the device's eMMC unpacks an image snapshot at."""
 START_S = 1.2
@@ -54,6 +55,8 @@ class Image:
     created_at: float
     unpacked: bool = False
     unpacking: simpy.Event | None = None
+    broken: bool = False
+    """A previous unpack ran out of space: its parent snapshot is gone."""
 
     @property
     def owner(self) -> str:
@@ -130,6 +133,7 @@ class ContainerRuntime:
         self.images: dict[str, Image] = {}
         self.containers: dict[str, Container] = {}
         self.host_dirs: set[str] = set(BASE_HOST_DIRS)
+        self.unpack_rate = UNPACK_RATE
         self._next_pid = 2400
 
     # Provoking / remedies ------------------------------------------------------------------
@@ -145,6 +149,20 @@ class ContainerRuntime:
                     storage.charge(partition, owner, held)
                     storage.release(self.storage_partition, owner)
         self.storage_partition = partition
+
+    def slow_storage(self, bytes_per_s: int) -> None:
+        """A slow or worn eMMC: images unpack at ``bytes_per_s`` (first starts miss the deadline)."""
+        if bytes_per_s <= 0:
+            raise InvalidInput("bytes_per_s must be positive", resource="parameter")
+        self.unpack_rate = bytes_per_s
+
+    def fill_storage(self, leave: int) -> int:
+        """Earlier images' content fills the runtime's partition, leaving ``leave`` bytes free;
+        returns the bytes taken (owner ``image-cache``, freed by ``free_storage``)."""
+        return self.camera.storage.fill(self.storage_partition, "image-cache", leave=leave)
+
+    def free_storage(self) -> int:
+        return self.camera.storage.free("image-cache")
 
     def make_host_dir(self, path: str) -> None:
         """The remedy for a missing volume directory (``POST files/mkdir`` does the same)."""
@@ -248,22 +266,35 @@ class ContainerRuntime:
             raise NotFound(f"container not found: {container_id}", resource="container")
         return container
 
-    def start(self, container_id: str, workload: Workload | None = None) -> simpy.Event:
+    def start(
+        self, container_id: str, workload: Workload | None = None, deadline: float | None = None
+    ) -> simpy.Event:
         """Start a container; the returned event succeeds with None, or with the ``DomainError``
-        that stopped it (never fails, so nobody has to be waiting)."""
+        that stopped it (never fails, so nobody has to be waiting). With a ``deadline`` (the
+        caller's gRPC deadline) a start that cannot be done in time is abandoned once the image is
+        unpacked: the unpack itself is kept, so the next start is quick."""
         container = self.get(container_id)
         done = self.env.event()
         if container.state == "running":
             done.succeed(None)
             return done
-        self.env.process(self._start(container, workload, done))
+        self.env.process(self._start(container, workload, done, deadline))
         return done
 
-    def _start(self, container: Container, workload: Workload | None, done: simpy.Event):
+    def _start(
+        self, container: Container, workload: Workload | None, done: simpy.Event, deadline: float | None
+    ):
         image = self.images.get(container.image)
+        began = self.env.now
         try:
             if image is None:
                 raise InternalError(f"rpc error: code = NotFound desc = image {container.image!r}: not found")
+            if image.broken:
+                image.broken = False  # the next start unpacks again
+                raise InternalError(
+                    "rpc error: code = NotFound desc = failed to prepare extraction snapshot: "
+                    f"parent snapshot {image.digest} does not exist: not found"
+                )
             if not image.unpacked:
                 if image.unpacking is None:
                     image.unpacking = self.env.process(self._unpack(image))
@@ -279,6 +310,8 @@ class ContainerRuntime:
                         f'error mounting "{volume.host}" to rootfs at "{volume.container}": '
                         f"stat {volume.host}: no such file or directory"
                     )
+            if deadline is not None and self.env.now + START_S - began > deadline:
+                raise InternalError(DEADLINE_EXCEEDED, resource="deadline")
             yield self.env.timeout(START_S)
         except InternalError as err:
             container.state = "stopped"
@@ -294,20 +327,31 @@ class ContainerRuntime:
         done.succeed(None)
 
     def _unpack(self, image: Image):
-        """Prepare the image's snapshot; returns None or the error (a process's value)."""
-        yield self.env.timeout(image.unpacked_size / UNPACK_RATE)
+        """Write the image's snapshot a second's worth at a time; returns None or the error (a
+        process's value). Running out of space stops it there and gives the partial snapshot back;
+        the next start then finds its parent snapshot missing."""
         storage = self.camera.storage
-        free = storage.free_bytes(self.storage_partition)
+        owner = f"snapshot:{image.ref}"
+        written = 0
+        while written < image.unpacked_size:
+            chunk = min(self.unpack_rate, image.unpacked_size - written)
+            free = storage.free_bytes(self.storage_partition)
+            if chunk > free:
+                yield self.env.timeout(free / self.unpack_rate)
+                storage.free(owner)
+                image.unpacking = None
+                image.broken = True
+                root = STORAGE_ROOTS[self.storage_partition]
+                return InternalError(
+                    "rpc error: code = Unknown desc = failed to prepare extraction snapshot "
+                    f'"extract-{int(self.env.now * 1e6)}-{image.digest[7:19]} {image.digest}": '
+                    f"write {root}/io.containerd.snapshotter.v1.overlayfs/snapshots/"
+                    f"{len(self.images)}/fs/usr/lib/libapp.so: no space left on device"
+                )
+            yield self.env.timeout(chunk / self.unpack_rate)
+            storage.charge(self.storage_partition, owner, chunk)
+            written += chunk
         image.unpacking = None
-        if image.unpacked_size > free:
-            root = STORAGE_ROOTS[self.storage_partition]
-            return InternalError(
-                "rpc error: code = Unknown desc = failed to prepare extraction snapshot "
-                f'"extract-{int(self.env.now * 1e6)}-{image.digest[7:19]} {image.digest}": '
-                f"failed to create parent snapshot: write {root}/io.containerd.snapshotter.v1.overlayfs/"
-                "snapshots: no space left on device"
-            )
-        storage.charge(self.storage_partition, f"snapshot:{image.ref}", image.unpacked_size)
         image.unpacked = True
         return None
 

@@ -31,11 +31,11 @@ from hardware.ports.gateway_apps import (
 from twin.camera import Camera
 from twin.clock import SimClock
 from twin.container_shell import ContainerShell
+from twin.containers import DEADLINE_EXCEEDED
 from twin.world import World
 
 START_DEADLINE_S = 10.0
 """The platform's gRPC deadline for an app start."""
-DEADLINE_EXCEEDED = "rpc error: code = DeadlineExceeded desc = context deadline exceeded"
 
 
 class _Area:
@@ -127,7 +127,7 @@ class TwinGatewayApps(_Area):
         return self.camera.apps.wizard(app_id, name, image, config)
 
     async def start(self, app_id: str) -> None:
-        await self._settle(self.camera.apps.begin_start(app_id), START_DEADLINE_S)
+        await self._settle(self.camera.apps.begin_start(app_id, START_DEADLINE_S), START_DEADLINE_S)
 
     async def stop(self, app_id: str, timeout: int) -> None:
         await self._settle(self.camera.apps.begin_stop(app_id), float(timeout) if timeout > 0 else None)
@@ -175,9 +175,9 @@ class TwinGatewayContainers(_Area):
         container = runtime.get(container_id)
         apps = self.camera.apps
         if container.app_id in apps.apps:
-            await self._settle(apps.begin_start(container.app_id), START_DEADLINE_S)
+            await self._settle(apps.begin_start(container.app_id, START_DEADLINE_S), START_DEADLINE_S)
         else:
-            await self._settle(runtime.start(container_id), START_DEADLINE_S)
+            await self._settle(runtime.start(container_id, deadline=START_DEADLINE_S), START_DEADLINE_S)
 
     async def stop(self, container_id: str) -> None:
         runtime = self.camera.containers
