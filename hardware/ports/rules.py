@@ -9,7 +9,7 @@ clock. Timestamps are Unix seconds on the backend's clock.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 SEVERITIES = ("info", "warning", "critical", "emergency")
@@ -73,6 +73,13 @@ class RuleTest:
     execution: RuleExecution | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RuleImport:
+    imported: int
+    skipped: int
+    errors: tuple[str, ...]
+
+
 @runtime_checkable
 class AutomationRules(Protocol):
     """Unknown ids raise ``NotFound(resource="rule")``; an id that is not a UUID ``InvalidInput``;
@@ -100,6 +107,12 @@ class AutomationRules(Protocol):
     def rule_history(self, rule_id: str) -> list[RuleExecution]:
         """Newest first."""
 
+    def validate_rule(self, definition: Mapping[str, Any]) -> list[str]:
+        """What is wrong with a definition (empty when it would be accepted); stores nothing."""
+
+    def import_rules(self, definitions: list[Any]) -> RuleImport:
+        """Create each rule; a definition whose ``id`` names an existing rule is skipped."""
+
 
 # Messages and channels ------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
@@ -123,6 +136,14 @@ class MessagePage:
     total: int
     limit: int
     offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStats:
+    total: int
+    by_severity: Mapping[str, int]
+    by_status: Mapping[str, int]
+    by_category: Mapping[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +214,23 @@ class AutomationMessages(Protocol):
     def delete_message(self, message_id: str) -> None: ...
 
     def set_message_status(self, message_id: str, status: str) -> Message: ...
+
+    def set_messages_status(self, message_ids: list[str], status: str) -> int:
+        """Bulk status change; unknown ids are skipped. The number changed."""
+
+    def delete_messages(self, message_ids: list[str]) -> int: ...
+
+    def cleanup_messages(self, older_than_days: int) -> int:
+        """Delete resolved and archived messages older than that; the number deleted."""
+
+    def message_stats(self) -> MessageStats: ...
+
+    def channel_schema(self, kind: str) -> Mapping[str, Any]:
+        """A JSON schema of the configuration a channel kind takes; ``NotFound`` for an unknown kind."""
+
+    def add_recipient(self, name: str, email: str) -> Channel: ...
+
+    def remove_recipient(self, name: str, email: str) -> Channel: ...
 
     def channel_kinds(self) -> tuple[ChannelKind, ...]: ...
 
@@ -271,13 +309,3 @@ class AutomationPush(Protocol):
 
     def target_logs(self, target_id: str, limit: int = 100) -> list[PushLog]:
         """Newest first."""
-
-
-@dataclass(frozen=True, slots=True)
-class PushStats:
-    targets: int
-    running: int
-    pushed: int
-    failed: int
-    pending: int = 0
-    by_type: Mapping[str, int] = field(default_factory=dict)

@@ -222,3 +222,103 @@ async def test_messages_list_filter_and_status(automation: httpx.AsyncClient, au
 async def test_message_validation(automation: httpx.AsyncClient, auth: dict[str, str], body: dict) -> None:
     resp = await automation.post("/api/messages", json=body, headers=auth)
     assert resp.status_code == 422 and resp.json()["error"]["code"] == "VALIDATION_ERROR"
+
+
+async def test_bulk_operations_stats_and_cleanup(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin
+) -> None:
+    ids = [
+        (await automation.post("/api/messages", json={**MESSAGE, "severity": s}, headers=auth)).json()[
+            "data"
+        ]["id"]
+        for s in ("info", "info", "warning")
+    ]
+    acked = await automation.post(
+        "/api/messages/acknowledge", json={"message_ids": [ids[0], "nope"]}, headers=auth
+    )
+    assert acked.json()["data"] == {"acknowledged": 1}
+    resolved = await automation.post("/api/messages/resolve", json={"message_ids": ids[:2]}, headers=auth)
+    assert resolved.json()["data"] == {"resolved": 2}
+    stats = (await automation.get("/api/messages/stats", headers=auth)).json()["data"]
+    assert stats["total"] == 3 and stats["active"] == 1
+    assert stats["by_severity"] == {"info": 2, "warning": 1, "critical": 0, "emergency": 0}
+    assert stats["by_status"]["resolved"] == 2 and stats["by_category"]["alert"] == 3
+    twin.clock.advance(2 * 86_400)
+    kept = await automation.post("/api/messages/cleanup", json={"older_than_days": 3}, headers=auth)
+    assert kept.json()["data"] == {"cleaned": 0}
+    cleaned = await automation.post("/api/messages/cleanup", json={"older_than_days": 1}, headers=auth)
+    assert cleaned.json()["data"] == {"cleaned": 2}
+    deleted = await automation.post("/api/messages/delete", json={"message_ids": ids}, headers=auth)
+    assert deleted.json()["data"] == {"deleted": 1}
+    bad = await automation.post("/api/messages/acknowledge", json={"ids": ids}, headers=auth)
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "VALIDATION_ERROR"
+    negative = await automation.post("/api/messages/cleanup", json={"older_than_days": -1}, headers=auth)
+    assert negative.status_code == 400
+
+
+async def test_recipients_enabled_and_schema(automation: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    schema = await automation.get("/api/messages/channels/types/email/schema")
+    assert schema.status_code == 200
+    body = schema.json()["data"]
+    assert body["type"] == "email" and body["schema"]["required"] == ["smtp_server", "from_address"]
+    assert body["schema"]["properties"]["smtp_port"] == {"type": "integer", "default": 25}
+    assert (await automation.get("/api/messages/channels/types/pager/schema")).status_code == 404
+    await add_channel(
+        automation,
+        auth,
+        name="mail",
+        channel_type="email",
+        smtp_server="127.0.0.1",
+        from_address="twin@example.com",
+    )
+    added = await automation.post(
+        "/api/messages/channels/mail/recipients", json={"email": "a@example.com"}, headers=auth
+    )
+    assert added.json()["data"] == {"name": "mail", "recipients": ["a@example.com"], "count": 1}
+    listed = (await automation.get("/api/messages/channels/mail/recipients", headers=auth)).json()["data"]
+    assert listed["recipients"] == ["a@example.com"]
+    bad = await automation.post(
+        "/api/messages/channels/mail/recipients", json={"email": "nobody"}, headers=auth
+    )
+    assert bad.status_code == 400
+    removed = await automation.delete("/api/messages/channels/mail/recipients/a@example.com", headers=auth)
+    assert removed.json()["data"]["count"] == 0
+    again = await automation.delete("/api/messages/channels/mail/recipients/a@example.com", headers=auth)
+    assert again.status_code == 404
+    off = await automation.put("/api/messages/channels/mail/enabled", json={"enabled": False}, headers=auth)
+    assert off.json()["data"] == {"name": "mail", "enabled": False}
+    missing = await automation.put(
+        "/api/messages/channels/nope/enabled", json={"enabled": True}, headers=auth
+    )
+    assert missing.status_code == 404
+    unauth = await automation.get("/api/messages/channels/mail/recipients")
+    assert unauth.status_code == 401
+
+
+async def test_telegram_goes_to_the_configured_api_and_hides_its_token(
+    automation: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    async with HttpReceiver(statuses=[200, 401]) as api:
+        await add_channel(
+            automation,
+            auth,
+            name="tg",
+            channel_type="telegram",
+            bot_token="123:SECRET",
+            chat_id="42",
+            api_url=api.url,
+        )
+        ok = (await automation.post("/api/messages/channels/tg/test", headers=auth)).json()["data"]
+        assert ok["success"] is True
+        assert (
+            api.requests[0].path == "/bot123:SECRET/sendMessage" and api.requests[0].json()["chat_id"] == "42"
+        )
+        listed = (await automation.get("/api/messages/channels/tg", headers=auth)).json()["data"]
+        assert listed["config"]["bot_token"] == "***"
+        failed = await automation.post("/api/messages/channels/tg/test", headers=auth)
+        assert failed.json()["data"]["success"] is False and "SECRET" not in failed.text
+    await automation.put(
+        "/api/messages/channels/tg", json={"api_url": "http://127.0.0.1:1/x y"}, headers=auth
+    )
+    broken = await automation.post("/api/messages/channels/tg/test", headers=auth)
+    assert broken.json()["data"]["success"] is False and "SECRET" not in broken.text

@@ -222,3 +222,33 @@ async def test_ids_and_auth(automation: httpx.AsyncClient, auth: dict[str, str])
         assert resp.status_code == 401 and resp.json()["error"]["code"] == "UNAUTHORIZED"
     wrong = await automation.get("/api/rules", headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401
+
+
+async def test_export_import_validate(automation: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    rule = await create(automation, auth)
+    exported = (await automation.get("/api/rules/export", headers=auth)).json()["data"]
+    assert (
+        exported["version"] == "1.0" and exported["count"] == 1 and exported["rules"][0]["id"] == rule["id"]
+    )
+    assert exported["exported_at"] == "2026-01-01T00:00:00+00:00"
+    again = await automation.post("/api/rules/import", json={"rules": exported["rules"]}, headers=auth)
+    assert again.json()["data"] == {"imported": 0, "skipped": 1, "errors": []}
+    await automation.delete(f"/api/rules/{rule['id']}", headers=auth)
+    bad = {"name": "broken", "condition": {"condition_type": "comparison"}}
+    result = await automation.post(
+        "/api/rules/import", json={"rules": [*exported["rules"], bad]}, headers=auth
+    )
+    data = result.json()["data"]
+    assert data["imported"] == 1 and data["skipped"] == 0 and data["errors"][0].startswith("rule 1: ")
+    restored = (await automation.get(f"/api/rules/{rule['id']}", headers=auth)).json()["data"]["rule"]
+    assert restored["condition"] == rule["condition"] and restored["actions"] == rule["actions"]
+    valid = await automation.post("/api/rules/validate", json=RULE, headers=auth)
+    assert valid.json()["data"] == {"valid": True, "errors": []}
+    ghost = {**RULE, "condition": {**DRY, "source": "device:ghost:humidity"}}
+    invalid = (await automation.post("/api/rules/validate", json=ghost, headers=auth)).json()["data"]
+    assert invalid == {
+        "valid": False,
+        "errors": ["Rule references unavailable resources: device:ghost:humidity"],
+    }
+    assert (await automation.post("/api/rules/import", json={"items": []}, headers=auth)).status_code == 422
+    assert (await automation.get("/api/rules/export")).status_code == 401

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import smtplib
 import ssl
 import time
@@ -39,6 +40,7 @@ SEND_TIMEOUT_S = 10.0
 """Wall-clock limit of one attempt (a far end that hangs must not hold the worker)."""
 RESPONSE_PREVIEW = 500
 POLL_S = 0.2
+BOT_TOKEN = re.compile(r"/bot[^/\s]+/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +215,7 @@ async def send(transport: str, config: dict[str, Any], payload: Any) -> Delivery
         raise
     except Exception as err:  # the far end failed: a result, not a crash
         ok, message, status = False, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__, None
+    message = BOT_TOKEN.sub("/bot***/", message)  # a chat token in a URL never reaches a client or a log
     return DeliveryResult(ok, message, round((time.monotonic() - started) * 1000), status_code=status)
 
 

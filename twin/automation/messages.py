@@ -25,6 +25,7 @@ from hardware.ports.rules import (
     DeliveryResult,
     Message,
     MessagePage,
+    MessageStats,
     NewMessage,
 )
 from twin.automation.delivery import RetryPolicy, send
@@ -56,6 +57,15 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "dingtalk": ("webhook_url",),
     "slack": ("webhook_url",),
     "feishu": ("webhook_url",),
+}
+OPTIONAL: dict[str, tuple[str, ...]] = {
+    "webhook": ("headers",),
+    "email": ("smtp_port", "username", "password", "use_tls", "use_ssl", "recipients"),
+    "telegram": ("api_url",),
+    "wecom": (),
+    "dingtalk": (),
+    "slack": (),
+    "feishu": (),
 }
 TELEGRAM_API = "https://api.telegram.org"
 
@@ -214,7 +224,75 @@ class MessageCenter:
             self.world.emit(kind, doc["source"], message_id=message_id, timestamp=int(self.world.now()))
         return _message(doc)
 
+    def set_messages_status(self, message_ids: list[str], status: str) -> int:
+        changed = 0
+        for message_id in dict.fromkeys(message_ids):
+            if self.messages.get(message_id) is not None:
+                self.set_message_status(message_id, status)
+                changed += 1
+        return changed
+
+    def delete_messages(self, message_ids: list[str]) -> int:
+        return sum(self.messages.delete(m) for m in dict.fromkeys(message_ids))
+
+    def cleanup_messages(self, older_than_days: int) -> int:
+        if older_than_days < 0:
+            raise InvalidInput("older_than_days must not be negative", field="older_than_days")
+        cutoff = self.world.now() - older_than_days * 86_400
+        done = [
+            d["id"]
+            for d in self.messages.values()
+            if d["status"] in ("resolved", "archived") and d["timestamp"] < cutoff
+        ]
+        return self.delete_messages(done)
+
+    def message_stats(self) -> MessageStats:
+        docs = self.messages.values()
+
+        def count(key: str, values: tuple[str, ...]) -> dict[str, int]:
+            return {v: sum(1 for d in docs if d[key] == v) for v in values}
+
+        return MessageStats(
+            len(docs),
+            count("severity", SEVERITIES),
+            count("status", MESSAGE_STATUSES),
+            count("category", MESSAGE_CATEGORIES),
+        )
+
     # Channels --------------------------------------------------------------------------------
+    def channel_schema(self, kind: str) -> dict[str, Any]:
+        if kind not in CHANNEL_KINDS:
+            raise NotFound(f"Channel type {kind} not found", resource="channel_type")
+        properties = {name: {"type": "string"} for name in REQUIRED[kind] + OPTIONAL[kind]}
+        for name in ("smtp_port",):
+            if name in properties:
+                properties[name] = {"type": "integer", "default": 25}
+        for name in ("use_tls", "use_ssl"):
+            if name in properties:
+                properties[name] = {"type": "boolean", "default": False}
+        if "headers" in properties:
+            properties["headers"] = {"type": "object", "additionalProperties": {"type": "string"}}
+        if "recipients" in properties:
+            properties["recipients"] = {"type": "array", "items": {"type": "string", "format": "email"}}
+        return {"type": "object", "required": list(REQUIRED[kind]), "properties": properties}
+
+    def add_recipient(self, name: str, email: str) -> Channel:
+        doc = self.channel_doc(name)
+        if "@" not in email.strip("@"):
+            raise InvalidInput(f"Invalid email address '{email}'", field="email")
+        if email not in doc["recipients"]:
+            doc["recipients"].append(email)
+            self.channels.put(name, doc)
+        return _channel(doc)
+
+    def remove_recipient(self, name: str, email: str) -> Channel:
+        doc = self.channel_doc(name)
+        if email not in doc["recipients"]:
+            raise NotFound(f"Recipient {email} not found", resource="recipient")
+        doc["recipients"].remove(email)
+        self.channels.put(name, doc)
+        return _channel(doc)
+
     def channel_doc(self, name: str) -> dict[str, Any]:
         doc = self.channels.get(name)
         if doc is None:

@@ -18,6 +18,7 @@ a rule's condition changes between true and false.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ import simpy
 
 from hardware.ports.errors import DomainError, InvalidInput, NotFound
 from hardware.ports.events import Event, EventKind
-from hardware.ports.rules import NewMessage, Rule, RuleExecution, RuleTest
+from hardware.ports.rules import NewMessage, Rule, RuleExecution, RuleImport, RuleTest
 from twin.automation import rule_spec
 from twin.automation.rule_spec import HINT, Cron
 
@@ -312,11 +313,12 @@ class RuleEngine:
     def list_rules(self) -> list[Rule]:
         return [_rule(d) for d in self.docs.values()]
 
-    def create_rule(self, definition: Mapping[str, Any]) -> Rule:
+    def create_rule(self, definition: Mapping[str, Any], rule_id: str | None = None) -> Rule:
         spec = rule_spec.parse(definition)
         self._check_resources(spec)
         now = self.world.now()
-        rule_id = str(uuid.UUID(bytes=self.world.streams.get("automation.rules").bytes(16), version=4))
+        if rule_id is None:
+            rule_id = str(uuid.UUID(bytes=self.world.streams.get("automation.rules").bytes(16), version=4))
         doc = {
             **spec,
             "id": rule_id,
@@ -356,6 +358,33 @@ class RuleEngine:
         self.doc(rule_id)
         docs = [d for d in self.history.values() if d["rule_id"] == rule_id]
         return [_execution(d) for d in reversed(docs)]
+
+    def validate_rule(self, definition: Mapping[str, Any]) -> list[str]:
+        try:
+            self._check_resources(rule_spec.parse(definition))
+        except InvalidInput as err:
+            missing = err.details.get("missing")
+            return [f"{err.message}: {', '.join(missing)}" if missing else err.message]
+        return []
+
+    def import_rules(self, definitions: list[Any]) -> RuleImport:
+        imported, skipped, errors = 0, 0, []
+        for i, definition in enumerate(definitions):
+            given = definition.get("id") if isinstance(definition, Mapping) else None
+            keep = None
+            if isinstance(given, str):
+                if self.docs.get(given) is not None:
+                    skipped += 1
+                    continue
+                with contextlib.suppress(ValueError):
+                    keep = str(uuid.UUID(given))  # an exported rule keeps its id
+            try:
+                self.create_rule(definition, keep)
+            except InvalidInput as err:
+                errors.append(f"rule {i}: {err.message}")
+                continue
+            imported += 1
+        return RuleImport(imported, skipped, tuple(errors))
 
     def trigger_rule(self, rule_id: str) -> RuleExecution:
         doc = self.doc(rule_id)

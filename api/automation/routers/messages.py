@@ -17,6 +17,11 @@ async def channel_types(backend: Backend) -> JSONResponse:
     return ok({"types": [wire.kind(k) for k in kinds], "count": len(kinds)}, backend.clock.now())
 
 
+@public.get("/messages/channels/types/{kind}/schema")
+async def channel_schema(kind: str, backend: Backend) -> JSONResponse:
+    return ok({"type": kind, "schema": backend.messages.channel_schema(kind)}, backend.clock.now())
+
+
 @router.get("/messages/channels")
 async def list_channels(backend: Backend) -> JSONResponse:
     channels = backend.messages.list_channels()
@@ -59,6 +64,56 @@ async def delete_channel(name: str, backend: Backend) -> JSONResponse:
 async def test_channel(name: str, backend: Backend) -> JSONResponse:
     result = await backend.messages.test_channel(name)
     return ok({"channel": name, **wire.result(result)}, backend.clock.now())
+
+
+@router.put("/messages/channels/{name}/enabled")
+async def set_channel_enabled(name: str, body: wire.EnabledRequest, backend: Backend) -> JSONResponse:
+    channel = backend.messages.update_channel(name, enabled=body.enabled)
+    return ok({"name": channel.name, "enabled": channel.enabled}, backend.clock.now())
+
+
+@router.get("/messages/channels/{name}/recipients")
+async def list_recipients(name: str, backend: Backend) -> JSONResponse:
+    return ok(wire.recipients(backend.messages.get_channel(name)), backend.clock.now())
+
+
+@router.post("/messages/channels/{name}/recipients")
+async def add_recipient(name: str, body: wire.RecipientRequest, backend: Backend) -> JSONResponse:
+    return ok(wire.recipients(backend.messages.add_recipient(name, body.email)), backend.clock.now())
+
+
+@router.delete("/messages/channels/{name}/recipients/{email}")
+async def remove_recipient(name: str, email: str, backend: Backend) -> JSONResponse:
+    return ok(wire.recipients(backend.messages.remove_recipient(name, email)), backend.clock.now())
+
+
+@router.get("/messages/stats")
+async def message_stats(backend: Backend) -> JSONResponse:
+    return ok(wire.stats(backend.messages.message_stats()), backend.clock.now())
+
+
+@router.post("/messages/cleanup")
+async def cleanup_messages(backend: Backend, body: wire.CleanupRequest | None = None) -> JSONResponse:
+    days = (body or wire.CleanupRequest()).older_than_days
+    return ok({"cleaned": backend.messages.cleanup_messages(days)}, backend.clock.now())
+
+
+@router.post("/messages/acknowledge")
+async def acknowledge_messages(body: wire.MessageIds, backend: Backend) -> JSONResponse:
+    count = backend.messages.set_messages_status(body.message_ids, "acknowledged")
+    return ok({"acknowledged": count}, backend.clock.now())
+
+
+@router.post("/messages/resolve")
+async def resolve_messages(body: wire.MessageIds, backend: Backend) -> JSONResponse:
+    return ok(
+        {"resolved": backend.messages.set_messages_status(body.message_ids, "resolved")}, backend.clock.now()
+    )
+
+
+@router.post("/messages/delete")
+async def delete_messages(body: wire.MessageIds, backend: Backend) -> JSONResponse:
+    return ok({"deleted": backend.messages.delete_messages(body.message_ids)}, backend.clock.now())
 
 
 @router.get("/messages")

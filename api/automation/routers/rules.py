@@ -21,6 +21,22 @@ async def create_rule(backend: Backend, body: object = Body(None)) -> JSONRespon
     return ok({"rule": wire.rule(backend.rules.create_rule(body), detail=True)}, backend.clock.now())
 
 
+@router.get("/rules/export")
+async def export_rules(backend: Backend) -> JSONResponse:
+    return ok(wire.export(backend.rules.list_rules(), backend.clock.now()), backend.clock.now())
+
+
+@router.post("/rules/import")
+async def import_rules(body: wire.ImportRequest, backend: Backend) -> JSONResponse:
+    return ok(wire.imported(backend.rules.import_rules(body.rules)), backend.clock.now())
+
+
+@router.post("/rules/validate")
+async def validate_rule(backend: Backend, body: object = Body(None)) -> JSONResponse:
+    errors = backend.rules.validate_rule(body)
+    return ok({"valid": not errors, "errors": errors}, backend.clock.now())
+
+
 @router.get("/rules/{rule_id}")
 async def get_rule(rule_id: str, backend: Backend) -> JSONResponse:
     rule = backend.rules.get_rule(rule_id)

@@ -7,7 +7,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.automation.schemas.rules import rfc3339
-from hardware.ports.rules import Channel, ChannelKind, DeliveryResult, Message, MessagePage, NewMessage
+from hardware.ports.rules import (
+    Channel,
+    ChannelKind,
+    DeliveryResult,
+    Message,
+    MessagePage,
+    MessageStats,
+    NewMessage,
+)
 
 
 class MessageRequest(BaseModel):
@@ -44,6 +52,26 @@ class ChannelRequest(BaseModel):
 
     def config(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
+
+
+class MessageIds(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    message_ids: list[str]
+
+
+class CleanupRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    older_than_days: int = 30
+
+
+class RecipientRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    email: str
+
+
+class EnabledRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    enabled: bool
 
 
 class ChannelUpdate(BaseModel):
@@ -133,3 +161,17 @@ def masked(config: dict[str, Any]) -> dict[str, Any]:
 
 def channel_view(c: Channel) -> dict[str, Any]:
     return channel(c, masked(dict(c.config)))
+
+
+def stats(s: MessageStats) -> dict[str, Any]:
+    return {
+        "total": s.total,
+        "by_severity": dict(s.by_severity),
+        "by_status": dict(s.by_status),
+        "by_category": dict(s.by_category),
+        "active": s.by_status.get("active", 0),
+    }
+
+
+def recipients(c: Channel) -> dict[str, Any]:
+    return {"name": c.name, "recipients": list(c.recipients), "count": len(c.recipients)}

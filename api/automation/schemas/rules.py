@@ -9,7 +9,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from hardware.ports.rules import Rule, RuleExecution, RuleTest
+from hardware.ports.rules import Rule, RuleExecution, RuleImport, RuleTest
+
+
+class ImportRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    rules: list[Any]
 
 
 class EnableRequest(BaseModel):
@@ -155,3 +160,16 @@ def test_result(t: RuleTest) -> dict[str, Any]:
             r = trigger_result(t.execution)
             body["execution_result"] = {k: v for k, v in r.items() if k != "rule_id"}
     return body
+
+
+def export(rules: list[Rule], now: float) -> dict[str, Any]:
+    return {
+        "version": "1.0",
+        "exported_at": rfc3339(now),
+        "count": len(rules),
+        "rules": [rule(r, detail=True) for r in rules],
+    }
+
+
+def imported(result: RuleImport) -> dict[str, Any]:
+    return {"imported": result.imported, "skipped": result.skipped, "errors": list(result.errors)}
