@@ -205,6 +205,7 @@ def _server(app: FastAPI, host: str, port: int, **ssl: str) -> _Server:
         access_log=False,
         lifespan="off",
         ws="websockets-sansio",
+        ws_per_message_deflate=False,  # as the automation server (tungstenite has none); saves zlib per frame
         **ssl,
     )
     return _Server(config)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -107,17 +106,24 @@ class EventFilter:
         """The world event kinds worth subscribing to for this filter."""
         return frozenset(k for k in EventKind if (n := type_name(k)) is not None and self.accepts(n))
 
+    def accepted(self) -> frozenset[str] | None:
+        """The type names that pass, or ``None`` when every type does (no per-envelope check needed)."""
+        if self.category not in CATEGORIES and not self.event_types:
+            return None
+        return frozenset(n for n in TYPE_NAMES if self.accepts(n))
+
 
 @dataclass(frozen=True, slots=True)
 class Envelope:
     type: str
     json: str
     """The envelope as compact JSON text."""
+    sse: bytes
+    """The same as one Server-Sent Events message: the type as the event name, the envelope as data."""
 
-    @property
-    def sse(self) -> bytes:
-        """One Server-Sent Events message: the type as the event name, the envelope as data."""
-        return b"event: " + self.type.encode() + b"\ndata: " + self.json.encode() + b"\n\n"
+    @classmethod
+    def of(cls, name: str, text: str) -> Envelope:
+        return cls(name, text, b"event: " + name.encode() + b"\ndata: " + text.encode() + b"\n\n")
 
 
 def _dumps(value: Any) -> str:
@@ -126,8 +132,8 @@ def _dumps(value: Any) -> str:
 
 def envelope_id(seq: int, index: int) -> str:
     """A UUID (version 4 layout) derived from the bus sequence number and the envelope's index."""
-    digest = hashlib.blake2b(f"{seq}.{index}".encode(), digest_size=16, person=b"twin-events").digest()
-    return str(uuid.UUID(bytes=digest, version=4))
+    h = hashlib.blake2b(f"{seq}.{index}".encode(), digest_size=16, person=b"twin-events").hexdigest()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 def _metric_value(value: Any) -> Any:
@@ -238,7 +244,7 @@ class EventEncoder:
     @staticmethod
     def _envelope(seq: int, index: int, name: str, ts: int, source: str, data: dict[str, Any]) -> Envelope:
         doc = {"id": envelope_id(seq, index), "type": name, "timestamp": ts, "source": source, "data": data}
-        return Envelope(name, _dumps(doc))
+        return Envelope.of(name, _dumps(doc))
 
 
 def encoder_of(state: Any, backend: AutomationBackend) -> EventEncoder:

@@ -28,7 +28,7 @@ async def serving(twin: Twin) -> AsyncIterator[str]:
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
         twin.automation_app, log_level="warning", lifespan="off", ws="websockets-sansio",
-        timeout_graceful_shutdown=1,
+        ws_per_message_deflate=False, timeout_graceful_shutdown=1,
     )  # fmt: skip
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

@@ -33,6 +33,7 @@ from api.automation.deps import Backend
 from api.automation.realtime import (
     IMMEDIATE,
     SUBSCRIPTION_QUEUE,
+    Envelope,
     EventEncoder,
     EventFilter,
     authenticate,
@@ -42,7 +43,7 @@ from api.automation.realtime import (
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.clock import Clock
 from hardware.ports.errors import DomainError
-from hardware.ports.events import Subscription
+from hardware.ports.events import Event, Subscription
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["events"])
@@ -78,6 +79,7 @@ async def _sse(
 ) -> AsyncIterator[bytes]:
     """Everything pending goes out as one write; a keep-alive comment after 30 s of world time
     without one."""
+    accepted = events.accepted()
     last_sent = clock.now()
     keepalive = asyncio.ensure_future(clock.sleep(KEEPALIVE_S))
     try:
@@ -94,7 +96,7 @@ async def _sse(
                     yield b":keepalive\n\n"
                     idle = 0.0
                 keepalive = asyncio.ensure_future(clock.sleep(max(KEEPALIVE_S - idle, 1.0)))
-            chunk = _sse_chunk(sub.drain(DRAIN), events, encoder)
+            chunk = _sse_chunk(sub.drain(DRAIN), accepted, encoder)
             if chunk:
                 last_sent = clock.now()
                 yield chunk
@@ -103,10 +105,19 @@ async def _sse(
         _finish(sub, "sse")
 
 
-def _sse_chunk(items, events: EventFilter, encoder: EventEncoder) -> bytes:
-    return b"".join(
-        env.sse for seq, event in items for env in encoder.envelopes(seq, event) if events.accepts(env.type)
-    )
+def _envelopes(
+    items: list[tuple[int, Event]], accepted: frozenset[str] | None, encoder: EventEncoder
+) -> list[Envelope]:
+    """The envelopes of drained bus items that pass the connection's filter (``None``: all pass)."""
+    envelopes = encoder.envelopes
+    found = [env for seq, event in items for env in envelopes(seq, event)]
+    return found if accepted is None else [env for env in found if env.type in accepted]
+
+
+def _sse_chunk(
+    items: list[tuple[int, Event]], accepted: frozenset[str] | None, encoder: EventEncoder
+) -> bytes:
+    return b"".join(env.sse for env in _envelopes(items, accepted, encoder))
 
 
 def _finish(sub: Subscription, channel: str) -> None:
@@ -196,7 +207,7 @@ class _WsSession:
     ) -> None:
         self.websocket = websocket
         self.sub = sub
-        self.events = events
+        self.accepted = events.accepted()
         self.encoder = encoder
         self.clock = clock
         self.lock = asyncio.Lock()
@@ -259,22 +270,32 @@ class _WsSession:
                     continue
             else:
                 await self.sub.ready()
-            for seq, event in self.sub.drain(DRAIN):
-                for env in self.encoder.envelopes(seq, event):
-                    if not self.events.accepts(env.type):
-                        continue
+            envelopes = _envelopes(self.sub.drain(DRAIN), self.accepted, self.encoder)
+            if not envelopes:
+                continue
+            fresh = not pending
+            if IMMEDIATE.isdisjoint(env.type for env in envelopes):
+                pending.extend(env.json for env in envelopes)
+            else:
+                for env in envelopes:
                     if env.type in IMMEDIATE:
                         await self._flush(pending)
                         await self.send(env.json)
-                        continue
-                    if not pending:
-                        deadline = loop.time() + BATCH_DELAY_S
-                    pending.append(env.json)
-                    if len(pending) >= BATCH_SIZE:
-                        await self._flush(pending)
+                    else:
+                        pending.append(env.json)
+            flushed = len(pending) >= BATCH_SIZE
+            while len(pending) >= BATCH_SIZE:
+                await self.send(_batch(pending[:BATCH_SIZE]))
+                del pending[:BATCH_SIZE]
+            if pending and (fresh or flushed):
+                deadline = loop.time() + BATCH_DELAY_S
 
     async def _flush(self, pending: list[str]) -> None:
         if pending:
-            text = '{"batch":true,"events":[' + ",".join(pending) + "]}"
+            text = _batch(pending)
             pending.clear()
             await self.send(text)
+
+
+def _batch(texts: list[str]) -> str:
+    return '{"batch":true,"events":[' + ",".join(texts) + "]}"
