@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import fanout, loadgen, servers
+from bench import camera, fanout, loadgen, servers
 from bench.report import Summary, Target, ratio, table
 
 PATH = "/api/health"
@@ -275,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(to_json(summaries, plan, goals, devices, args), indent=2) + "\n")
         print(f"wrote {args.json}")
+    print()
+    camera.main(["--json", str(args.json.with_suffix(".camera.json"))] if args.json else [])  # live video
     print()
     fanout.main(["--json", str(args.json.with_suffix(".fanout.json"))] if args.json else [])  # events
     return 0

@@ -305,11 +305,11 @@ class Lens:
 
     def reset_zero(self, zoom: bool, focus: bool) -> None:
         self.cancel_af()
-        self.env.process(self._reset_zero(zoom, focus))
+        self.env.process(self._zeroed(self._start_reset(zoom, focus), zoom, focus))
 
     def init(self) -> None:
         self.cancel_af()
-        self.env.process(self._init())
+        self.env.process(self._init(self._start_reset(True, True)))
 
     def goto(self, zoom_ratio: float, focus_distance_m: float) -> None:
         if not 1.0 <= zoom_ratio <= MAX_RATIO:
@@ -367,6 +367,8 @@ class Lens:
         lo, hi = self.focus_motor.limit.min_pos, self.focus_motor.limit.max_pos
         try:
             coarse = [lo + (hi - lo) * i / (COARSE_SAMPLES - 1) for i in range(COARSE_SAMPLES)]
+            if self.focus_motor.position() > (lo + hi) / 2:
+                coarse.reverse()  # sweep from the nearer end
             scores = []
             for i, pos in enumerate(coarse):
                 yield self.focus_motor.move_to(pos)
@@ -432,7 +434,8 @@ class Lens:
         focus_done = self.focus_motor.move_to(focus_target, speed if focus_dist else 1.0)
         return self.env.all_of([zoom_done, focus_done])
 
-    def _reset_zero(self, zoom: bool, focus: bool) -> Generator[simpy.Event, Any, None]:
+    def _start_reset(self, zoom: bool, focus: bool) -> simpy.Event:
+        """Start both motors towards zero now; the event fires when both are there."""
         moves = []
         if zoom:
             self.zoom_rz_done = False
@@ -440,16 +443,19 @@ class Lens:
         if focus:
             self.focus_rz_done = False
             moves.append(self.focus_motor.move_to(0, 1.0, MOTOR_RESET_ZERO))
-        results = yield self.env.all_of(moves)
-        if zoom:
-            self.zoom_rz_done = True
-        if focus:
-            self.focus_rz_done = True
-        del results
+        return self.env.all_of(moves)
 
-    def _init(self) -> Generator[simpy.Event, Any, None]:
-        yield from self._reset_zero(True, True)
-        yield self._follow(0, self.distance_m)
+    def _zeroed(self, moves: simpy.Event, zoom: bool, focus: bool) -> Generator[simpy.Event, Any, None]:
+        results = yield moves
+        arrived = all(results.values())
+        if zoom:
+            self.zoom_rz_done = arrived
+        if focus:
+            self.focus_rz_done = arrived
+
+    def _init(self, moves: simpy.Event) -> Generator[simpy.Event, Any, None]:
+        yield from self._zeroed(moves, True, True)
+        yield self._follow(self.zoom_motor.limit.min_pos, self.distance_m)
 
     # Snapshot --------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

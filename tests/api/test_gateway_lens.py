@@ -1,0 +1,188 @@
+"""Lens and autofocus routes over a simulated camera: motors move in world time, autofocus sweeps and
+settles, failures answer in the device's error shape."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.conftest import gateway_token
+from twin.lens import FOCUS_SPEED, ZOOM_STEPS, Lens
+from twin.serve import Twin
+
+LENS = "/api/v1/device/lens"
+
+
+@pytest.fixture
+async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
+    return {"Authorization": await gateway_token(gateway)}
+
+
+def lens(twin: Twin) -> Lens:
+    return twin.world.cameras["cam-01"].lens
+
+
+async def status(gateway: httpx.AsyncClient, auth: dict[str, str], path: str = "/status") -> dict:
+    resp = await gateway.get(LENS + path, headers=auth)
+    assert resp.status_code == 200, resp.text
+    return resp.json()["data"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/lens/status"),
+        ("GET", "/lens/af/status"),
+        ("POST", "/lens/oneshot-af"),
+        ("PUT", "/lens/zoom-level"),
+        ("POST", "/zoom"),
+        ("POST", "/autofocus"),
+    ],
+)
+async def test_lens_routes_need_a_token(gateway: httpx.AsyncClient, method: str, path: str) -> None:
+    resp = await gateway.request(method, "/api/v1/device" + path, json={})
+    assert resp.status_code == 401
+    assert resp.json()["code"] == 2000 and resp.json()["error"]["type"] == "auth"
+
+
+async def test_status_and_zoom_level_move_over_world_time(gateway, auth, twin: Twin) -> None:
+    s = await status(gateway, auth)
+    assert set(s) == {
+        "zoom_state", "focus_state", "zoom_rz_done", "focus_rz_done", "zoom_pos", "focus_pos", "iris_adc",
+        "autofocus_enabled", "zoom_limit", "focus_limit",
+    }  # fmt: skip
+    assert s["zoom_pos"] == 0 and s["zoom_state"] == 1 and s["zoom_limit"] == {"min_pos": 0, "max_pos": 2000}
+    resp = await gateway.put(LENS + "/zoom-level", json={"level": 2.5}, headers=auth)
+    assert resp.json() == {
+        "code": 0,
+        "message": "Success",
+        "data": {"success": True, "message": "Zoom level set"},
+    }
+    assert (await status(gateway, auth))["zoom_state"] == 2  # running
+    twin.clock.advance(0.5)
+    moving = (await status(gateway, auth))["zoom_pos"]
+    assert 0 < moving < ZOOM_STEPS // 2
+    twin.clock.advance(3)
+    s = await status(gateway, auth)
+    assert s["zoom_state"] == 1 and s["zoom_pos"] == 1000
+
+
+async def test_continuous_focus_iris_target_and_reset_zero(gateway, auth, twin: Twin) -> None:
+    start = (await status(gateway, auth))["focus_pos"]
+    await gateway.post("/api/v1/device/focus", json={"speed": 50}, headers=auth)
+    twin.clock.advance(1)
+    await gateway.post("/api/v1/device/focus", json={"speed": 0}, headers=auth)
+    s = await status(gateway, auth)
+    assert s["focus_pos"] == start + round(FOCUS_SPEED / 2) and s["focus_state"] == 1
+    await gateway.post(LENS + "/iris-target", json={"target": 800}, headers=auth)
+    twin.clock.advance(2)
+    assert (await status(gateway, auth))["iris_adc"] == 800
+    await gateway.post(LENS + "/reset-zero", json={"zoom": True, "focus": True}, headers=auth)
+    s = await status(gateway, auth)
+    assert s["focus_state"] == 3 and s["focus_rz_done"] is False
+    twin.clock.advance(5)
+    s = await status(gateway, auth)
+    assert (s["focus_pos"], s["zoom_pos"], s["focus_rz_done"], s["focus_state"]) == (0, 0, True, 1)
+
+
+async def test_oneshot_autofocus_sweeps_settles_sharp_and_cancel_stops(gateway, auth, twin: Twin) -> None:
+    idle = await status(gateway, auth, "/af/status")
+    assert idle["state"] == "idle" and idle["busy"] is False and "estimated_distance_m" in idle
+    await gateway.put(LENS + "/focus-level", json={"level": 0.9}, headers=auth)
+    twin.clock.advance(3)
+    assert lens(twin).defocus() > 1000
+    job = (await gateway.post(LENS + "/af/oneshot", headers=auth)).json()["data"]
+    assert job["accepted"] is True and job["job_id"].startswith("af-")
+    twin.clock.advance(1)
+    mid = await status(gateway, auth, "/af/status")
+    assert (
+        mid["busy"]
+        and mid["operation"] == "oneshot"
+        and 0 < mid["progress"] < 1
+        and mid["elapsed_ms"] == 1000
+    )
+    twin.clock.advance(10)
+    done = await status(gateway, auth, "/af/status")
+    assert done["state"] == "completed" and done["progress"] == 1.0 and not done["busy"]
+    assert abs(done["best_focus"] - lens(twin).ideal_focus()) < 5 and lens(twin).defocus() < 5
+    assert done["estimated_distance_m"] == pytest.approx(lens(twin).distance_m, rel=0.05)
+
+    again = (await gateway.post(LENS + "/oneshot-af", headers=auth)).json()["data"]
+    twin.clock.advance(0.5)
+    cancel = (await gateway.post(LENS + "/af/cancel", headers=auth)).json()["data"]
+    assert cancel == {"success": True, "job_id": again["job_id"], "message": "Autofocus cancelled"}
+    stopped = await status(gateway, auth, "/af/status")
+    pos = stopped["focus_pos"]
+    twin.clock.advance(5)
+    after = await status(gateway, auth, "/af/status")
+    assert after["state"] == "cancelled" and after["focus_pos"] == pos and not after["busy"]
+
+
+async def test_zoom_follow_keeps_focus_on_the_curve(gateway, auth, twin: Twin) -> None:
+    job = (await gateway.post(LENS + "/zoom-follow", json={"ratio": 3}, headers=auth)).json()["data"]
+    assert job["accepted"] is True
+    twin.clock.advance(1)
+    assert (await status(gateway, auth, "/af/status"))["state"] == "path_moving"
+    twin.clock.advance(5)
+    done = await status(gateway, auth, "/af/status")
+    assert done["state"] == "completed" and done["effective_ratio"] == pytest.approx(3.0, abs=0.01)
+    assert lens(twin).defocus() < 2
+    await gateway.post(LENS + "/goto", json={"zoom_ratio": 1.5, "focus_distance_m": 50}, headers=auth)
+    twin.clock.advance(5)
+    target = Lens.curve(lens(twin).zoom_motor.position(), 50)
+    assert abs(lens(twin).focus_motor.position() - target) < 1
+
+
+async def test_autofocus_enable_refocuses_after_zoom(gateway, auth, twin: Twin) -> None:
+    resp = await gateway.post("/api/v1/device/autofocus", json={"enable": True}, headers=auth)
+    assert resp.json()["data"]["success"] is True
+    twin.clock.advance(10)
+    assert (await status(gateway, auth))["autofocus_enabled"] is True
+    await gateway.put(LENS + "/zoom-level", json={"level": 4}, headers=auth)
+    twin.clock.advance(5)
+    assert lens(twin).defocus() < 2
+
+
+async def test_limits_and_init(gateway, auth, twin: Twin) -> None:
+    body = {"zoom_limit": {"min_pos": 100, "max_pos": 1500}}
+    assert (await gateway.put(LENS + "/limits", json=body, headers=auth)).status_code == 200
+    await gateway.post("/api/v1/device/zoom", json={"speed": 100}, headers=auth)
+    twin.clock.advance(5)
+    s = await status(gateway, auth)
+    assert s["zoom_pos"] == 1500 and s["zoom_limit"] == {"min_pos": 100, "max_pos": 1500}
+    assert (await gateway.post(LENS + "/init", headers=auth)).status_code == 200
+    twin.clock.advance(10)
+    assert lens(twin).defocus() < 1 and (await status(gateway, auth))["zoom_pos"] == 100
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/api/v1/device/zoom", {"speed": 150}),
+        ("POST", "/api/v1/device/zoom", {"speed": "fast"}),
+        ("POST", "/api/v1/device/zoom", {}),
+        ("POST", "/api/v1/device/focus", [1]),
+        ("POST", "/api/v1/device/autofocus", {"enable": "yes"}),
+        ("PUT", LENS + "/zoom-level", {"level": 9}),
+        ("PUT", LENS + "/zoom-level", {}),
+        ("PUT", LENS + "/focus-level", {"level": -0.1}),
+        ("POST", LENS + "/zoom-follow", {"ratio": 0}),
+        ("POST", LENS + "/zoom-follow", {"ratio": True}),
+        ("POST", LENS + "/iris", {"speed": -101}),
+        ("POST", LENS + "/iris-target", {"target": 2000}),
+        ("PUT", LENS + "/limits", {"focus_limit": {"min_pos": 900, "max_pos": 100}}),
+        ("PUT", LENS + "/limits", {"zoom_limit": {"min_pos": 0}}),
+        ("POST", LENS + "/goto", {"zoom_ratio": 2, "focus_distance_m": 0}),
+        ("POST", LENS + "/goto", {"zoom_ratio": 2}),
+    ],
+)
+async def test_bad_bodies_answer_1001(gateway, auth, method: str, path: str, body: object) -> None:
+    resp = await gateway.request(method, path, json=body, headers=auth)
+    assert resp.status_code == 400, resp.text
+    payload = resp.json()
+    assert payload["code"] == 1001 and payload["message"] == "Invalid request" and payload["error"]["detail"]
+
+
+async def test_not_json_answers_1001(gateway, auth) -> None:
+    resp = await gateway.post("/api/v1/device/zoom", content=b"speed=5", headers=auth)
+    assert resp.status_code == 400 and resp.json()["code"] == 1001

@@ -1,0 +1,215 @@
+"""Peripheral routes over a simulated camera: status, light and IR, PTZ, GPIO (inputs become events),
+fan and heater over the thermal model, radar, alarm outputs, Wiegand (card reads become events), RS485."""
+
+from __future__ import annotations
+
+import base64
+
+import httpx
+import pytest
+
+from hardware.ports.events import EventKind
+from tests.conftest import gateway_token
+from twin.serve import Twin
+
+DEV = "/api/v1/device"
+
+
+@pytest.fixture
+async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
+    return {"Authorization": await gateway_token(gateway)}
+
+
+async def data(resp: httpx.Response) -> dict:
+    assert resp.status_code == 200, resp.text
+    return resp.json()["data"]
+
+
+def events(sub, kind: EventKind) -> list[dict]:
+    out = []
+    while (event := sub.get_nowait()) is not None:
+        if event.kind is kind:
+            out.append(event.data)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/status"), ("POST", "/light"), ("GET", "/gpio"), ("GET", "/fan"), ("POST", "/rs485/tx")],
+)
+async def test_peripheral_routes_need_a_token(gateway, method: str, path: str) -> None:
+    resp = await gateway.request(method, DEV + path, json={}, headers={"Authorization": "Bearer nope"})
+    assert resp.status_code == 401 and resp.json()["code"] == 2000
+
+
+async def test_status_light_ir_and_capabilities(gateway, auth, twin: Twin) -> None:
+    s = await data(await gateway.get(DEV + "/status", headers=auth))
+    assert set(s) == {
+        "soc_temp_c", "mcu_temp_c", "light_sensor", "ptz_pan_pos", "ptz_tilt_pos", "zoom_pos", "focus_pos",
+        "autofocus_enabled", "ircut_mode", "white_light_level", "ir_led_level", "mcu_version",
+        "mcu_uptime_ms",
+    }  # fmt: skip
+    assert s["ircut_mode"] == 0 and s["white_light_level"] == 0 and s["light_sensor"] == 0  # midnight
+    assert (await data(await gateway.post(DEV + "/light", json={"level": 60}, headers=auth)))[
+        "success"
+    ] is True
+    await gateway.post(DEV + "/ir-led", json={"level": 80}, headers=auth)
+    await gateway.post(DEV + "/ir-cut", json={"mode": "night"}, headers=auth)
+    twin.clock.advance(1)
+    s = await data(await gateway.get(DEV + "/status", headers=auth))
+    assert (s["white_light_level"], s["ir_led_level"], s["ircut_mode"]) == (60, 80, 2)
+    assert s["light_sensor"] > 0 and s["mcu_uptime_ms"] >= 1000
+    caps = await data(await gateway.get(DEV + "/capabilities", headers=auth))
+    assert caps["has_video"] is True and caps["has_audio"] is False and len(caps) == 11
+
+
+async def test_day_night_switches_with_the_world_clock(gateway, auth, twin: Twin) -> None:
+    sub = twin.world.bus.subscribe([EventKind.CAMERA_DAY_NIGHT])
+    twin.clock.advance(10 * 3600)  # 00:00 -> 10:00 UTC
+    assert events(sub, EventKind.CAMERA_DAY_NIGHT) == [{"mode": "day"}]
+    assert twin.world.cameras["cam-01"].peripherals.night() is False
+    s = await data(await gateway.get(DEV + "/status", headers=auth))
+    assert s["light_sensor"] > 500
+
+
+async def test_ptz_pan_tilt_and_presets(gateway, auth, twin: Twin) -> None:
+    sub = twin.world.bus.subscribe([EventKind.CAMERA_PTZ_PRESET])
+    await gateway.post(DEV + "/ptz", json={"action": "preset", "preset_id": 3}, headers=auth)  # stores centre
+    await gateway.post(DEV + "/ptz", json={"action": "pan", "direction": "right", "speed": 100}, headers=auth)
+    twin.clock.advance(1)
+    await gateway.post(DEV + "/ptz", json={"action": "stop"}, headers=auth)
+    await gateway.post(DEV + "/ptz", json={"action": "tilt", "direction": "up", "speed": 10}, headers=auth)
+    twin.clock.advance(2)
+    s = await data(await gateway.get(DEV + "/status", headers=auth))
+    assert s["ptz_pan_pos"] == 30.0 and s["ptz_tilt_pos"] == 6.0
+    await gateway.post(DEV + "/ptz", json={"action": "preset", "preset_id": 3}, headers=auth)
+    twin.clock.advance(5)
+    s = await data(await gateway.get(DEV + "/status", headers=auth))
+    assert s["ptz_pan_pos"] == 0.0 and s["ptz_tilt_pos"] == 0.0
+    assert events(sub, EventKind.CAMERA_PTZ_PRESET) == [{"preset_id": 3}]
+    await gateway.post(DEV + "/ptz", json={"action": "zoom", "zoom_speed": 100}, headers=auth)
+    twin.clock.advance(1)
+    assert (await data(await gateway.get(DEV + "/status", headers=auth)))["zoom_pos"] == 800
+
+
+async def test_gpio_read_write_and_input_events(gateway, auth, twin: Twin) -> None:
+    sub = twin.world.bus.subscribe([EventKind.CAMERA_GPIO_CHANGE])
+    listing = await data(await gateway.get(DEV + "/gpio", headers=auth))
+    assert listing["input_pins"] == [0, 1, 2, 3] and listing["output_pins"] == [4, 5, 6, 7]
+    assert listing["results"][1] == {"pin": 1, "status": "ok", "direction": "in"}  # low: no "value"
+    assert (await data(await gateway.post(DEV + "/gpio", json={"pin": 5, "value": True}, headers=auth)))[
+        "success"
+    ]
+    assert await data(await gateway.get(DEV + "/gpio/5", headers=auth)) == {
+        "pin": 5,
+        "value": True,
+        "direction": "out",
+    }
+    some = await data(await gateway.get(DEV + "/gpio?pins=5,42", headers=auth))
+    assert [r.get("status") for r in some["results"]] == ["ok", "unavailable"]
+    twin.clock.advance(4 * 3600)
+    changes = events(sub, EventKind.CAMERA_GPIO_CHANGE)
+    assert changes[0] == {"pin": 5, "value": True, "direction": "out"}
+    inputs = [c for c in changes if c["direction"] == "in"]
+    assert len(inputs) > 4 and {c["pin"] for c in inputs} <= {0, 1, 2, 3}
+    for path, body, status, code in [
+        ("/gpio", {"pin": 0, "value": True}, 400, 1001),  # an input
+        ("/gpio", {"pin": 99, "value": True}, 400, 1001),
+        ("/gpio", {"pin": 5}, 400, 1001),
+        ("/gpio", {"pin": "5", "value": True}, 400, 1001),
+    ]:
+        resp = await gateway.post(DEV + path, json=body, headers=auth)
+        assert (resp.status_code, resp.json()["code"]) == (status, code), body
+    assert (await gateway.get(DEV + "/gpio/99", headers=auth)).json()["code"] == 4000
+    assert (await gateway.get(DEV + "/gpio/x", headers=auth)).status_code == 400
+    assert (await gateway.get(DEV + "/gpio?pins=a,b", headers=auth)).status_code == 400
+
+
+async def test_fan_and_heater_drive_the_thermal_model(gateway, auth, twin: Twin) -> None:
+    twin.clock.advance(3600)
+    base = (await data(await gateway.get(DEV + "/status", headers=auth)))["soc_temp_c"]
+    fan = await data(await gateway.post(DEV + "/fan", json={"enable": True}, headers=auth))
+    assert fan == {"success": True, "enabled": True, "message": "fan enabled"}
+    assert (await data(await gateway.get(DEV + "/fan", headers=auth)))["enabled"] is True
+    twin.clock.advance(1800)
+    cooled = (await data(await gateway.get(DEV + "/status", headers=auth)))["soc_temp_c"]
+    await gateway.post(DEV + "/fan", json={"enable": False}, headers=auth)
+    await gateway.post(DEV + "/heat", json={"enable": True}, headers=auth)
+    twin.clock.advance(1800)
+    heated = (await data(await gateway.get(DEV + "/status", headers=auth)))["soc_temp_c"]
+    assert cooled < base - 4 and heated > base + 4
+    assert (await gateway.post(DEV + "/heat", json={"enable": "on"}, headers=auth)).status_code == 400
+    assert (await gateway.post(DEV + "/heat", json={}, headers=auth)).status_code == 400
+
+
+async def test_radar_alarm_outputs_and_wiegand_events(gateway, auth, twin: Twin) -> None:
+    assert (await data(await gateway.get(DEV + "/radar", headers=auth)))["targets"] == []
+    await gateway.post(DEV + "/radar", json={"enable": True}, headers=auth)
+    radar = await data(await gateway.get(DEV + "/radar", headers=auth))
+    assert radar["enabled"] is True and len(radar["targets"]) == 4
+    assert all(2 <= t["range_m"] <= 42 for t in radar["targets"])
+
+    await gateway.post(DEV + "/alarm-out", json={"channel": 1, "enable": True}, headers=auth)
+    assert (await data(await gateway.get(DEV + "/alarm-out/1", headers=auth)))["enabled"] is True
+    outputs = await data(await gateway.get(DEV + "/alarm-outputs", headers=auth))
+    assert outputs == {
+        "success": True, "message": "ok", "alarm_out0": False, "alarm_out1": True, "wiegand0": False,
+        "wiegand1": False,
+    }  # fmt: skip
+    assert (await gateway.get(DEV + "/alarm-out/7", headers=auth)).status_code == 400
+    assert (
+        await gateway.post(DEV + "/alarm-out", json={"channel": 9, "enable": True}, headers=auth)
+    ).status_code == 400
+
+    sub = twin.world.bus.subscribe([EventKind.CAMERA_WIEGAND])
+    twin.clock.advance(6 * 3600)
+    assert events(sub, EventKind.CAMERA_WIEGAND) == []  # readers disabled
+    for channel in (0, 1):
+        await gateway.post(DEV + "/wiegand", json={"channel": channel, "enable": True}, headers=auth)
+    assert (await data(await gateway.get(DEV + "/wiegand/0", headers=auth)))["enabled"] is True
+    twin.clock.advance(6 * 3600)
+    reads = events(sub, EventKind.CAMERA_WIEGAND)
+    assert len(reads) > 5 and all(r["bits"] == 26 and 0 <= r["card"] < 65536 for r in reads)
+
+
+async def test_rs485_init_tx_loopback_and_deinit(gateway, auth, twin: Twin) -> None:
+    sub = twin.world.bus.subscribe([EventKind.CAMERA_RS485_RX])
+    payload = {"data": base64.b64encode(b"\x01\x03hello").decode()}
+    refused = await gateway.post(DEV + "/rs485/tx", json=payload, headers=auth)
+    assert refused.status_code == 409 and refused.json()["code"] == 4001
+    bad_rate = await gateway.post(DEV + "/rs485/init", json={"baudrate": 1234}, headers=auth)
+    assert bad_rate.status_code == 400
+    init = await gateway.post(
+        DEV + "/rs485/init", json={"baudrate": 9600, "config": "8N1 loopback"}, headers=auth
+    )
+    assert await data(init) == {"success": True, "message": "RS485 initialised"}
+    assert (await data(await gateway.post(DEV + "/rs485/tx", json=payload, headers=auth)))["success"] is True
+    twin.clock.advance(1)
+    assert events(sub, EventKind.CAMERA_RS485_RX) == [{"data": b"\x01\x03hello".hex()}]
+    assert (
+        await gateway.post(DEV + "/rs485/tx", json={"data": "not base64!"}, headers=auth)
+    ).status_code == 400
+    assert (await gateway.post(DEV + "/rs485/deinit", headers=auth)).status_code == 200
+    assert (await gateway.post(DEV + "/rs485/tx", json=payload, headers=auth)).status_code == 409
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/light", {"level": 101}),
+        ("/light", {"level": "high"}),
+        ("/light", {}),
+        ("/ir-led", {"level": -1}),
+        ("/ir-cut", {"mode": "dusk"}),
+        ("/ir-cut", {"mode": 2}),
+        ("/ptz", {"action": "spin"}),
+        ("/ptz", {"action": "pan", "direction": "sideways"}),
+        ("/ptz", {"action": "pan", "direction": "left", "speed": 300}),
+        ("/ptz", {"action": "preset", "preset_id": 0}),
+        ("/ptz", {}),
+    ],
+)
+async def test_bad_bodies_answer_1001(gateway, auth, path: str, body: dict) -> None:
+    resp = await gateway.post(DEV + path, json=body, headers=auth)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["code"] == 1001 and resp.json()["message"] == "Invalid request"
