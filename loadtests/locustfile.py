@@ -217,8 +217,24 @@ class HealthUser(HttpUser):
             check_json(response, "ready")
 
 
+GATEWAY_USERNAME = os.environ.get("TWIN_GATEWAY_USERNAME") or "admin"
+GATEWAY_PASSWORD = os.environ.get("TWIN_GATEWAY_PASSWORD") or "password"
+APP_MANIFEST = """\
+apiVersion: v1
+kind: Application
+metadata: {{id: {app_id}, name: Load test app, version: 1.0.0}}
+spec:
+  image: {app_id}:1.0.0
+  resources: {{cpu: "25%", memory: 64Mi}}
+  permissions: {{video: [main], inference: {{models: [yolov8n]}}}}
+"""
+INSTALL_POLLS = 40
+
+
 class GatewayUser(HttpUser):
-    """A camera gateway's public health endpoint; abstract (never spawned) without ``TWIN_GATEWAY_URL``."""
+    """A camera gateway client; abstract (never spawned) without ``TWIN_GATEWAY_URL``. Logs in,
+    polls health and the OTA status, lists files, and runs an app's whole lifecycle: the three-step
+    install (polling its task), start, NDJSON logs, stop, uninstall."""
 
     abstract = not GATEWAY_URL
     wait_time = between(0.1, 0.5)
@@ -226,10 +242,90 @@ class GatewayUser(HttpUser):
     def on_start(self) -> None:
         self.client.verify = False  # the twin's gateway certificates are self-signed
         urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        body = {"username": GATEWAY_USERNAME, "password": GATEWAY_PASSWORD}
+        with self.client.post(
+            f"{GATEWAY_URL}/api/login", json=body, name="gateway /api/login", catch_response=True
+        ) as r:
+            token = (r.json().get("data") or {}).get("token") if r.status_code == 200 else None
+            if not token:
+                r.failure(f"gateway login: status {r.status_code}")
+                raise StopUser()
+            r.success()
+        self.auth = {"Authorization": token}
 
-    @task
+    def gateway(self, method: str, path: str, **kwargs: Any) -> Any:
+        # Absolute URLs: locust's --host applies to every user class, and it is the automation API.
+        kwargs.setdefault("name", f"gateway {path}")
+        return self.client.request(
+            method, f"{GATEWAY_URL}{path}", headers=self.auth, catch_response=True, **kwargs
+        )
+
+    @task(5)
     def system_health(self) -> None:
-        # An absolute URL: locust's --host applies to every user class, and it is the automation API.
-        url = f"{GATEWAY_URL}/api/v1/system/health"
-        with self.client.get(url, name="gateway /api/v1/system/health", catch_response=True) as response:
+        with self.gateway("GET", "/api/v1/system/health") as response:
             check_json(response, "code", 0)
+
+    @task(3)
+    def ota_status(self) -> None:
+        with self.gateway("GET", "/api/v1/system/ota/status") as response:
+            check_json(response, "code", 0)
+
+    @task(3)
+    def list_files(self) -> None:
+        with self.gateway("GET", "/api/v1/files?path=/data/aipc", name="gateway /api/v1/files") as response:
+            check_json(response, "code", 0)
+
+    @task(1)
+    def app_lifecycle(self) -> None:
+        app_id = f"load-{random.randrange(16**8):08x}"
+        prefix = "/api/v1/apps"
+        files = {"file": (f"{app_id}.tar", b"layer" * 4096)}
+        with self.gateway("POST", f"{prefix}/upload-image", files=files) as response:
+            check_json(response, "code", 0)
+            image_path = (
+                (response.json().get("data") or {}).get("image_path") if response.status_code == 200 else None
+            )
+        manifest = {"file": ("app.yaml", APP_MANIFEST.format(app_id=app_id).encode())}
+        with self.gateway("POST", f"{prefix}/upload-manifest", files=manifest) as response:
+            check_json(response, "code", 0)
+            manifest_path = (
+                (response.json().get("data") or {}).get("manifest_path")
+                if response.status_code == 200
+                else None
+            )
+        if not image_path or not manifest_path:
+            return
+        body = {"manifest_path": manifest_path, "image_path": image_path, "force": True}
+        with self.gateway("POST", f"{prefix}/install-package", json=body) as response:
+            check_json(response, "code", 0)
+            task_id = (
+                (response.json().get("data") or {}).get("task_id") if response.status_code == 200 else None
+            )
+        if not task_id or not self.wait_installed(task_id):
+            return
+        for action in ("start", "logs", "stop"):
+            method = "GET" if action == "logs" else "POST"
+            with self.gateway(
+                method, f"{prefix}/{app_id}/{action}", name=f"gateway {prefix}/[id]/{action}"
+            ) as response:
+                if response.status_code == 200:
+                    response.success()
+                else:
+                    response.failure(f"{action}: status {response.status_code}: {response.text[:200]}")
+        with self.gateway("DELETE", f"{prefix}/{app_id}", name=f"gateway {prefix}/[id]") as response:
+            check_json(response, "code", 0)
+
+    def wait_installed(self, task_id: str) -> bool:
+        for _ in range(INSTALL_POLLS):
+            path = f"/api/v1/apps/install-progress/{task_id}"
+            with self.gateway("GET", path, name="gateway /api/v1/apps/install-progress/[task]") as response:
+                check_json(response, "code", 0)
+                phase = ((response.json().get("data") or {}) if response.status_code == 200 else {}).get(
+                    "phase"
+                )
+            if phase == "complete":
+                return True
+            if phase in (None, "error"):
+                return False
+            self.wait()
+        return False

@@ -115,9 +115,8 @@ class AppManager:
         name = PurePosixPath(filename or "").name
         if not name or not name.lower().endswith(suffixes):
             raise InvalidInput(f"invalid file type: expected {', '.join(suffixes)}")
-        path = f"{UPLOAD_DIR}/{name}"
-        if path in self.staged:
-            self._unstage(path)
+        token = int(self.world.streams.get(f"{self.camera.id}/uploads").integers(0, 2**32))
+        path = f"{UPLOAD_DIR}/{token:08x}-{name}"  # concurrent uploads of "app.yaml" never collide
         write_file(getattr(self.camera, "fs", None), self.camera.storage, path, data)
         staged = Staged(path, name, len(data), data if keep else b"")
         self.staged[path] = staged
