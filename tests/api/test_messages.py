@@ -3,14 +3,16 @@ chat kind over HTTP, email over SMTP; channel tests deliver for real and record 
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 
 import httpx
 import pytest
 
-from tests.conftest import admin_token
+from tests.conftest import _client, admin_token
 from tests.receivers import HttpReceiver, SmtpReceiver
-from twin.serve import Twin
+from twin.serve import Twin, build
+from twin.settings import Settings
 
 MESSAGE = {"category": "alert", "severity": "critical", "title": "Door open", "message": "Back door open"}
 
@@ -322,3 +324,13 @@ async def test_telegram_goes_to_the_configured_api_and_hides_its_token(
     )
     broken = await automation.post("/api/messages/channels/tg/test", headers=auth)
     assert broken.json()["data"]["success"] is False and "SECRET" not in broken.text
+
+
+async def test_earlier_release_sends_with_messages_send(settings: Settings) -> None:
+    old = build(dataclasses.replace(settings, release="0.9.17"))
+    async with _client(old.automation_app, "http://automation") as client:
+        headers = {"Authorization": f"Bearer {await admin_token(client)}"}
+        sent = await client.post("/api/messages/send", json=MESSAGE, headers=headers)
+        assert sent.status_code == 200 and sent.json()["data"]["message"] == "Message created"
+        assert (await client.get("/api/messages", headers=headers)).json()["data"]["total"] == 1
+        assert (await client.post("/api/messages/send", json=MESSAGE)).status_code == 401

@@ -9,6 +9,8 @@ from api.automation.schemas import ok
 
 router = APIRouter(tags=["messages"], dependencies=[Depends(current_user)])
 public = APIRouter(tags=["messages"])
+legacy = APIRouter(tags=["earlier revision"], dependencies=[Depends(current_user)])
+"""Release 0.9.17 sent a message manually with ``POST /messages/send``."""
 
 
 @public.get("/messages/channels/types")
@@ -130,6 +132,7 @@ async def list_messages(
 
 
 @router.post("/messages")
+@legacy.post("/messages/send")
 async def send_message(body: wire.MessageRequest, backend: Backend) -> JSONResponse:
     return ok(wire.created(backend.messages.send_message(body.to_port())), backend.clock.now())
 
