@@ -26,6 +26,7 @@ def _scenario_parser() -> argparse.ArgumentParser:
     run.add_argument("--client", help="command line of the client under test (run as a subprocess)")
     run.add_argument("--report", type=Path, help="directory for summary, JUnit XML, HTML report and trace")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--until", type=float, help="stop at this sim time if the file says later")
     validate = sub.add_parser("validate", help="check scenario files; one line per problem")
     validate.add_argument("files", type=Path, nargs="+")
     lst = sub.add_parser("list", help="the scenario library")
@@ -65,7 +66,12 @@ def scenario_main(argv: list[str]) -> int:
 
     show = None if args.quiet or not sys.stderr.isatty() else progress_printer()
     opts = RunOptions(
-        speed=args.speed, step=args.step, client=args.client, report_dir=args.report, progress=show
+        speed=args.speed,
+        step=args.step,
+        client=args.client,
+        report_dir=args.report,
+        progress=show,
+        stop_at=args.until,
     )
     try:
         result = asyncio.run(run(args.file, opts))

@@ -344,7 +344,8 @@ async def _finish(task: asyncio.Task) -> None:
         with contextlib.suppress(BaseException):
             await task
     except BaseException:  # the task's own failure: it is finished either way
-        pass
+        if asyncio.current_task().cancelling():  # unless we were cancelled while waiting
+            raise
 
 
 async def stop(running: Running) -> None:

@@ -109,6 +109,13 @@ class Stop(_Strict):
     wall_timeout: float = Field(default=600.0, gt=0, description="wall seconds before the run is abandoned")
 
 
+class Servers(_Strict):
+    mqtt: bool = Field(
+        default=True,
+        description="run the embedded MQTT broker and bridge (each sample is published there)",
+    )
+
+
 class Watch(_Strict):
     device: str
     metric: str
@@ -123,6 +130,7 @@ class Scenario(_Strict):
     timeline: list[Step] = Field(default_factory=list)
     expectations: list[Expectation] = Field(default_factory=list)
     stop: Stop = Field(default_factory=Stop)
+    servers: Servers = Field(default_factory=Servers)
     watch: list[Watch] = Field(default_factory=list, description="metrics plotted in the HTML report")
 
     def world_config(self, wall_now: float | None = None) -> WorldConfig:
@@ -271,7 +279,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(f"{source}: a scenario is a mapping with at least a 'name'")
     problems = _precheck(data, source, loader.key_lines)
     if problems:
-        raise ScenarioError("\n".join(problems))
+        raise ScenarioError("; ".join(problems))
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
@@ -283,7 +291,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
             dotted = ".".join(str(p) for p in path) or "(top level)"
             msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
             problems.append(f"{where}: {dotted}: {msg}")
-        raise ScenarioError("\n".join(problems)) from err
+        raise ScenarioError("; ".join(problems)) from err
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -31,6 +31,8 @@ from twin.scenario.model import Scenario, Step, load_scenario
 from twin.settings import Settings
 
 NO_CLIENT_SLICES = 200
+NO_BROKER = "mqtt://127.0.0.1:1"
+"""Where a run without MQTT points the bridge, which is then never started."""
 POLL_WALL_S = 0.002
 MAX_EVENTS = 200_000
 _TRACE_KINDS = frozenset(k for k in EventKind if k is not EventKind.DEVICE_TELEMETRY)
@@ -43,6 +45,8 @@ class RunOptions:
     client: str | None = None
     report_dir: Path | None = None
     progress: Callable[[dict[str, Any]], None] | None = None
+    stop_at: float | None = None
+    """Stop earlier than the file says (fast runs of the library in the test suite)."""
 
 
 @dataclass
@@ -98,9 +102,10 @@ class _Recorder:
         self.sub.close()
 
 
-def runner_settings(source: Path, opts: RunOptions) -> Settings:
+def runner_settings(source: Path, opts: RunOptions, mqtt: bool = True) -> Settings:
     """Every server on a free loopback port; the scenario's clock unless overridden."""
     return Settings(
+        mqtt_url=None if mqtt else NO_BROKER,
         scenario=source,
         step=bool(opts.step),
         speed=opts.speed,
@@ -138,12 +143,14 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
 
     opts = opts or RunOptions()
     scenario = load_scenario(source)
-    twin = build(runner_settings(source, opts))
+    twin = build(runner_settings(source, opts, scenario.servers.mqtt))
     world, clock, control = twin.world, twin.clock, twin.control
+    if not scenario.servers.mqtt:
+        twin.bridge.run = _no_bridge  # type: ignore[method-assign]
     if opts.speed is not None and opts.step is None:
         clock.set_mode(ClockMode.REALTIME)
     step_mode = clock.mode is ClockMode.STEP
-    stop_at = scenario.stop.at
+    stop_at = scenario.stop.at if opts.stop_at is None else min(opts.stop_at, scenario.stop.at)
     if step_mode:
         control.stop_at = stop_at
     errors: list[str] = []
@@ -235,6 +242,10 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         watched=_watched(scenario, world, record.end),
         events_published=world.bus.published,
     )
+
+
+async def _no_bridge() -> None:
+    await asyncio.Event().wait()
 
 
 async def _finish_client(proc: asyncio.subprocess.Process) -> int:

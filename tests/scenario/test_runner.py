@@ -1,0 +1,133 @@
+"""Scenario runs end to end: real servers on free ports, the reference clients as subprocesses,
+verdicts, reports and golden traces."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from tests.conftest import SCENARIOS
+from twin.cli import main
+from twin.scenario import report
+from twin.scenario.runner import RunOptions, run
+
+ROOT = SCENARIOS.parent
+CLIENTS = ROOT / "tests" / "clients"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+ROUNDS = "10"
+
+
+def client(name: str) -> str:
+    return f"{sys.executable} {CLIENTS / name}.py"
+
+
+@pytest.fixture(autouse=True)
+def _short_clients(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TWIN_CLIENT_ROUNDS", ROUNDS)
+
+
+def test_rate_limit_storm_cli_fails_the_naive_client_and_passes_the_careful_one() -> None:
+    env = {**os.environ, "TWIN_CLIENT_ROUNDS": ROUNDS}
+    cmd = [sys.executable, "-m", "twin.cli", "scenario", "run", str(SCENARIOS / "rate_limit_storm.yaml")]
+    naive = subprocess.run([*cmd, "--client", client("naive")], env=env, capture_output=True, text=True)
+    assert naive.returncode == 1, naive.stdout + naive.stderr
+    assert "expectation failed: honours_retry_after" in naive.stderr
+    careful = subprocess.run([*cmd, "--client", client("careful")], env=env, capture_output=True, text=True)
+    assert careful.returncode == 0, careful.stdout + careful.stderr
+    assert "PASS  honours_retry_after: waited out every Retry-After" in careful.stdout
+
+
+@pytest.mark.parametrize(
+    ("scenario", "failed"),
+    [
+        ("delete_mid_poll", "handles_deleted_device"),
+        ("session_expiry", "relogin_after_sessions_dropped"),
+        ("cursor_paging", "stops_paging_at_null_cursor"),
+    ],
+)
+def test_naive_fails_what_it_should_and_careful_passes(
+    scenario: str, failed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(SCENARIOS / f"{scenario}.yaml")
+    assert main(["scenario", "run", path, "--client", client("naive"), "--quiet"]) == 1
+    assert f"expectation failed: {failed}" in capsys.readouterr().err
+    assert main(["scenario", "run", path, "--client", client("careful"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"PASS  {failed}" in out and "not exercised" not in out.split(failed)[1].splitlines()[0]
+
+
+def _trace(name: str) -> list[str]:
+    result = asyncio.run(run(SCENARIOS / f"{name}.yaml", RunOptions(client=client("careful"))))
+    assert result.passed, report.summary(result)
+    return result.trace
+
+
+@pytest.mark.parametrize("name", ["rate_limit_storm", "delete_mid_poll", "flaky_network"])
+def test_golden_trace(name: str) -> None:
+    """Same file, seed and client: the same trace, line for line, as the stored golden one.
+    ``TWIN_UPDATE_GOLDEN=1`` rewrites the stored trace after an intended change."""
+    first, second = _trace(name), _trace(name)
+    assert first == second
+    golden = GOLDEN / f"{name}.trace"
+    text = "\n".join(first) + "\n"
+    if os.environ.get("TWIN_UPDATE_GOLDEN") or not golden.exists():
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(text)
+    assert text == golden.read_text()
+    assert any(" action #" in line for line in first) and any(" request " in line for line in first)
+
+
+def test_reports_are_written(tmp_path: Path) -> None:
+    assert (
+        main(
+            [
+                "scenario",
+                "run",
+                str(SCENARIOS / "rate_limit_storm.yaml"),
+                "--client",
+                client("naive"),
+                "--report",
+                str(tmp_path),
+                "--quiet",
+            ]
+        )
+        == 1
+    )
+    suite = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    failure = suite.find("testcase[@name='honours_retry_after']/failure")
+    assert failure is not None and "Retry-After" in failure.get("message", "")
+    page = (tmp_path / "report.html").read_text()
+    assert "<svg" in page and "FAILED" in page and "http://" not in page.replace("http://www.w3.org", "")
+    assert "env_sensor-0001.temperature" in page
+    assert (tmp_path / "trace.txt").read_text().count(" request ") > 10
+
+
+def test_a_failing_action_is_reported_not_ignored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "gone.yaml"
+    path.write_text(
+        "name: gone\nclock: {mode: step}\ntimeline:\n  - at: 5\n    do: device_delete\n"
+        "    params: {device: nope-0001}\nstop: {at: 20}\n"
+    )
+    assert main(["scenario", "run", str(path), "--quiet"]) == 1
+    assert "t=5 device_delete: Device nope-0001 not found" in capsys.readouterr().err
+
+
+def test_after_steps_fire_on_their_event(tmp_path: Path) -> None:
+    path = tmp_path / "after.yaml"
+    path.write_text(
+        "name: after\nclock: {mode: step}\ntimeline:\n"
+        "  - {at: 10, do: camera_restart}\n"
+        "  - after: {event: camera.power_up, source: cam-01, delay: 5}\n"
+        "    do: ntp_jump\n    params: {seconds: 60}\nstop: {at: 200}\n"
+    )
+    result = asyncio.run(run(path))
+    assert result.passed, report.summary(result)
+    times = {e.kind.value: e.at for e in result.record.events}
+    assert times["camera.time_set"] == times["camera.power_up"] + 5
