@@ -41,7 +41,7 @@ from hardware.ports.agents import (
 from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
 from hardware.ports.events import EventKind
 from twin.rng import hash_uniform
-from twin.video.render import Renderer
+from twin.video.render import Renderer, View
 from twin.video.scene import Scene
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ class PushSession:
             return
 
     def _push(self) -> None:
-        image = self.renderer.render(self.world.env.now, self.world.now())
+        image = self.renderer.render(self.world.env.now, View(self.world.now(), self.renderer.camera_id))
         ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
         if not ok:
             return
