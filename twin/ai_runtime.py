@@ -129,7 +129,7 @@ class AiRuntime:
         """Models on disk at boot (the stock model) are registered on first use."""
         if not self._scanned:
             self._scanned = True
-            self.scan()
+            self._scan()
 
     def _model(self, model_id: str) -> Model:
         self._ensure_scanned()
@@ -203,8 +203,12 @@ class AiRuntime:
 
     def scan(self) -> tuple[ModelInfo, ...]:
         """Register every ``.hef`` under the model directory that the registry does not know yet
-        (a file copied there through the files API, the stock model); returns the new ones."""
-        self._scanned = True
+        (a file copied there through the files API); returns every model found there."""
+        self._ensure_scanned()
+        self._scan()
+        return tuple(m for m in self.list() if m.model_path.startswith(MODEL_DIR + "/"))
+
+    def _scan(self) -> tuple[ModelInfo, ...]:
         fs = self._fs()
         if fs is None or not fs.exists(MODEL_DIR):
             return ()
