@@ -31,7 +31,7 @@ from hardware.ports.media import StreamConfig, StreamStatus
 from twin.detections import Detector
 from twin.video import config as cfg
 from twin.video import stream as _stream
-from twin.video.render import View, default_osd
+from twin.video.render import Renderer, View, default_osd
 from twin.video.scene import Scene
 from twin.video.stream import VideoStream, Viewer
 
@@ -193,6 +193,12 @@ class TwinGatewayMedia:
                 )
             )
         return out
+
+    def render_now(self, stream_id: str) -> np.ndarray:
+        """The frame the stream shows at this instant (BGR), rendered on the caller's thread."""
+        config = self.stream(stream_id).config
+        renderer = Renderer(self._scene, config.width, config.height, self._id)
+        return renderer.render(self._world.env.now, self._view(stream_id))
 
     def open_viewer(self, stream_id: str) -> Viewer:
         stream = self.stream(stream_id)

@@ -1,0 +1,165 @@
+"""Picture settings under /api/v1/media: image, transform, OSD and its images, privacy masks (the
+device's 415 and strict body), the AI overlay; failures in the device's error shape."""
+
+from __future__ import annotations
+
+import cv2
+import httpx
+import numpy as np
+import pytest
+
+from tests.conftest import gateway_token
+from twin.serve import Twin
+
+MEDIA = "/api/v1/media"
+
+
+@pytest.fixture
+async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
+    return {"Authorization": await gateway_token(gateway)}
+
+
+async def data(resp: httpx.Response) -> dict:
+    assert resp.status_code == 200, resp.text
+    return resp.json()["data"]
+
+
+def frame(twin: Twin, stream_id: str = "sub") -> np.ndarray:
+    """What the stream would encode now: the renderer at the stream's size through the current view."""
+    return twin.gateways["cam-01"].media.render_now(stream_id)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/image"),
+        ("PUT", "/transform"),
+        ("GET", "/osd"),
+        ("PUT", "/privacy-mask"),
+        ("PUT", "/ai-overlay"),
+    ],
+)
+async def test_picture_routes_need_a_token(gateway, method: str, path: str) -> None:
+    resp = await gateway.request(method, MEDIA + path, json={})
+    assert resp.status_code == 401 and resp.json()["code"] == 2000
+
+
+async def test_image_settings_change_the_picture(gateway, auth, twin: Twin) -> None:
+    assert await data(await gateway.get(MEDIA + "/image", headers=auth)) == {
+        "brightness": 0, "contrast": 0, "saturation": 0, "sharpness": 0,
+    }  # fmt: skip
+    before = frame(twin).mean()
+    resp = await gateway.put(MEDIA + "/image", json={"brightness": 60}, headers=auth)
+    assert resp.json() == {"code": 0, "message": "Image parameters updated"}
+    assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["brightness"] == 60
+    assert frame(twin).mean() > before + 40
+    for body in ({"brightness": 150}, {"contrast": "high"}, [1]):
+        bad = await gateway.put(MEDIA + "/image", json=body, headers=auth)
+        assert bad.status_code == 400 and bad.json()["code"] == 1001, body
+
+
+async def test_transform_flips_the_picture(gateway, auth, twin: Twin) -> None:
+    await gateway.put(MEDIA + "/osd", json={"streams": [{"stream_name": "sub"}]}, headers=auth)  # no OSD
+    before = frame(twin)
+    resp = await gateway.put(MEDIA + "/transform", json={"flip": True, "mirror": True}, headers=auth)
+    assert resp.status_code == 200
+    assert await data(await gateway.get(MEDIA + "/transform", headers=auth)) == {
+        "flip": True, "mirror": True, "rotation": 0,
+    }  # fmt: skip
+    assert np.array_equal(frame(twin), cv2.flip(before, -1))
+    bad = await gateway.put(MEDIA + "/transform", json={"rotation": 45}, headers=auth)
+    assert bad.status_code == 400 and bad.json()["code"] == 1001
+
+
+async def test_osd_text_and_uploaded_image(gateway, auth, twin: Twin) -> None:
+    osd = (await data(await gateway.get(MEDIA + "/osd", headers=auth)))["streams"]
+    assert [o["stream_name"] for o in osd] == ["main", "sub", "third"]
+    assert osd[0]["text_overlays"][0]["text"] == "cam-01" and osd[0]["datetime_overlays"]
+
+    logo = np.zeros((200, 200, 3), np.uint8)
+    logo[:, :, 1] = 255  # pure green
+    png = cv2.imencode(".png", logo)[1].tobytes()
+    up = await gateway.post(
+        MEDIA + "/osd/upload-image", files={"file": ("logo.png", png, "image/png")}, headers=auth
+    )
+    assert await data(up) == {"name": "logo.png", "size": len(png), "url": "/api/v1/media/osd/image/logo.png"}
+    got = await gateway.get(MEDIA + "/osd/image/logo.png", headers=auth)
+    assert got.status_code == 200 and got.content == png and got.headers["content-type"] == "image/png"
+    body = {
+        "streams": [
+            {
+                "stream_name": "sub",
+                "text_overlays": [{"id": "t", "text": "DOCK", "x": 0.1, "y": 0.1, "font_size": 80}],
+                "image_overlays": [{"id": "l", "name": "logo.png", "x": 0.6, "y": 0.6}],
+            }
+        ]
+    }
+    assert (await gateway.put(MEDIA + "/osd", json=body, headers=auth)).status_code == 200
+    img = frame(twin)
+    h, w = img.shape[:2]
+    patch = img[int(0.6 * h) + 2 : int(0.6 * h) + 20, int(0.6 * w) + 2 : int(0.6 * w) + 20]
+    assert (patch[:, :, 1] == 255).all() and (patch[:, :, 0] == 0).all()
+
+    bad_upload = await gateway.post(
+        MEDIA + "/osd/upload-image", files={"file": ("x.png", b"nope", "image/png")}, headers=auth
+    )
+    assert bad_upload.status_code == 400
+    assert (await gateway.post(MEDIA + "/osd/upload-image", data={"a": "b"}, headers=auth)).status_code == 400
+    missing = await gateway.get(MEDIA + "/osd/image/none.png", headers=auth)
+    assert missing.status_code == 404 and missing.json()["code"] == 8000
+    assert (await gateway.get(MEDIA + "/osd/font", headers=auth)).json()["code"] == 8000
+    unknown = await gateway.put(MEDIA + "/osd", json={"streams": [{"stream_name": "fifth"}]}, headers=auth)
+    assert unknown.status_code == 404 and unknown.json()["code"] == 4000
+    for osd_body in (
+        {"streams": [{"stream_name": "sub", "text_overlays": [{"text": "x", "x": 2}]}]},
+        {"streams": [{"text_overlays": []}]},
+        {"streams": "main"},
+    ):
+        resp = await gateway.put(MEDIA + "/osd", json=osd_body, headers=auth)
+        assert resp.status_code == 400 and resp.json()["code"] == 1001, osd_body
+
+
+async def test_privacy_masks_black_out_and_the_body_is_strict(gateway, auth, twin: Twin) -> None:
+    body = {"enabled": True, "masks": [{"id": "win", "x": 0.25, "y": 0.25, "width": 0.5, "height": 0.5}]}
+    assert (await gateway.put(MEDIA + "/privacy-mask", json=body, headers=auth)).status_code == 200
+    got = await data(await gateway.get(MEDIA + "/privacy-mask", headers=auth))
+    assert got == {"enabled": True, "masks": [{**body["masks"][0], "enabled": True}]}
+    img = frame(twin)
+    h, w = img.shape[:2]
+    assert img[h // 4 + 1 : 3 * h // 4 - 1, w // 4 + 1 : 3 * w // 4 - 1].max() == 0
+
+    plain = await gateway.put(
+        MEDIA + "/privacy-mask", content=b"{}", headers={**auth, "Content-Type": "text/plain"}
+    )
+    assert plain.status_code == 415
+    assert plain.json() == {
+        "code": 1001, "message": "Invalid request",
+        "error": {"type": "validation", "detail": "Content-Type must be application/json"},
+    }  # fmt: skip
+    vendor_json = {**auth, "Content-Type": "application/vnd.api+json"}
+    assert (
+        await gateway.put(MEDIA + "/privacy-mask", content=b'{"enabled":false}', headers=vendor_json)
+    ).status_code == 200
+    for bad in (
+        {"enabled": True, "color": "red"},
+        {"enabled": True, "masks": [{"x": 0.5, "y": 0.5, "width": 0.6, "height": 0.1}]},
+        {"enabled": True, "masks": [{"x": 0.1, "y": 0.1, "width": 0.1, "height": 0.1, "shape": "oval"}]},
+        {"enabled": True, "masks": [{"x": 0.1, "y": 0.1}]},
+        {"enabled": "yes"},
+    ):
+        resp = await gateway.put(MEDIA + "/privacy-mask", json=bad, headers=auth)
+        assert resp.status_code == 400 and resp.json()["code"] == 1001, bad
+
+
+async def test_ai_overlay_draws_the_models_detections(gateway, auth, twin: Twin) -> None:
+    await gateway.put(MEDIA + "/osd", json={"streams": [{"stream_name": "sub"}]}, headers=auth)
+    before = frame(twin)
+    resp = await gateway.put(MEDIA + "/ai-overlay", json={"enabled": True, "line_thickness": 4}, headers=auth)
+    assert resp.json() == {"code": 0, "message": "AI overlay updated"}
+    detections = twin.gateways["cam-01"].picture.detections()
+    assert detections and all(0 < d.confidence < 1 for d in detections)
+    after = frame(twin)
+    green = (after[:, :, 1] == 255) & (after[:, :, 0] == 0) & (after[:, :, 2] == 0)
+    assert green.sum() > 50 and not ((before[:, :, 1] == 255) & (before[:, :, 0] == 0)).any()
+    bad = await gateway.put(MEDIA + "/ai-overlay", json={"line_thickness": 0}, headers=auth)
+    assert bad.status_code == 400 and bad.json()["code"] == 1001
