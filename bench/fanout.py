@@ -11,9 +11,10 @@ broker meanwhile, as it always does.
 Per run it reports the envelopes delivered per second over all clients, the drops (the server's
 ``event_bus_events_dropped_total`` delta: every subscriber's bounded queue, the MQTT bridge's
 included) and the envelopes missing at the clients (expected N x 2 x seconds per client, counted
-after a grace period for the last tick to drain). Then it searches for the largest sensor count
-with zero drops and nothing missing: doubling from N, then bisecting between the last pass and the
-first failure, with shorter runs.
+after a grace period of 3 s for the last tick to drain: a server that falls behind the 1 Hz clock
+would drop once its queues fill, so lagging counts as failing). Then it searches for the largest
+sensor count with zero drops and nothing missing: doubling from N, then bisecting between the last
+pass and the first failure, with shorter runs.
 
 Clients count envelopes by their type tag in the raw frames (no JSON parsing), so the client side
 stays cheap; it still shares the machine with the server.
@@ -253,7 +254,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=3, help="main runs; the median is reported (default 3)")
     p.add_argument("--ws", type=int, default=10, help="WebSocket clients (default 10)")
     p.add_argument("--sse", type=int, default=10, help="SSE clients (default 10)")
-    p.add_argument("--grace", type=float, default=10.0, help="wall seconds for the last tick to drain")
+    p.add_argument("--grace", type=float, default=3.0, help="wall s for the last tick to drain (default 3)")
     p.add_argument("--search-seconds", type=int, default=10, help="sim seconds per search run (default 10)")
     p.add_argument("--bisect", type=int, default=3, help="bisection steps of the search (default 3)")
     p.add_argument("--no-search", action="store_true", help="only the main runs")

@@ -1,7 +1,7 @@
 """End to end over real sockets: a simulated sensor crosses a threshold → the rule fires → a notify
 message is created and delivered by the running twin's delivery worker as a real HTTP POST to a
 webhook channel (a local server on 127.0.0.1) → the same change is seen on MQTT (the embedded
-broker's uplink topic)."""
+broker's uplink topic), on WS /api/events/ws and on SSE /api/events/stream (the same envelopes)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 from amqtt.client import MQTTClient
+from websockets.asyncio.client import connect
 
+from tests.api.test_events_sse import SseReader
+from tests.api.test_events_ws import events_until, recv_json
 from tests.receivers import HttpReceiver
 from tests.sockets import socket_settings, until
 from twin.serve import build, start, stop
@@ -40,6 +43,7 @@ async def test_threshold_rule_message_webhook_and_mqtt(tmp_path: Path) -> None:
     twin = build(socket_settings())
     running = await start(twin, tmp_path)
     mqtt = MQTTClient(config={"auto_reconnect": False})
+    realtime = contextlib.AsyncExitStack()
     try:
         async with HttpReceiver() as hook, httpx.AsyncClient(base_url=running.url("automation")) as api:
             resp = await api.post(
@@ -53,6 +57,17 @@ async def test_threshold_rule_message_webhook_and_mqtt(tmp_path: Path) -> None:
             await until(lambda: twin.bridge.connected)
             await mqtt.connect(f"mqtt://127.0.0.1:{running.broker.port}")
             await mqtt.subscribe([(f"device/env_sensor/{SENSOR}/uplink", 0)])
+
+            # WS and SSE clients watching the sample, the rule and the message.
+            types = "event_type=DeviceMetric&event_type=RuleTriggered&event_type=MessageCreated"
+            ws_url = running.url("automation").replace("http://", "ws://") + f"/api/events/ws?{types}"
+            ws = await realtime.enter_async_context(connect(ws_url))
+            await ws.send(json.dumps({"type": "Auth", "token": resp.json()["token"]}))
+            assert (await recv_json(ws))["type"] == "Authenticated"
+            assert (await recv_json(ws))["type"] == "ping"
+            token = resp.json()["token"]
+            stream = api.stream("GET", f"/api/events/stream?token={token}&{types}", timeout=10)
+            sse = SseReader(await realtime.enter_async_context(stream))
 
             twin.clock.advance(70)  # still above the threshold: nothing fires
             assert (await api.get(f"/api/rules/{rule['id']}", headers=auth)).json()["data"]["rule"][
@@ -86,10 +101,30 @@ async def test_threshold_rule_message_webhook_and_mqtt(tmp_path: Path) -> None:
             assert seen[-1] == {"temperature": 18.23, "humidity": 37.09, "timestamp": EPOCH + 80}
             assert all(s["humidity"] >= 37.1 for s in seen[:-1])
 
-            # (WS /api/events/ws and SSE /api/events/stream legs: the same RuleTriggered and
-            # MessageCreated events, added with the realtime routes.)
+            # The same change on WS and SSE: 8 samples x 3 sensors x 2 metrics above the threshold,
+            # then the t=80 sample, RuleTriggered and MessageCreated; identical envelopes on both.
+            on_ws = await events_until(ws, 54 + 2)
+            on_sse = [envelope for _, envelope in await sse.events(54 + 2)]
+            assert on_ws == on_sse
+            kinds = [e["type"] for e in on_ws]
+            assert kinds.count("RuleTriggered") == kinds.count("MessageCreated") == 1
+            fired, noted = kinds.index("RuleTriggered"), kinds.index("MessageCreated")
+            assert 54 - 6 <= fired < noted  # both in the t=80 tick, the rule's action after the rule
+            metrics = [e for e in on_ws if e["type"] == "DeviceMetric" and e["data"]["device_id"] == SENSOR]
+            crossing = [e for e in metrics if e["timestamp"] == EPOCH + 80]
+            assert {e["data"]["metric"]: e["data"]["value"] for e in crossing} == {
+                "temperature": 18.23,
+                "humidity": 37.09,
+            }
+            triggered, created = on_ws[fired]["data"], on_ws[noted]["data"]
+            assert triggered["rule_id"] == rule["id"] and triggered["trigger_value"] == 37.09
+            assert triggered["actions"] == ["notify"] and on_ws[fired]["timestamp"] == EPOCH + 80
+            assert on_ws.index(next(e for e in crossing if e["data"]["metric"] == "humidity")) < fired
+            assert created["message_id"] == message["id"] and created["message"] == "humidity fell to 37.09"
             await until(lambda: twin.world.messages.get_channel("ops").sent == 1)
     finally:
+        with contextlib.suppress(Exception):
+            await realtime.aclose()
         with contextlib.suppress(Exception):
             await mqtt.disconnect()
         await stop(running)

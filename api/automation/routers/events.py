@@ -246,16 +246,19 @@ class _WsSession:
                 self.last_pong = self.clock.now()
 
     async def heartbeat(self) -> None:
+        """Beats fall every 30 s of world time from authentication. A clock advanced in one jump
+        still has every beat in between, each judged at its own time."""
+        beat = self.clock.now()
         while True:
-            now = self.clock.now()
-            if now - self.last_pong > HEARTBEAT_TIMEOUT_S:
+            if beat - self.last_pong > HEARTBEAT_TIMEOUT_S:
                 await self.send(json.dumps({"type": "Error", "message": "Heartbeat timeout"}))
                 return
-            await self.send(json.dumps({"type": "ping", "timestamp": int(now)}))
+            await self.send(json.dumps({"type": "ping", "timestamp": int(beat)}))
+            beat += HEARTBEAT_S
             try:
-                await self.clock.sleep(HEARTBEAT_S)
-            except DomainError:  # the world was reset under us: keep the beat going
-                continue
+                await self.clock.sleep(beat - self.clock.now())
+            except DomainError:  # the world was reset or restored under us: beat on from its time
+                beat = self.last_pong = self.clock.now()
 
     async def sender(self) -> None:
         loop = asyncio.get_running_loop()
