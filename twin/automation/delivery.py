@@ -68,7 +68,10 @@ class Outbox:
         self.signal = asyncio.Event()
         self.delivered = 0
         self.failed_attempts = 0
+        self.live: dict[str, str] = {}
+        """Pending job id → its owner kind (the store holds the jobs themselves)."""
         for job in self.jobs.values():  # pending work of an earlier run
+            self.live[job["id"]] = job["owner_kind"]
             self._schedule(job)
 
     def register(self, owner_kind: str, report: Report) -> None:
@@ -101,6 +104,7 @@ class Outbox:
             "due": self.world.env.now + delay,
         }
         self.jobs.put(job["id"], job)
+        self.live[job["id"]] = owner_kind
         self._schedule(job)
         return job["id"]
 
@@ -112,7 +116,7 @@ class Outbox:
         self.world.env.timeout(delay).callbacks.append(lambda _ev, j=job: self._ready(j))
 
     def _ready(self, job: dict[str, Any]) -> None:
-        if self.jobs.get(job["id"]) is None:  # cancelled meanwhile
+        if job["id"] not in self.live:  # cancelled meanwhile
             return
         self.ready[job["id"]] = job
         self.signal.set()
@@ -121,10 +125,11 @@ class Outbox:
         for job in self.jobs.values():
             if job["owner_kind"] == owner_kind and job["owner_id"] == owner_id:
                 self.jobs.delete(job["id"])
+                self.live.pop(job["id"], None)
                 self.ready.pop(job["id"], None)
 
     def pending(self, owner_kind: str | None = None) -> int:
-        return sum(1 for j in self.jobs.values() if owner_kind is None or j["owner_kind"] == owner_kind)
+        return sum(1 for kind in self.live.values() if owner_kind is None or kind == owner_kind)
 
     def take(self) -> list[dict[str, Any]]:
         jobs = [j for jid, j in self.ready.items() if jid not in self.in_flight]
@@ -136,7 +141,7 @@ class Outbox:
     def report(self, job: dict[str, Any], result: DeliveryResult) -> None:
         """The outcome of one attempt, on the loop thread: retry later on the world clock or finish."""
         self.in_flight.discard(job["id"])
-        if self.jobs.get(job["id"]) is None:  # its owner went away meanwhile
+        if job["id"] not in self.live:  # its owner went away meanwhile
             return
         job = {**job, "attempts": job["attempts"] + 1}
         retry = RetryPolicy(*job["retry"])
@@ -155,6 +160,7 @@ class Outbox:
             self.failed_attempts += 1
         if final:
             self.jobs.delete(job["id"])
+            del self.live[job["id"]]
         else:
             job["due"] = self.world.env.now + retry.delay(job["attempts"])
             self.jobs.put(job["id"], job)

@@ -16,6 +16,7 @@ import fnmatch
 import json
 import re
 import uuid
+from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from hardware.ports.rules import PUSH_TARGET_TYPES, DeliveryResult, PushLog, Pus
 from twin.automation.delivery import RetryPolicy, send
 
 if TYPE_CHECKING:
+    from twin.store import Collection
     from twin.world import World
 
 MAX_LOGS_PER_TARGET = 500
@@ -98,7 +100,8 @@ class DataPush:
     def __init__(self, world: World) -> None:
         self.world = world
         self.targets = world.store.collection("push_targets")
-        self.logs = world.store.collection("push_logs")
+        self._log_ids: dict[str, deque[str]] = {}
+        """Per target, its log ids oldest first (read from the store on first use)."""
         self.running: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, list[dict[str, Any]]] = {}
         self.last_pushed: dict[tuple[str, str], Any] = {}
@@ -220,13 +223,14 @@ class DataPush:
     def _send(self, doc: dict[str, Any], payload: Any, source: str | None, first: dict[str, Any]) -> str:
         log_id = self._uuid()
         now = self.world.now()
+        text = _text(payload)
         self._log(
             {
                 "id": log_id,
                 "target_id": doc["id"],
                 "status": "pending",
                 "data_source_id": source,
-                "payload_sent": _text(payload),
+                "payload_sent": text,
                 "response": None,
                 "attempts": 0,
                 "created_at": now,
@@ -240,17 +244,28 @@ class DataPush:
             float(doc["retry_config"]["backoff_secs"]),
             float(doc["retry_config"]["max_backoff_secs"]),
         )
-        self.world.outbox.enqueue("push", doc["id"], transport, config, payload, retry, ref=log_id)
+        # The payload travels as the exact text logged: what is delivered is what the log shows.
+        self.world.outbox.enqueue("push", doc["id"], transport, config, text, retry, ref=log_id)
         return log_id
 
+    def _logs(self, target_id: str) -> tuple[Collection, deque[str]]:
+        """A target's log entries live in their own collection, bounded to the newest ones."""
+        logs = self.world.store.collection(f"push_logs/{target_id}")
+        ids = self._log_ids.get(target_id)
+        if ids is None:
+            ids = self._log_ids[target_id] = deque(key for key, _ in logs.items())
+        return logs, ids
+
     def _log(self, entry: dict[str, Any]) -> None:
-        self.logs.put(entry["id"], entry)
-        mine = [k for k, d in self.logs.items() if d["target_id"] == entry["target_id"]]
-        for old in mine[:-MAX_LOGS_PER_TARGET]:
-            self.logs.delete(old)
+        logs, ids = self._logs(entry["target_id"])
+        logs.put(entry["id"], entry)
+        ids.append(entry["id"])
+        while len(ids) > MAX_LOGS_PER_TARGET:
+            logs.delete(ids.popleft())
 
     def _delivered(self, job: dict[str, Any], result: DeliveryResult, final: bool) -> None:
-        entry = self.logs.get(job["ref"])
+        logs, _ = self._logs(job["owner_id"])
+        entry = logs.get(job["ref"])
         if entry is not None:
             entry.update(
                 status="success" if result.success else ("failed" if final else "retrying"),
@@ -259,7 +274,7 @@ class DataPush:
                 error=None if result.success else result.message,
                 completed_at=result.at if final else None,
             )
-            self.logs.put(entry["id"], entry)
+            logs.put(entry["id"], entry)
         doc = self.targets.get(job["owner_id"])
         if doc is not None and final:
             key = "pushed" if result.success else "failed"
@@ -322,9 +337,10 @@ class DataPush:
         self._arm({**doc, "enabled": False})
         self.targets.delete(target_id)
         self.world.outbox.cancel_owner("push", target_id)
-        for key, entry in self.logs.items():
-            if entry["target_id"] == target_id:
-                self.logs.delete(key)
+        logs, ids = self._logs(target_id)
+        for key in ids:
+            logs.delete(key)
+        del self._log_ids[target_id]
 
     def start_target(self, target_id: str) -> PushTarget:
         return self._set_enabled(target_id, True)
@@ -368,8 +384,8 @@ class DataPush:
 
     def target_logs(self, target_id: str, limit: int = 100) -> list[PushLog]:
         self.doc(target_id)
-        entries = [d for d in self.logs.values() if d["target_id"] == target_id]
-        return [_log(d) for d in reversed(entries)][: max(1, limit)]
+        logs, _ = self._logs(target_id)
+        return [_log(d) for d in reversed(logs.values())][: max(1, limit)]
 
 
 def _transport(doc: dict[str, Any], item: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

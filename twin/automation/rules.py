@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from twin.automation import rule_spec
 from twin.automation.rule_spec import HINT, Cron
 
 if TYPE_CHECKING:
+    from twin.store import Collection
     from twin.world import World
 
 MAX_HISTORY = 100
@@ -61,7 +63,8 @@ class RuleEngine:
     def __init__(self, world: World) -> None:
         self.world = world
         self.docs = world.store.collection("rules")
-        self.history = world.store.collection("rule_history")
+        self._run_ids: dict[str, deque[str]] = {}
+        """Per rule, the keys of its recorded runs oldest first (read from the store on first use)."""
         self.state: dict[str, RuleState] = {}
         self.watch: dict[str, dict[str, set[str]]] = {}
         """device id → metric → ids of enabled data_change rules watching it."""
@@ -246,12 +249,21 @@ class RuleEngine:
             )
         return f"trigger_agent:{action['agent_id']}"
 
+    def _runs(self, rule_id: str) -> tuple[Collection, deque[str]]:
+        """A rule's runs live in their own collection, bounded to the newest ones."""
+        runs = self.world.store.collection(f"rule_history/{rule_id}")
+        keys = self._run_ids.get(rule_id)
+        if keys is None:
+            keys = self._run_ids[rule_id] = deque(key for key, _ in runs.items())
+        return runs, keys
+
     def _record(self, execution: RuleExecution) -> None:
-        key = f"{execution.rule_id}:{self.world.streams.get('automation.rule_runs').bytes(8).hex()}"
-        self.history.put(key, _execution_doc(execution))
-        runs = [k for k, d in self.history.items() if d["rule_id"] == execution.rule_id]
-        for old in runs[:-MAX_HISTORY]:
-            self.history.delete(old)
+        runs, keys = self._runs(execution.rule_id)
+        key = self.world.streams.get("automation.rule_runs").bytes(8).hex()
+        runs.put(key, _execution_doc(execution))
+        keys.append(key)
+        while len(keys) > MAX_HISTORY:
+            runs.delete(keys.popleft())
 
     # Values ------------------------------------------------------------------------------------
     def _current(self, source: str) -> Any:
@@ -344,6 +356,10 @@ class RuleEngine:
         doc = self.doc(rule_id)
         self.docs.delete(rule_id)
         self._index({**doc, "enabled": False})
+        runs, keys = self._runs(rule_id)
+        for key in keys:
+            runs.delete(key)
+        del self._run_ids[rule_id]
 
     def enable_rule(self, rule_id: str, enabled: bool) -> Rule:
         doc = {**self.doc(rule_id), "enabled": enabled, "updated_at": self.world.now()}
@@ -356,8 +372,8 @@ class RuleEngine:
 
     def rule_history(self, rule_id: str) -> list[RuleExecution]:
         self.doc(rule_id)
-        docs = [d for d in self.history.values() if d["rule_id"] == rule_id]
-        return [_execution(d) for d in reversed(docs)]
+        runs, _ = self._runs(rule_id)
+        return [_execution(d) for d in reversed(runs.values())]
 
     def validate_rule(self, definition: Mapping[str, Any]) -> list[str]:
         try:
