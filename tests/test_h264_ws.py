@@ -101,3 +101,20 @@ async def test_a_sixth_connection_from_one_ip_replaces_the_oldest(gateway) -> No
     finally:
         for ws in sockets:
             await ws.close()
+
+
+async def test_a_stream_that_cannot_start_says_so_after_the_upgrade(gateway) -> None:
+    twin, base, token = gateway
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+        assert (await http.delete("/api/v1/media/streams/sub/disable")).status_code == 200
+    url = base.replace("http://", "ws://") + f"/api/v1/h264/sub?token={token}"
+    async with connect(url) as ws:
+        assert await ws.recv() == '{"error": "Failed to start stream"}'
+        with pytest.raises(ConnectionClosed):
+            await ws.recv()
+    twin.world.cameras["cam-01"].ai.stop_camera_service()
+    async with connect(url.replace("/sub?", "/main?")) as ws:
+        assert "Failed to start stream" in await ws.recv()
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+        rows = (await http.get("/api/v1/media/status")).json()["data"]["streams"]
+    assert {r["status"] for r in rows} == {"unknown"} and {r["ms_since_last_frame"] for r in rows} == {None}

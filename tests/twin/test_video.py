@@ -8,9 +8,12 @@ import av
 import numpy as np
 import pytest
 
+from hardware.ports.camera_hw import AiOverlay
 from hardware.ports.errors import NotFound
+from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
 from twin.clock import SimClock
+from twin.detections import MISS_RATE, Detector
 from twin.fleet import CameraSpec, WorldConfig
 from twin.video import stream as video_stream
 from twin.video.backend import TwinGatewayMedia
@@ -111,3 +114,25 @@ async def test_a_full_queue_drops_non_key_frames_and_counts_them(media) -> None:
     assert viewer.pending() <= video_stream.QUEUE_FRAMES
     assert viewer.dropped > 0
     assert gm.status()[2].dropped_frames == viewer.dropped
+
+
+async def test_detections_follow_ground_truth_feed_the_bus_and_stop_without_the_camera_service(media) -> None:
+    gm, clock = media
+    world = gm._world
+    sub = world.bus.subscribe([EventKind.CAMERA_DETECTIONS])
+    assert gm.detections()  # ground truth in view, a few missed, boxes inside the frame
+    truth = {b.object_id for b in gm._scene.boxes(world.env.now)}
+    assert {d.object_id for d in gm.detections()} <= truth | {-1}
+    gm.set_ai_overlay(AiOverlay(enabled=True))
+    clock.advance(3)
+    events = []
+    while (event := sub.get_nowait()) is not None:
+        events.append(event.data)
+    assert len(events) == 4 and all(e["count"] == sum(e["labels"].values()) for e in events)
+    assert sum(e["count"] for e in events) > 0
+    world.cameras["cam-01"].ai.stop_camera_service()
+    assert gm.detections() == []
+    seen = [d for t in range(2000) for d in Detector(7).detect(gm._scene, t / 5) if d.object_id >= 0]
+    perfect = sum(len(Detector(7, 0.0, 0.0).detect(gm._scene, t / 5)) for t in range(2000))
+    assert len(seen) / perfect == pytest.approx(1 - MISS_RATE, abs=0.03)  # a seeded miss rate
+    assert Detector(7).detect(gm._scene, 12.3) == Detector(7).detect(gm._scene, 12.3)

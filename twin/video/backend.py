@@ -27,6 +27,7 @@ from hardware.ports.camera_hw import (
     Transform,
 )
 from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
+from hardware.ports.events import EventKind
 from hardware.ports.media import StreamConfig, StreamStatus
 from twin.detections import Detector
 from twin.video import config as cfg
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 MAX_OSD_IMAGES = 32
 MAX_OSD_IMAGE_BYTES = 2 * 1024 * 1024
 MAX_STREAMS = 8
+DETECTIONS_EVERY_S = 1.0
 
 
 class TwinGatewayMedia:
@@ -160,15 +162,24 @@ class TwinGatewayMedia:
             raise NotFound(f"stream {stream_id} not found", resource="stream")
         return stream
 
+    def _service_running(self) -> bool:
+        camera = self._world.cameras.get(self._id)
+        ai = getattr(camera, "ai", None)
+        return camera is not None and getattr(ai, "camera_service_running", True)
+
     def status(self) -> list[StreamStatus]:
         out = []
         now = self._world.env.now
+        service = self._service_running()
         for s in self._current().values():
             enabled = self._settings.enabled.get(s.config.stream_id, True)
             # The device's camera daemon encodes all the time; the twin renders only while someone
             # watches, but reports what the device would: an active stream whose last frame is at
             # most one frame period old.
             period = 1.0 / s.config.fps
+            if not service:
+                out.append(StreamStatus(s.config, "unknown", False, None, 0.0, "camera service not running"))
+                continue
             if not enabled:
                 state, since, fps = "inactive", None, 0.0
             elif s.interrupted_until is not None:
@@ -204,6 +215,8 @@ class TwinGatewayMedia:
         stream = self.stream(stream_id)
         if not self._settings.enabled.get(stream_id, True):
             raise Unavailable(f"stream {stream_id} is disabled")
+        if not self._service_running():
+            raise Unavailable("camera service not running")
         return stream.join()
 
     # Configuration -----------------------------------------------------------------------------
@@ -412,11 +425,27 @@ class TwinGatewayMedia:
         return self._settings_now().overlay
 
     def set_ai_overlay(self, overlay: AiOverlay) -> None:
-        self._settings_now().overlay = dataclasses.replace(overlay)
+        s = self._settings_now()
+        was = s.overlay.enabled
+        s.overlay = dataclasses.replace(overlay)
+        if overlay.enabled and not was:
+            self._world.env.process(self._publish_detections(self._world.env))
+
+    def _publish_detections(self, env):
+        """While the overlay is on: one ``camera.detections`` event per second of world time."""
+        while env is self._world.env and self._settings.overlay.enabled:
+            found = self.detections()
+            labels: dict[str, int] = {}
+            for d in found:
+                labels[d.label] = labels.get(d.label, 0) + 1
+            self._world.emit(EventKind.CAMERA_DETECTIONS, self._id, count=len(found), labels=labels)
+            yield env.timeout(DETECTIONS_EVERY_S)
 
     def detections(self) -> list[Detection]:
         self._current()
         camera = self._camera()
+        if not self._service_running():
+            return []  # no frames, nothing to infer on: apps see zero detections
         pan, tilt = camera.peripherals.view_offset()
         return list(
             self._detector.detect(self._scene, self._world.env.now, camera.lens.zoom_ratio(), pan, tilt)

@@ -9,6 +9,8 @@ The feed, as the device serves it (reference §8):
 - After the upgrade: the cached SPS/PPS as one frame (frame_type 1, PTS/DTS 0), a keyframe request,
   then one binary message per access unit: an 18-byte header (magic ``0xFFD8FF00``, frame_type 0 key /
   1 not key, flags ``0x01``, PTS u32, DTS u32, 4 reserved zero bytes, all big-endian) + AVCC payload.
+- A stream that cannot start (disabled, camera service down): the upgrade, then a text frame
+  ``{"error":"Failed to start stream"}`` and a close.
 - At most 5 connections per client IP: a sixth closes the oldest with 1008 "Connection replaced".
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import struct
 from collections import deque
 from dataclasses import dataclass, field
@@ -26,7 +29,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, request_token, require_session
-from hardware.ports.errors import DomainError, NotFound, Unauthenticated
+from hardware.ports.errors import DomainError, NotFound, Unauthenticated, Unavailable
 from hardware.ports.media import MediaFrame, MediaViewer
 
 router = APIRouter(tags=["media"])
@@ -93,6 +96,11 @@ async def h264(websocket: WebSocket, stream_id: str) -> None:
         viewer = backend.media.open_viewer(stream_id)
     except NotFound as err:
         await _deny(websocket, errors.fail(4000, err.message))
+        return
+    except Unavailable:  # the device upgrades, then reports that the stream did not start
+        await websocket.accept()
+        await websocket.send_text(json.dumps({"error": "Failed to start stream"}))
+        await websocket.close(code=1011)
         return
     except DomainError as err:
         code = errors.DOMAIN_CODES.get((err.code, err.resource)) or errors.DOMAIN_CODES[(err.code, None)]
