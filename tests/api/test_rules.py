@@ -252,3 +252,30 @@ async def test_export_import_validate(automation: httpx.AsyncClient, auth: dict[
     }
     assert (await automation.post("/api/rules/import", json={"items": []}, headers=auth)).status_code == 422
     assert (await automation.get("/api/rules/export")).status_code == 401
+
+
+async def test_trigger_agent_action_runs_the_agent(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin
+) -> None:
+    agent = {
+        "name": "watch",
+        "user_prompt": "Check the humidity",
+        "schedule": {"schedule_type": "interval", "interval_seconds": 3600},
+        "execution_mode": "free",
+    }
+    agent_id = (await automation.post("/api/agents", json=agent, headers=auth)).json()["data"]["id"]
+    rule = await create(automation, auth, actions=[{"type": "trigger_agent", "agent_id": agent_id}])
+    ghost = await automation.post(
+        "/api/rules", json={**RULE, "actions": [{"type": "trigger_agent", "agent_id": "ghost"}]}, headers=auth
+    )
+    assert (
+        ghost.status_code == 400
+        and ghost.json()["error"]["message"] == "Rule references unavailable resources"
+    )
+    twin.clock.advance(80)
+    runs = (await automation.get(f"/api/agents/{agent_id}/executions", headers=auth)).json()["data"]
+    assert [(e["trigger_type"], e["timestamp"]) for e in runs["executions"]] == [
+        ("rule", "2026-01-01T00:01:20+00:00")
+    ]
+    history = (await automation.get(f"/api/rules/{rule['id']}/history", headers=auth)).json()["data"]
+    assert history["executions"][0]["actions_executed"] == [f"trigger_agent:{agent_id}"]
