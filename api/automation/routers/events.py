@@ -109,8 +109,7 @@ def _envelopes(
     items: list[tuple[int, Event]], accepted: frozenset[str] | None, encoder: EventEncoder
 ) -> list[Envelope]:
     """The envelopes of drained bus items that pass the connection's filter (``None``: all pass)."""
-    envelopes = encoder.envelopes
-    found = [env for seq, event in items for env in envelopes(seq, event)]
+    found = encoder.many(items)
     return found if accepted is None else [env for env in found if env.type in accepted]
 
 
