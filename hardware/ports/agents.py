@@ -241,6 +241,9 @@ class ModelBackends(Protocol):
 
     async def test_backend(self, backend_id: str) -> BackendTest: ...
 
+    async def ollama_models(self, endpoint: str | None = None) -> list[Mapping[str, Any]]:
+        """The models a local Ollama server has (``GET {endpoint}/api/tags``)."""
+
 
 # Dashboards ----------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
@@ -302,6 +305,13 @@ class Dashboards(Protocol):
 
     def proxy(self, token: str, method: str, path: str) -> Mapping[str, Any]:
         """What a shared dashboard's component fetches through the link (read-only data)."""
+
+    def duplicate(self, dashboard_id: str) -> Dashboard: ...
+
+    def reorder(self, dashboard_ids: Sequence[str]) -> list[Dashboard]:
+        """Give the listed dashboards ``sort_order`` 0, 1, 2... in that order."""
+
+    def templates(self) -> list[Mapping[str, Any]]: ...
 
 
 # Extensions ----------------------------------------------------------------------------------
@@ -419,3 +429,14 @@ class Extensions(Protocol):
     def install_component(self, component_id: str) -> Mapping[str, Any]:
         """Install a marketplace component: ``NotFound`` when missing, ``Unavailable`` when the
         marketplace cannot be reached."""
+
+    def market(self) -> list[Mapping[str, Any]]:
+        """The marketplace's components (``Unavailable`` when it cannot be reached)."""
+
+    def set_enabled(self, extension_id: str, enabled: bool) -> Extension: ...
+
+    def uninstall(self, extension_id: str) -> None:
+        """Remove an installed extension (a later sync installs it again from the directory)."""
+
+    def sessions(self, extension_id: str) -> list[Mapping[str, Any]]:
+        """Open stream sessions: ``session_id``, ``frames`` sent, ``dropped``."""

@@ -182,3 +182,34 @@ async def test_unknown_ids_bad_shares_and_auth(automation: httpx.AsyncClient, au
     assert_error(resp, 400, "BAD_REQUEST")
     assert_error(await automation.get("/api/dashboards"), 401, "UNAUTHORIZED")
     assert_error(await automation.post(share, json={}), 401, "UNAUTHORIZED")
+
+
+async def test_default_duplicate_reorder_and_templates(automation: httpx.AsyncClient, auth: dict) -> None:
+    first = await create(automation, auth)
+    second = await create(automation, auth, name="Roof")
+    resp = await automation.post(f"/api/dashboards/{second['id']}/default", headers=auth)
+    assert resp.json()["data"]["is_default"] is True
+    assert (await automation.get(f"/api/dashboards/{first['id']}", headers=auth)).json()["data"][
+        "is_default"
+    ] is False
+    copy = (await automation.post(f"/api/dashboards/{first['id']}/duplicate", headers=auth)).json()["data"]
+    assert (
+        copy["name"] == "Lab (copy)"
+        and copy["components"] == first["components"]
+        and copy["id"] != first["id"]
+    )
+    order = [copy["id"], second["id"], first["id"]]
+    listed = (
+        await automation.put("/api/dashboards/reorder", json={"dashboard_ids": order}, headers=auth)
+    ).json()
+    assert [d["id"] for d in listed["data"]["dashboards"]] == order
+    assert [d["sort_order"] for d in listed["data"]["dashboards"]] == [0, 1, 2]
+    resp = await automation.put("/api/dashboards/reorder", json={"dashboard_ids": ["nope"]}, headers=auth)
+    assert_error(resp, 404, "NOT_FOUND")
+    templates = (await automation.get("/api/dashboards/templates", headers=auth)).json()["data"]
+    assert templates["count"] == 2 and templates["templates"][0]["id"] == "overview"
+    one = (await automation.get("/api/dashboards/templates/single-metric", headers=auth)).json()["data"]
+    assert one["components"][0]["type"] == "gauge"
+    assert_error(await automation.get("/api/dashboards/templates/nope", headers=auth), 404, "NOT_FOUND")
+    assert_error(await automation.post("/api/dashboards/nope/duplicate", headers=auth), 404, "NOT_FOUND")
+    assert_error(await automation.post(f"/api/dashboards/{first['id']}/default"), 401, "UNAUTHORIZED")

@@ -175,6 +175,37 @@ async def test_release_0917_answered_install_failures_with_200(settings: Setting
         assert (await client.get("/api/extensions/camera-stream")).status_code == 200  # public then
 
 
+async def test_enable_disable_uninstall_and_the_component_market(
+    automation: httpx.AsyncClient, auth: dict, twin: Twin
+) -> None:
+    url = "/api/extensions/weather-forecast"
+    resp = await automation.patch(f"{url}/enabled", json={"enabled": False}, headers=auth)
+    assert resp.json()["data"] == {"id": "weather-forecast", "enabled": False, "state": "Stopped"}
+    body = {"command": "get_current", "args": {"city": "Oslo"}}
+    assert_error(await automation.post(f"{url}/command", json=body, headers=auth), 409, "CONFLICT")
+    assert_error(
+        await automation.patch(f"{url}/enabled", json={"enabled": "no"}, headers=auth),
+        422,
+        "VALIDATION_ERROR",
+    )
+    await automation.patch(f"{url}/enabled", json={"enabled": True}, headers=auth)
+    assert (await automation.post(f"{url}/command", json=body, headers=auth)).status_code == 200
+    resp = await automation.delete(url, headers=auth)
+    assert resp.json()["data"] == {"id": "weather-forecast", "deleted": True}
+    assert_error(await automation.get(url, headers=auth), 404, "NOT_FOUND")
+    assert_error(await automation.delete(url, headers=auth), 404, "NOT_FOUND")
+    sessions = (await automation.get("/api/extensions/camera-stream/stream/sessions", headers=auth)).json()[
+        "data"
+    ]
+    assert sessions == {"extension_id": "camera-stream", "sessions": [], "count": 0}
+
+    market = (await automation.get("/api/frontend-components/market/list", headers=auth)).json()["data"]
+    assert {c["id"] for c in market["components"]} == {"gauge-pro", "heatmap"}
+    twin.world.extensions.marketplace_online = False
+    resp = await automation.get("/api/frontend-components/market/list", headers=auth)
+    assert_error(resp, 503, "SERVICE_UNAVAILABLE")
+
+
 # The stream session over a real socket ----------------------------------------------------------
 @dataclasses.dataclass
 class Server:
@@ -233,6 +264,10 @@ async def test_a_client_asking_for_binary_gets_binary_push_output_frames(server:
     async with connect(f"{server.ws}/camera-stream/stream?token={server.token}") as ws:
         created = await open_session(ws, {"binary": True})
         assert created["binary"] is True
+        async with httpx.AsyncClient() as http:
+            url = server.ws.replace("ws://", "http://") + "/camera-stream/stream/sessions"
+            listed = await http.get(url, headers={"Authorization": f"Bearer {server.token}"})
+        assert listed.json()["data"]["sessions"][0]["session_id"] == created["session_id"]
         server.twin.clock.advance(1)
         frames = [await ws.recv() for _ in range(5)]
         assert all(isinstance(f, bytes) for f in frames)

@@ -62,6 +62,13 @@ def stub_app(stub: Stub) -> FastAPI:
             "model_info": {"qwen3.context_length": 40960},
         }
 
+    @app.get("/api/tags")
+    async def tags(request: Request) -> dict:
+        await record(request)
+        return {
+            "models": [{"name": "qwen3:8b", "size": 5_200_000_000, "modified_at": "2026-01-01T00:00:00Z"}]
+        }
+
     @app.post("/api/chat")
     async def chat(request: Request) -> dict:
         body = await record(request)
@@ -186,6 +193,19 @@ async def test_ollama_compatible_backend(automation: httpx.AsyncClient, auth: di
         "response": "Ollama says OK",
     }
     assert stub.requests[-1][1]["stream"] is False
+
+
+async def test_ollama_models_and_type_schemas(automation: httpx.AsyncClient, auth: dict, stub: Stub) -> None:
+    await add(automation, auth, name="Local", backend_type="ollama", model="qwen3:8b", endpoint=stub.url)
+    models = (await automation.get("/api/llm-backends/ollama/models", headers=auth)).json()["data"]
+    assert models["count"] == 1 and models["models"][0]["name"] == "qwen3:8b"
+    resp = await automation.get("/api/llm-backends/ollama/models?endpoint=http://127.0.0.1:9", headers=auth)
+    assert_error(resp, 503, "SERVICE_UNAVAILABLE")
+    schema = (await automation.get("/api/llm-backends/types/openai/schema", headers=auth)).json()["data"]
+    assert schema["type"] == "openai" and "api_key" in schema["schema"]["required"]
+    assert_error(
+        await automation.get("/api/llm-backends/types/skynet/schema", headers=auth), 404, "NOT_FOUND"
+    )
 
 
 async def test_multimodal_override_true_false_and_null(

@@ -90,7 +90,13 @@ def test_the_simulated_model_reads_bound_devices_and_sends_named_commands(
     assert run.decision_process["data_collected"][0]["data"]["device_id"] == device
     actions = run.result["actions_executed"]
     assert actions == [
-        {"action_type": "device_command", "device_id": device, "command": "identify", "params": {}, "success": True}
+        {
+            "action_type": "device_command",
+            "device_id": device,
+            "command": "identify",
+            "params": {},
+            "success": True,
+        }
     ]
     assert any(" device.command_result " in line and "identify" in line for line in world.trace)
     assert device in run.decision_process["conclusion"]
@@ -102,7 +108,9 @@ def test_a_focused_agent_may_only_send_its_bound_commands(world: World) -> None:
     device = min(world.sensor_of)
     agent = world.agents.create_agent(spec(resources=bound(device), execution_mode=None))
     doc = world.agents.docs.get(agent.id)
-    refused = world.agents._call_tool(doc, ToolCall("send_device_command", {"device_id": device, "command": "reboot"}))
+    refused = world.agents._call_tool(
+        doc, ToolCall("send_device_command", {"device_id": device, "command": "reboot"})
+    )
     assert "not bound" in refused["error"]
 
 
@@ -111,7 +119,9 @@ def test_executions_are_deterministic_for_a_seed(world_config: WorldConfig) -> N
         w = World(world_config)
         agent = w.agents.create_agent(spec(resources=bound(min(w.sensor_of)), execution_mode="focused"))
         SimClock(w, mode=ClockMode.STEP).advance(HOUR)
-        return [(r.id, r.duration_ms, r.decision_process["conclusion"]) for r in w.agents.executions(agent.id)]
+        return [
+            (r.id, r.duration_ms, r.decision_process["conclusion"]) for r in w.agents.executions(agent.id)
+        ]
 
     first = history()
     assert len(first) == 6 and first == history()
@@ -178,3 +188,14 @@ def test_unknown_agents_and_executions(world: World) -> None:
     world.agents.delete_agent(agent.id)
     with pytest.raises(NotFound):
         world.agents.executions(agent.id)
+
+
+def test_a_restored_world_keeps_the_schedule_phase(world: World, clock: SimClock) -> None:
+    agent = world.agents.create_agent(spec())
+    clock.advance(900)
+    snap = world.snapshot()
+    world.restore(snap)
+    clock.rebased()
+    clock.advance(300)
+    stamps = [r.timestamp - world.epoch for r in world.agents.executions(agent.id)]
+    assert stamps == [1200, 600]

@@ -91,6 +91,7 @@ class AgentRegistry:
             "stats": dataclasses.asdict(AgentStats()),
             "last_execution_at": None,
             "error_message": None,
+            "anchor": now,
         }
         self.docs.put(doc["id"], doc)
         self._start(doc)
@@ -107,6 +108,8 @@ class AgentRegistry:
         if "execution_mode" not in changes:
             spec = dataclasses.replace(spec, execution_mode=doc["execution_mode"])
         mode = self._check(spec)
+        if spec.schedule != current.schedule:
+            doc["anchor"] = self.world.now()
         doc.update(_spec_doc(spec), execution_mode=mode, updated_at=self.world.now())
         self.docs.put(agent_id, doc)
         self._restart(doc)
@@ -126,6 +129,8 @@ class AgentRegistry:
                 f"Invalid status '{status}'; expected one of {', '.join(AGENT_STATUSES)}", field="status"
             )
         doc = self._doc(agent_id)
+        if status == "active" and doc["status"] != "active":
+            doc["anchor"] = self.world.now()
         doc.update(status=status, updated_at=self.world.now())
         self.docs.put(agent_id, doc)
         self._restart(doc)
@@ -195,7 +200,7 @@ class AgentRegistry:
     def _start(self, doc: dict[str, Any]) -> None:
         if doc["status"] == "active":
             self.procs[doc["id"]] = self.world.env.process(
-                self._schedule(doc["id"], Schedule(**doc["schedule"]))
+                self._schedule(doc["id"], Schedule(**doc["schedule"]), doc.get("anchor", self.world.now()))
             )
 
     def _stop(self, agent_id: str) -> None:
@@ -207,15 +212,17 @@ class AgentRegistry:
         self._stop(doc["id"])
         self._start(doc)
 
-    def _schedule(self, agent_id: str, schedule: Schedule) -> Generator[Any, Any, None]:
+    def _schedule(self, agent_id: str, schedule: Schedule, anchor: float) -> Generator[Any, Any, None]:
+        """``anchor``: Unix time the schedule was set or activated; interval instants count from
+        it, so a restored or restarted world keeps the phase."""
         env = self.world.env
         try:
             if schedule.schedule_type == "interval":
                 interval = float(schedule.interval_seconds or MIN_INTERVAL_S)
-                start, k = env.now, 0
+                k = int((self.world.now() - anchor) // interval)
                 while True:
                     k += 1  # absolute instants: no drift from summing intervals
-                    yield env.timeout(max(0.0, start + k * interval - env.now))
+                    yield env.timeout(max(0.0, anchor + k * interval - self.world.now()))
                     self._scheduled_run(agent_id, "schedule")
             elif schedule.schedule_type == "cron":
                 cron = CronExpression.parse(schedule.cron_expression or "", schedule.timezone)

@@ -28,6 +28,28 @@ DEFAULT_LAYOUT: dict[str, Any] = {
 }
 POSITION_KEYS = ("x", "y", "w", "h")
 MAX_SHARE_HOURS = 24 * 365
+TEMPLATES: tuple[dict[str, Any], ...] = (
+    {
+        "id": "overview",
+        "name": "Overview",
+        "description": "A device status grid and a line chart.",
+        "layout": DEFAULT_LAYOUT,
+        "components": [
+            {"id": "status", "type": "device_status", "position": {"x": 0, "y": 0, "w": 12, "h": 3}},
+            {"id": "trend", "type": "line_chart", "position": {"x": 0, "y": 3, "w": 12, "h": 5}},
+        ],
+    },
+    {
+        "id": "single-metric",
+        "name": "Single metric",
+        "description": "One gauge and its history.",
+        "layout": DEFAULT_LAYOUT,
+        "components": [
+            {"id": "gauge", "type": "gauge", "position": {"x": 0, "y": 0, "w": 4, "h": 4}},
+            {"id": "history", "type": "line_chart", "position": {"x": 4, "y": 0, "w": 8, "h": 4}},
+        ],
+    },
+)
 DEVICE_SOURCE = re.compile(r"device:([^:]+)(?::.*)?$")
 
 
@@ -140,6 +162,23 @@ class DashboardRegistry:
             if link["dashboard_id"] == dashboard_id:
                 self.links.delete(token)
         self._emit(dashboard_id, "deleted")
+
+    def duplicate(self, dashboard_id: str) -> Dashboard:
+        doc = self._doc(dashboard_id)
+        copy = self.create_dashboard(
+            f"{doc['name']} (copy)", doc["layout"], doc["components"], doc.get("description")
+        )
+        return copy
+
+    def reorder(self, dashboard_ids: Sequence[str]) -> list[Dashboard]:
+        docs = [self._doc(d) for d in dashboard_ids]
+        for order, doc in enumerate(docs):
+            doc["sort_order"] = order
+            self.docs.put(doc["id"], doc)
+        return self.list_dashboards()
+
+    def templates(self) -> list[Mapping[str, Any]]:
+        return list(TEMPLATES)
 
     # Sharing ----------------------------------------------------------------------------------
     def share(

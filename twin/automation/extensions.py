@@ -243,7 +243,7 @@ class PushSession:
         self._queue.clear()
         if self.process.is_alive:
             self.process.interrupt("closed")
-        self.registry.sessions.pop(self.session_id, None)
+        self.registry.open_sessions.pop(self.session_id, None)
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
@@ -256,7 +256,7 @@ class ExtensionRegistry:
         self.installed = world.store.collection("extensions")
         self.dropped_files = world.store.collection("extension_files")
         self.components = world.store.collection("frontend_components")
-        self.sessions: dict[str, PushSession] = {}
+        self.open_sessions: dict[str, PushSession] = {}
         self.marketplace_online = True
         for manifest in BUILTINS:
             if self.installed.get(manifest["id"]) is None:
@@ -312,7 +312,7 @@ class ExtensionRegistry:
             "extension_id": ext.id,
             "healthy": ext.health_status == "healthy",
             "status": ext.health_status,
-            "active_sessions": sum(1 for s in self.sessions.values() if s.extension_id == ext.id),
+            "active_sessions": sum(1 for s in self.open_sessions.values() if s.extension_id == ext.id),
             "checked_at": self.world.now(),
         }
 
@@ -412,14 +412,14 @@ class ExtensionRegistry:
                 field="extension",
                 stream_code="PUSH_NOT_AVAILABLE",
             )
-        active = [s for s in self.sessions.values() if s.extension_id == extension_id]
+        active = [s for s in self.open_sessions.values() if s.extension_id == extension_id]
         if len(active) >= stream.get("max_concurrent_sessions", MAX_SESSIONS):
             raise Unavailable(
                 "Too many stream sessions", resource="stream", stream_code="SESSION_INIT_FAILED"
             )
         session_id = str(uuid.UUID(bytes=self.world.streams.get("automation.streams").bytes(16), version=4))
         session = PushSession(self, extension_id, session_id)
-        self.sessions[session_id] = session
+        self.open_sessions[session_id] = session
         return session
 
     # Marketplace ------------------------------------------------------------------------------
@@ -432,6 +432,33 @@ class ExtensionRegistry:
         record = {**item, "installed_at": self.world.now()}
         self.components.put(component_id, record)
         return record
+
+    def market(self) -> list[Mapping[str, Any]]:
+        if not self.marketplace_online:
+            raise Unavailable("The component marketplace cannot be reached", resource="marketplace")
+        return [{**item, "installed": self.components.get(cid) is not None} for cid, item in MARKET.items()]
+
+    # Lifecycle --------------------------------------------------------------------------------
+    def set_enabled(self, extension_id: str, enabled: bool) -> Extension:
+        doc = self._doc(extension_id)
+        doc["enabled"] = enabled
+        self.installed.put(extension_id, doc)
+        if not enabled:
+            for session in [s for s in self.open_sessions.values() if s.extension_id == extension_id]:
+                session.close()
+        return self._value(doc)
+
+    def uninstall(self, extension_id: str) -> None:
+        self.set_enabled(extension_id, False)
+        self.installed.delete(extension_id)
+
+    def sessions(self, extension_id: str) -> list[Mapping[str, Any]]:
+        self._doc(extension_id)
+        return [
+            {"session_id": s.session_id, "frames": s.sequence, "dropped": s.dropped}
+            for s in self.open_sessions.values()
+            if s.extension_id == extension_id
+        ]
 
     # Internals --------------------------------------------------------------------------------
     def _doc(self, extension_id: str) -> dict[str, Any]:

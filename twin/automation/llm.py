@@ -420,6 +420,17 @@ class ModelBackendRegistry:
             return BackendTest(doc["id"], False, _ms_since(started), error=err.message)
         return BackendTest(doc["id"], True, _ms_since(started), reply=reply.content or "OK")
 
+    async def ollama_models(self, endpoint: str | None = None) -> list[Mapping[str, Any]]:
+        if endpoint is None:
+            local = next((d for d in self.docs.values() if d["backend_type"] == "ollama"), None)
+            endpoint = local["endpoint"] if local else TYPES[0].default_endpoint
+        data = await _get_json(f"{(endpoint or '').rstrip('/')}/api/tags", {})
+        return [
+            {"name": m.get("name"), "size": m.get("size"), "modified_at": m.get("modified_at")}
+            for m in data.get("models", [])
+            if isinstance(m, dict)
+        ]
+
     # For agents -------------------------------------------------------------------------------
     def model(self, backend_id: str | None) -> ChatModel:
         doc = self._doc(backend_id or self.active_id())

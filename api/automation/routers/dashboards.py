@@ -16,6 +16,7 @@ from api.automation.deps import Backend
 from api.automation.routers.agents import Route, release_router
 from api.automation.schemas import ok
 from hardware.ports.agents import Dashboard, ShareLink
+from hardware.ports.errors import NotFound
 
 PROXY_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
 
@@ -45,6 +46,11 @@ class UpdateDashboard(_Body):
 
     def changes(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.model_fields_set}
+
+
+class ReorderBody(_Body):
+    dashboard_ids: list[str] | None = None
+    order: list[str] | None = None
 
 
 class Permissions(_Body):
@@ -112,6 +118,33 @@ async def delete_dashboard(dashboard_id: DashboardId, backend: Backend) -> JSONR
     return ok({"id": dashboard_id, "deleted": True}, backend.clock.now())
 
 
+async def set_default(dashboard_id: DashboardId, backend: Backend) -> JSONResponse:
+    updated = backend.dashboards.update_dashboard(dashboard_id, {"is_default": True})
+    return ok(dashboard_info(updated), backend.clock.now())
+
+
+async def duplicate(dashboard_id: DashboardId, backend: Backend) -> JSONResponse:
+    return ok(dashboard_info(backend.dashboards.duplicate(dashboard_id)), backend.clock.now())
+
+
+async def reorder(body: ReorderBody, backend: Backend) -> JSONResponse:
+    boards = backend.dashboards.reorder(body.dashboard_ids or body.order or [])
+    rows = [dashboard_info(d) for d in boards]
+    return ok({"dashboards": rows, "count": len(rows)}, backend.clock.now())
+
+
+async def list_templates(backend: Backend) -> JSONResponse:
+    rows = [dict(t) for t in backend.dashboards.templates()]
+    return ok({"templates": rows, "count": len(rows)}, backend.clock.now())
+
+
+async def get_template(template_id: DashboardId, backend: Backend) -> JSONResponse:
+    found = next((dict(t) for t in backend.dashboards.templates() if t["id"] == template_id), None)
+    if found is None:
+        raise NotFound(f"Template {template_id}", resource="template")
+    return ok(found, backend.clock.now())
+
+
 async def share(dashboard_id: DashboardId, backend: Backend, body: ShareBody | None = None) -> JSONResponse:
     body = body or ShareBody()
     link = backend.dashboards.share(dashboard_id, body.permissions.model_dump(), body.expires_in_hours)
@@ -149,6 +182,11 @@ ROUTES: list[Route] = [
     ("GET", "/dashboards/{id}", get_dashboard),
     ("PUT", "/dashboards/{id}", update_dashboard),
     ("DELETE", "/dashboards/{id}", delete_dashboard),
+    ("PUT", "/dashboards/reorder", reorder),
+    ("GET", "/dashboards/templates", list_templates),
+    ("GET", "/dashboards/templates/{id}", get_template),
+    ("POST", "/dashboards/{id}/default", set_default),
+    ("POST", "/dashboards/{id}/duplicate", duplicate),
     ("POST", "/dashboards/{id}/share", share),
     ("GET", "/dashboards/{id}/share", list_shares),
     ("DELETE", "/dashboards/{id}/share/{token}", revoke_share),

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request, WebSocket
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StrictBool
 from starlette.websockets import WebSocketDisconnect
 
 from api.automation.deps import API_KEY_PREFIX, Backend
@@ -47,6 +47,10 @@ class _Body(BaseModel):
 class CommandBody(_Body):
     command: str
     args: dict[str, Any] = {}
+
+
+class EnabledBody(_Body):
+    enabled: StrictBool
 
 
 class InstallBody(_Body):
@@ -197,6 +201,26 @@ async def stream_capability(extension_id: ExtensionId, backend: Backend) -> JSON
     return ok(data, backend.clock.now())
 
 
+async def set_enabled(extension_id: ExtensionId, body: EnabledBody, backend: Backend) -> JSONResponse:
+    ext = backend.extensions.set_enabled(extension_id, body.enabled)
+    return ok({"id": ext.id, "enabled": ext.enabled, "state": ext.state}, backend.clock.now())
+
+
+async def uninstall(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
+    backend.extensions.uninstall(extension_id)
+    return ok({"id": extension_id, "deleted": True}, backend.clock.now())
+
+
+async def stream_sessions(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
+    rows = [dict(s) for s in backend.extensions.sessions(extension_id)]
+    return ok({"extension_id": extension_id, "sessions": rows, "count": len(rows)}, backend.clock.now())
+
+
+async def component_market(backend: Backend) -> JSONResponse:
+    rows = [dict(c) for c in backend.extensions.market()]
+    return ok({"components": rows, "count": len(rows)}, backend.clock.now())
+
+
 async def sync(backend: Backend) -> JSONResponse:
     r = backend.extensions.sync()
     data = {
@@ -232,6 +256,11 @@ ROUTES: list[Route] = [
     ("GET", "/extensions/{id}/components", components),
     ("GET", "/extensions/{id}/assets/{asset_path:path}", asset),
     ("GET", "/extensions/{id}/stream/capability", stream_capability),
+    ("GET", "/extensions/{id}/stream/sessions", stream_sessions),
+    ("PATCH", "/extensions/{id}/enabled", set_enabled),
+    ("DELETE", "/extensions/{id}", uninstall),
+    ("DELETE", "/extensions/{id}/uninstall", uninstall),
+    ("GET", "/frontend-components/market/list", component_market),
     ("POST", "/frontend-components/market/install", install_component),
 ]
 

@@ -16,7 +16,7 @@ from api.automation.deps import Backend
 from api.automation.routers.agents import Route, release_router
 from api.automation.schemas import ok
 from hardware.ports.agents import BackendSpec, BackendType, Capabilities, ModelBackend
-from hardware.ports.errors import InvalidInput
+from hardware.ports.errors import InvalidInput, NotFound
 
 BackendId = Annotated[str, Path(alias="id")]
 """The ``:id`` of the vendor's path."""
@@ -116,6 +116,28 @@ async def list_types(backend: Backend) -> JSONResponse:
     return ok({"types": [type_info(t) for t in backend.llm_backends.types()]}, backend.clock.now())
 
 
+async def type_schema(backend_type: Annotated[str, Path(alias="type")], backend: Backend) -> JSONResponse:
+    kind = next((t for t in backend.llm_backends.types() if t.id == backend_type), None)
+    if kind is None:
+        raise NotFound(f"Backend type {backend_type}", resource="llm_backend_type")
+    required = ["name", "model", *(["api_key"] if kind.requires_api_key else [])]
+    props = {
+        "name": {"type": "string"},
+        "model": {"type": "string", "default": kind.default_model},
+        "endpoint": {"type": "string", "default": kind.default_endpoint},
+        "api_key": {"type": "string", "secret": True},
+        "temperature": {"type": "number", "minimum": 0, "maximum": 2, "default": 0.7},
+        "top_p": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.9},
+    }
+    schema = {"type": "object", "properties": props, "required": required}
+    return ok({"type": kind.id, "schema": schema}, backend.clock.now())
+
+
+async def ollama_models(backend: Backend, endpoint: str | None = None) -> JSONResponse:
+    models = [dict(m) for m in await backend.llm_backends.ollama_models(endpoint)]
+    return ok({"models": models, "count": len(models)}, backend.clock.now())
+
+
 async def list_backends(backend: Backend) -> JSONResponse:
     rows = [backend_info(b) for b in backend.llm_backends.list_backends()]
     data = {"backends": rows, "count": len(rows), "active_id": backend.llm_backends.active_id()}
@@ -163,6 +185,8 @@ async def patch_capabilities(
 
 ROUTES: list[Route] = [
     ("GET", "/llm-backends/types", list_types),
+    ("GET", "/llm-backends/types/{type}/schema", type_schema),
+    ("GET", "/llm-backends/ollama/models", ollama_models),
     ("GET", "/llm-backends", list_backends),
     ("POST", "/llm-backends", create_backend),
     ("GET", "/llm-backends/{id}", get_backend),
