@@ -82,3 +82,6 @@ class AutomationBackend(Protocol):
 
     def subscribe(self, kinds: frozenset[EventKind] | None = None, maxlen: int = 1024) -> Subscription:
         """Events of the given kinds (all when ``None``) on a bounded queue that drops the oldest."""
+
+    def publish_event(self, event_type: str, data: object, source: str) -> None:
+        """A client's own event (``POST /events``): a ``custom`` event on the bus."""

@@ -45,6 +45,7 @@ class EventKind(StrEnum):
     MESSAGE_CREATED = "message.created"
     MESSAGE_ACKNOWLEDGED = "message.acknowledged"
     MESSAGE_RESOLVED = "message.resolved"
+    CUSTOM = "custom"
 
 
 @dataclass(frozen=True, slots=True)

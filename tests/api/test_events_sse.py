@@ -11,6 +11,7 @@ import pytest
 
 from hardware.ports.events import EventKind
 from tests.api.test_events_ws import api_key, live_twin
+from tests.conftest import admin_token
 from twin.serve import Twin
 
 pytestmark = pytest.mark.socket
@@ -161,3 +162,63 @@ async def test_disconnecting_releases_the_subscription_and_drops_are_counted(liv
         metrics = (await http.get("/api/metrics")).text
     assert f"event_bus_events_dropped_total {bus.dropped}" in metrics
     sub.close()
+
+
+async def test_posted_events_are_custom_events_on_the_stream(live) -> None:
+    _, base, token = live
+    auth = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx.AsyncClient(base_url=base, timeout=10) as http, stream(http, f"?token={token}") as everything,
+        stream(http, f"?token={token}&category=device") as device,
+    ):
+        posted = await http.post(
+            "/api/events", json={"event_type": "door_opened", "data": {"door": 3}}, headers=auth
+        )
+        assert posted.status_code == 200
+        assert posted.json() == {"success": True, "event_type": "door_opened", "source": "api"}
+        named = await http.post(
+            "/api/events", json={"event_type": "x", "data": [1], "source": "line-2"}, headers=auth
+        )
+        assert named.json()["source"] == "line-2"
+        (name, first), (_, second) = await SseReader(everything).events(2)
+        with pytest.raises(TimeoutError):
+            await SseReader(device).next_block(timeout=0.3)  # Custom is in no category
+    assert name == "Custom" and first["type"] == "Custom" and first["source"] == "api"
+    assert first["data"] == {"custom_type": "door_opened", "data": {"door": 3}}
+    assert second["source"] == "line-2" and second["data"] == {"custom_type": "x", "data": [1]}
+
+
+async def test_post_events_failure_paths(automation: httpx.AsyncClient) -> None:
+    token = await admin_token(automation)
+    auth = {"Authorization": f"Bearer {token}"}
+    unauthenticated = await automation.post("/api/events", json={"event_type": "x", "data": 1})
+    assert unauthenticated.status_code == 401 and unauthenticated.json()["error"]["code"] == "UNAUTHORIZED"
+    bad_token = await automation.post(
+        "/api/events", json={"event_type": "x", "data": 1}, headers={"Authorization": "Bearer nope"}
+    )
+    assert bad_token.status_code == 401
+    for body in (
+        {"data": 1},
+        {"event_type": "", "data": 1},
+        {"event_type": 5, "data": 1},
+        {"event_type": "x" * 257, "data": 1},
+        {"event_type": "x"},
+        {"event_type": "x", "data": 1, "source": 7},
+        [1, 2],
+    ):
+        resp = await automation.post("/api/events", json=body, headers=auth)
+        assert resp.status_code == 422 and resp.json()["error"]["code"] == "VALIDATION_ERROR", body
+    not_json = await automation.post(
+        "/api/events", content=b"{", headers=auth | {"Content-Type": "application/json"}
+    )
+    assert not_json.status_code == 400 and not_json.json()["success"] is False
+    too_big = await automation.post(
+        "/api/events", json={"event_type": "x", "data": "a" * (1 << 20)}, headers=auth
+    )
+    assert too_big.status_code == 400 and too_big.json()["error"]["code"] == "BAD_REQUEST"
+    created = await automation.post(
+        "/api/auth/keys", json={"name": "ro", "permissions": ["events:read"]}, headers=auth
+    )
+    read_only = {"X-API-Key": created.json()["api_key"]}
+    refused = await automation.post("/api/events", json={"event_type": "x", "data": 1}, headers=read_only)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "FORBIDDEN"

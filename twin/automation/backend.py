@@ -119,3 +119,7 @@ class TwinAutomation:
 
     def subscribe(self, kinds: frozenset[EventKind] | None = None, maxlen: int = 1024) -> Subscription:
         return self.world.bus.subscribe(kinds, maxlen)
+
+    def publish_event(self, event_type: str, data: object, source: str) -> None:
+        now = int(self.world.now())
+        self.world.emit(EventKind.CUSTOM, source, custom_type=event_type, data=data, timestamp=now)

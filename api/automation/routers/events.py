@@ -14,6 +14,8 @@ more than 60 s is told "Heartbeat timeout" and closed at the next ping.
 
 SSE: ``?token=`` (JWT) or ``?api_key=``; without valid credentials a bare 401. The event name is
 the type; a ``:keepalive`` comment follows 30 s of world time without an event.
+
+``POST /events`` publishes a client's own event, carried as ``Custom`` (``{custom_type, data}``).
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ import logging
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request, WebSocket
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.background import BackgroundTask
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from api.automation.deps import Backend
+from api.automation.deps import Backend, CurrentUser
 from api.automation.realtime import (
     IMMEDIATE,
     SUBSCRIPTION_QUEUE,
@@ -42,7 +45,7 @@ from api.automation.realtime import (
 )
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.clock import Clock
-from hardware.ports.errors import DomainError
+from hardware.ports.errors import DomainError, InvalidInput
 from hardware.ports.events import Event, Subscription
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,26 @@ HEARTBEAT_TIMEOUT_S = 60.0
 KEEPALIVE_S = 30.0
 DRAIN = 512
 """Bus events taken per wake-up, so one connection never holds the loop for long."""
+
+
+MAX_CUSTOM_DATA = 1 << 20
+
+
+class PublishEvent(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    event_type: StrictStr = Field(min_length=1, max_length=256)
+    data: object
+    source: StrictStr | None = None
+
+
+@router.post("/events")
+async def publish_event(body: PublishEvent, user: CurrentUser, backend: Backend) -> JSONResponse:
+    if len(json.dumps(body.data, separators=(",", ":"))) > MAX_CUSTOM_DATA:
+        raise InvalidInput("data must be at most 1 MB", field="data")
+    source = body.source or "api"
+    backend.publish_event(body.event_type, body.data, source)
+    return JSONResponse({"success": True, "event_type": body.event_type, "source": source})
 
 
 # SSE -------------------------------------------------------------------------------------------
