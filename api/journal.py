@@ -8,6 +8,7 @@ template, path, query, status, client, ``Retry-After`` and, on telemetry pages, 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -17,6 +18,10 @@ from api.faults import FAULT_KEY
 
 CURSOR_KEY = b'"next_cursor":'
 _TAIL = 512
+STATUS_ROUTES = ("/ota/status", "/os-upgrade/status")
+"""Routes whose ``status`` field is journalled (clients poll them to a terminal state)."""
+_STATUS = re.compile(rb'"status"\s*:\s*"([^"]*)"')
+_HEAD = 1024
 NO_CURSOR = "absent"
 """``next_cursor`` of a response that is not a telemetry page."""
 
@@ -37,6 +42,7 @@ class Journal(Protocol):
         retry_after: str | None = None,
         next_cursor: Any = NO_CURSOR,
         fault: str | None = None,
+        state: str | None = None,
     ) -> None: ...
 
 
@@ -62,6 +68,14 @@ def cursor_in(tail: bytes) -> Any:
     return int(number) if number.is_integer() else number
 
 
+def state_in(head: bytes) -> str | None:
+    """A status body's ``status`` (``reboot_confirmed`` once the device confirmed its reboot)."""
+    if b'"reboot_confirmed":true' in head.replace(b" ", b""):
+        return "reboot_confirmed"
+    found = _STATUS.search(head)
+    return found.group(1).decode("utf-8", "replace") if found else None
+
+
 class JournalMiddleware:
     def __init__(self, app: ASGIApp, journal: Journal, server: str) -> None:
         self.app = app
@@ -76,20 +90,24 @@ class JournalMiddleware:
         at = journal.now()
         status = 0
         retry_after: str | None = None
-        paged = False
-        tail = b""
+        paged = polled = False
+        tail = head = b""
 
         async def watch(message: Message) -> None:
-            nonlocal status, retry_after, paged, tail
+            nonlocal status, retry_after, paged, polled, tail, head
             kind = message["type"]
             if kind == "http.response.start":
                 status = message["status"]
                 for name, value in message.get("headers", ()):
                     if name.lower() == b"retry-after":
                         retry_after = value.decode("latin-1")
-                paged = route_template(scope).endswith("/telemetry")
+                route = route_template(scope)
+                paged = route.endswith("/telemetry")
+                polled = route.endswith(STATUS_ROUTES)
             elif paged and kind == "http.response.body":
                 tail = (tail + message.get("body", b""))[-_TAIL:]
+            elif polled and kind == "http.response.body" and len(head) < _HEAD:
+                head += message.get("body", b"")
             await send(message)
 
         failed = False
@@ -112,4 +130,5 @@ class JournalMiddleware:
                 retry_after,
                 cursor_in(tail) if paged else NO_CURSOR,
                 scope.get(FAULT_KEY),
+                state_in(head) if polled else None,
             )

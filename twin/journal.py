@@ -41,6 +41,8 @@ class JournalEntry:
     next_cursor: Any = ABSENT
     fault: str | None = None
     """The injected transport fault that shaped this response, if any."""
+    state: str | None = None
+    """The ``status`` a polled status route (OTA, OS upgrade) answered."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -49,6 +51,7 @@ class JournalEntry:
         cursor = "" if self.next_cursor == ABSENT else f" next_cursor={self.next_cursor!r}"
         retry = "" if self.retry_after is None else f" retry_after={self.retry_after}"
         fault = "" if self.fault is None else f" fault={self.fault}"
+        fault += "" if self.state is None else f" state={self.state}"
         query = f"?{self.query}" if self.query else ""
         return (
             f"{self.at:.6f} request {self.server} {self.method} {self.path}{query} "
@@ -80,6 +83,7 @@ class RequestJournal:
         retry_after: str | None = None,
         next_cursor: Any = ABSENT,
         fault: str | None = None,
+        state: str | None = None,
     ) -> None:
         if len(self.entries) == self.entries.maxlen:
             self.dropped += 1
@@ -98,6 +102,7 @@ class RequestJournal:
                 retry_after,
                 next_cursor,
                 fault,
+                state,
             )
         )
 

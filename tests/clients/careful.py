@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PAGE, WATCHED, WINDOW_S, Answer, Env, page_of, rounds
+from common import PAGE, WATCHED, WINDOW_S, Answer, Env, Gateway, page_of, rounds
 
 POLL_S = 10
 
@@ -56,6 +56,19 @@ class Careful:
             if cursor is None:
                 return
 
+    def upgrade(self) -> int:
+        """Install firmware and poll its status to a terminal state, through the reboot (the
+        device refuses connections while it is down: keep polling)."""
+        gateway = Gateway(self.env)
+        if not gateway.login() or gateway.install().status != 200:
+            return 1
+        for _ in range(200):
+            self.env.pause(2)
+            status, state = gateway.ota_state()
+            if status == 200 and state in ("failed", "reboot_confirmed"):
+                return 0
+        return 1
+
     def run(self) -> int:
         self.env.login()
         for _ in range(rounds()):
@@ -67,4 +80,5 @@ class Careful:
 
 
 if __name__ == "__main__":
-    sys.exit(Careful(Env()).run())
+    client = Careful(Env())
+    sys.exit(client.upgrade() if "--ota" in sys.argv[1:] else client.run())

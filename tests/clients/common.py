@@ -3,7 +3,9 @@ a pause on the world clock, and one HTTP call that never raises for a transport 
 
 from __future__ import annotations
 
+import io
 import os
+import tarfile
 import time
 from dataclasses import dataclass
 
@@ -78,3 +80,51 @@ def page_of(answer: Answer) -> tuple[list[float], object]:
     data = answer.body.get("data", {})
     points = data.get("data", {}).get("temperature", [])
     return [p["timestamp"] for p in points], data.get("pagination", {}).get("next_cursor")
+
+
+def firmware(version: str = "2.0.0") -> bytes:
+    """A firmware package as the camera takes it: a gzip'd tar holding ``VERSION``."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        data = version.encode()
+        info = tarfile.TarInfo("VERSION")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+class Gateway:
+    """The camera's edge gateway: login, a firmware install, and the public OTA status."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.base = os.environ.get("TWIN_GATEWAY_URL", "http://127.0.1.1:8080")
+        self.token: str | None = None
+
+    def call(self, method: str, path: str, **kwargs) -> Answer:
+        headers = {"Authorization": self.token} if self.token else {}
+        try:
+            resp = self.env.http.request(method, self.base + path, headers=headers, **kwargs)
+        except httpx.HTTPError:
+            return Answer(0, {}, httpx.Headers())
+        try:
+            body = resp.json()
+        except ValueError:
+            body = {}
+        return Answer(resp.status_code, body if isinstance(body, dict) else {}, resp.headers)
+
+    def login(self) -> bool:
+        answer = self.call("POST", "/api/login", json={"username": "admin", "password": "password"})
+        token = answer.body.get("data", {}).get("token") if answer.status == 200 else None
+        self.token = token
+        return token is not None
+
+    def install(self) -> Answer:
+        files = {"firmware": ("firmware.tar.gz", firmware(), "application/gzip")}
+        return self.call("POST", "/api/v1/system/ota/install", files=files)
+
+    def ota_state(self) -> tuple[int, str | None]:
+        answer = self.call("GET", "/api/v1/system/ota/status")
+        data = answer.body.get("data", {})
+        state = "reboot_confirmed" if data.get("reboot_confirmed") else data.get("status")
+        return answer.status, state

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from api.journal import NO_CURSOR, cursor_in
+from api.journal import NO_CURSOR, cursor_in, state_in
 from tests.conftest import admin_token
 from twin.serve import Twin
 
@@ -63,3 +63,17 @@ async def test_rate_limited_requests_carry_retry_after(
     assert [e["retry_after"] for e in limited] == ["60", "60"]
     await control.post("/clock/advance", json={"seconds": 121})
     assert twin.control.active_actions() == []
+
+
+def test_status_routes_journal_the_state_they_answered() -> None:
+    assert state_in(b'{"code":0,"data":{"status":"deploying","progress":50}}') == "deploying"
+    assert state_in(b'{"data":{"status":"success","reboot_confirmed": true}}') == "reboot_confirmed"
+    assert state_in(b'{"code":0}') is None
+
+
+async def test_ota_status_polls_carry_the_state(
+    twin: Twin, gateway: httpx.AsyncClient, control: httpx.AsyncClient
+) -> None:
+    assert (await gateway.get("/api/v1/system/ota/status")).status_code == 200
+    entry = (await control.get("/journal")).json()["entries"][-1]
+    assert entry["route"] == "/api/v1/system/ota/status" and entry["state"] == ""

@@ -44,20 +44,22 @@ def test_rate_limit_storm_cli_fails_the_naive_client_and_passes_the_careful_one(
 
 
 @pytest.mark.parametrize(
-    ("scenario", "failed"),
+    ("scenario", "failed", "args"),
     [
-        ("delete_mid_poll", "handles_deleted_device"),
-        ("session_expiry", "relogin_after_sessions_dropped"),
-        ("cursor_paging", "stops_paging_at_null_cursor"),
+        ("delete_mid_poll", "handles_deleted_device", ""),
+        ("session_expiry", "relogin_after_sessions_dropped", ""),
+        ("cursor_paging", "stops_paging_at_null_cursor", ""),
+        ("ota_failure", "polls_ota_to_terminal", " --ota"),
+        ("ota_power_loss", "polls_ota_to_terminal", " --ota"),
     ],
 )
 def test_naive_fails_what_it_should_and_careful_passes(
-    scenario: str, failed: str, capsys: pytest.CaptureFixture[str]
+    scenario: str, failed: str, args: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = str(SCENARIOS / f"{scenario}.yaml")
-    assert main(["scenario", "run", path, "--client", client("naive"), "--quiet"]) == 1
+    assert main(["scenario", "run", path, "--client", client("naive") + args, "--quiet"]) == 1
     assert f"expectation failed: {failed}" in capsys.readouterr().err
-    assert main(["scenario", "run", path, "--client", client("careful"), "--quiet"]) == 0
+    assert main(["scenario", "run", path, "--client", client("careful") + args, "--quiet"]) == 0
     out = capsys.readouterr().out
     assert f"PASS  {failed}" in out and "not exercised" not in out.split(failed)[1].splitlines()[0]
 

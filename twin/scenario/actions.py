@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -78,6 +78,33 @@ class NtpJumpParams(CameraParams):
 
 class SpeedParams(Params):
     speed: float = Field(gt=0)
+
+
+class OtaFailParams(CameraParams):
+    stage: Literal["upload", "prepare", "extract", "validate", "deploy"]
+    error: str = ""
+
+
+class OsUpgradeFailParams(CameraParams):
+    stage: Literal["upload", "validate", "install", "verify"]
+    error: str = ""
+
+
+class PartitionParams(CameraParams):
+    partition: Literal["root", "data"] = "root"
+    leave_bytes: int = Field(default=0, ge=0, description="bytes left free")
+
+
+class CoreDumpParams(CameraParams):
+    bytes: int = Field(default=256 * 1024**2, ge=1)
+
+
+class ContainerParams(CameraParams):
+    app: str = Field(min_length=1, description="the installed app whose container dies")
+
+
+class UnpackParams(CameraParams):
+    bytes_per_second: int = Field(default=1_000_000, ge=1, description="image unpack speed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +212,87 @@ def _session_drop(c: TwinControl, p: CameraParams) -> None:
     c.camera(p.camera).drop_sessions("scenario")
 
 
+def _ota_failure(c: TwinControl, p: OtaFailParams) -> None:
+    c.camera(p.camera).ota.fail_at(p.stage, p.error)
+
+
+def _ota_power_loss(c: TwinControl, p: CameraParams) -> None:
+    c.camera(p.camera).ota.power_loss()
+
+
+def _os_upgrade_failure(c: TwinControl, p: OsUpgradeFailParams) -> None:
+    c.camera(p.camera).os_upgrade.fail_at(p.stage, p.error)
+
+
+def _os_upgrade_rollback(c: TwinControl, p: CameraParams) -> None:
+    c.camera(p.camera).os_upgrade.fail_at("verify", "verification failed: rolled back")
+
+
+def _os_upgrade_power_loss(c: TwinControl, p: CameraParams) -> None:
+    c.camera(p.camera).os_upgrade.power_loss()
+
+
+FILL_OWNER = "logs:scenario"
+
+
+def _partition_fill(c: TwinControl, p: PartitionParams) -> Undo:
+    storage = c.camera(p.camera).storage
+    storage.fill(p.partition, FILL_OWNER, leave=p.leave_bytes)
+    return lambda: storage.free(FILL_OWNER)
+
+
+def _partition_free(c: TwinControl, p: CameraParams) -> None:
+    storage = c.camera(p.camera).storage
+    storage.free(FILL_OWNER)
+    storage.free_prefix("coredump:")
+
+
+def _core_dump(c: TwinControl, p: CoreDumpParams) -> None:
+    c.camera(p.camera).containers.write_core_dump(p.bytes, "core.scenario")
+
+
+def _container_of(c: TwinControl, p: ContainerParams) -> str:
+    app = c.camera(p.camera).apps.apps.get(p.app)
+    if app is None:
+        raise NotFound(f"no app {p.app!r} on {p.camera}", resource="app")
+    return app.container_id
+
+
+def _container_crash(c: TwinControl, p: ContainerParams) -> None:
+    c.camera(p.camera).containers.kill(_container_of(c, p), reason="crashed")
+
+
+def _container_oom(c: TwinControl, p: ContainerParams) -> None:
+    c.camera(p.camera).containers.kill(_container_of(c, p), reason="OOMKilled")
+
+
+def _slow_image_load(c: TwinControl, p: UnpackParams) -> Undo:
+    runtime = c.camera(p.camera).containers
+    before = runtime.unpack_rate
+    runtime.slow_storage(p.bytes_per_second)
+    return lambda: runtime.slow_storage(before)
+
+
+def _camera_service_stop(c: TwinControl, p: CameraParams) -> Undo:
+    ai = c.camera(p.camera).ai
+    ai.stop_camera_service()
+    return ai.start_camera_service
+
+
+def _camera_service_start(c: TwinControl, p: CameraParams) -> None:
+    c.camera(p.camera).ai.start_camera_service()
+
+
+def _event_bus_stop(c: TwinControl, p: CameraParams) -> Undo:
+    bus = c.camera(p.camera).events
+    bus.stop("scenario")
+    return bus.start
+
+
+def _event_bus_start(c: TwinControl, p: CameraParams) -> None:
+    c.camera(p.camera).events.start()
+
+
 ACTIONS: dict[str, Action] = {
     a.name: a
     for a in (
@@ -202,6 +310,23 @@ ACTIONS: dict[str, Action] = {
         Action("ntp_jump", NtpJumpParams, _ntp_jump, "a camera's clock jumps by N seconds"),
         Action("clock_speed", SpeedParams, _clock_speed, "change the world clock's speed factor"),
         Action("camera_restart", CameraParams, _camera_restart, "power-cycle a camera (reboot, then boot)"),
+        Action("ota_failure", OtaFailParams, _ota_failure, "the next OTA run fails at a stage"),
+        Action("ota_power_loss", CameraParams, _ota_power_loss, "power is cut now, mid-install"),
+        Action("os_upgrade_failure", OsUpgradeFailParams, _os_upgrade_failure, "the next OS upgrade fails"),
+        Action(
+            "os_upgrade_rollback", CameraParams, _os_upgrade_rollback, "the OS upgrade fails verify: rollback"
+        ),
+        Action("os_upgrade_power_loss", CameraParams, _os_upgrade_power_loss, "power is cut mid OS upgrade"),
+        Action("partition_fill", PartitionParams, _partition_fill, "stale logs fill a partition"),
+        Action("partition_free", CameraParams, _partition_free, "stale logs and core dumps deleted"),
+        Action("core_dump", CoreDumpParams, _core_dump, "a crashing process dumps core on root"),
+        Action("container_crash", ContainerParams, _container_crash, "an app's container dies"),
+        Action("container_oom", ContainerParams, _container_oom, "an app's container is OOM-killed"),
+        Action("slow_image_load", UnpackParams, _slow_image_load, "images unpack slowly (start deadline)"),
+        Action("camera_service_stop", CameraParams, _camera_service_stop, "the camera service stops"),
+        Action("camera_service_start", CameraParams, _camera_service_start, "the camera service starts"),
+        Action("event_bus_stop", CameraParams, _event_bus_stop, "the device event bus stops"),
+        Action("event_bus_start", CameraParams, _event_bus_start, "the device event bus starts"),
     )
 }
 
@@ -211,20 +336,6 @@ NOT_YET: dict[str, str] = {
     "device_online": _NO_SWITCH,
     "telemetry_spike": "signals are procedural; there is no per-device override for a spike yet",
     "telemetry_gap": "signals are procedural; there is no per-device override for a gap yet",
-    "ota_failure": "the camera has no OTA state machine yet",
-    "ota_power_loss": "the camera has no OTA state machine yet",
-    "os_upgrade_failure": "the camera has no OS-upgrade state machine yet",
-    "os_upgrade_rollback": "the camera has no OS-upgrade state machine yet",
-    "partition_fill": "partition fill is not wired to the camera's storage yet",
-    "partition_free": "partition fill is not wired to the camera's storage yet",
-    "core_dump": "the camera has no core-dump model yet",
-    "container_crash": "the camera has no container runtime yet",
-    "container_oom": "the camera has no container runtime yet",
-    "slow_image_load": "the camera has no app-start model yet",
-    "camera_service_stop": "the camera has no service model yet",
-    "camera_service_start": "the camera has no service model yet",
-    "event_bus_stop": "the camera has no event bus model yet",
-    "event_bus_start": "the camera has no event bus model yet",
     "mqtt_broker_outage": "the scenario runner cannot stop the embedded broker yet",
 }
 

@@ -18,8 +18,7 @@ from hardware.ports.events import Event
 from twin.journal import JournalEntry
 
 NOT_YET: dict[str, str] = {
-    "polls_ota_to_terminal": "the camera has no OTA state machine yet",
-    "polls_os_upgrade_to_terminal": "the camera has no OS-upgrade state machine yet",
+    "polls_os_upgrade_to_terminal": "OS-upgrade jobs are not judged yet (only firmware OTA is)",
     "reconnects_stream": "the journal records HTTP requests only; WS/SSE/MQTT reconnects are not journalled",
 }
 
@@ -306,6 +305,37 @@ class JournalCount(_Expect):
         return self.verdict(ok, f"{count} matching requests (expected {bound})")
 
 
+class PollsOtaToTerminal(_Expect):
+    """After starting a firmware install, the client polls ``ota/status`` until a terminal state
+    (``failed``, or ``reboot_confirmed`` after the reboot a successful install ends with): its last
+    poll after the last install it started saw one."""
+
+    expect: Literal["polls_ota_to_terminal"]
+    server: str | None = "cam-01"
+    terminal: tuple[str, ...] = ("failed", "reboot_confirmed")
+
+    def judge(self, run: RunRecord) -> Verdict:
+        entries = self.entries(run)
+        starts = [
+            i
+            for i, e in enumerate(entries)
+            if e.method == "POST" and "/ota/install" in e.path and 200 <= e.status < 300
+        ]
+        if not starts:
+            return self.verdict(True, "not exercised: no OTA install was started")
+        polls = [e for e in entries[starts[-1] + 1 :] if e.route.endswith("/ota/status") and e.status == 200]
+        if not polls:
+            return self.verdict(False, "never polled ota/status after starting the install")
+        last = polls[-1]
+        if last.state not in self.terminal:
+            return self.verdict(
+                False,
+                f"stopped polling while the install was {last.state!r} ({_fmt(last)}); "
+                f"terminal: {', '.join(self.terminal)}",
+            )
+        return self.verdict(True, f"polled to {last.state!r} in {len(polls)} polls")
+
+
 class ClientSucceeds(_Expect):
     """The client under test exits with status 0 (not killed at the stop time)."""
 
@@ -327,6 +357,7 @@ Expectation = Annotated[
     | NoUnknownRoutes
     | RequestRate
     | JournalCount
+    | PollsOtaToTerminal
     | ClientSucceeds,
     Field(discriminator="expect"),
 ]
