@@ -279,3 +279,16 @@ async def test_trigger_agent_action_runs_the_agent(
     ]
     history = (await automation.get(f"/api/rules/{rule['id']}/history", headers=auth)).json()["data"]
     assert history["executions"][0]["actions_executed"] == [f"trigger_agent:{agent_id}"]
+
+
+async def test_rule_stats(automation: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    await create(automation, auth)
+    await create(automation, auth, enabled=False, trigger={"trigger_type": "manual"})
+    stats = (await automation.get("/api/stats/rules", headers=auth)).json()["data"]["stats"]
+    assert stats == {
+        "total_rules": 2,
+        "enabled_rules": 1,
+        "disabled_rules": 1,
+        "by_type": {"data_change": 1, "manual": 1},
+    }
+    assert (await automation.get("/api/stats/rules")).status_code == 401

@@ -78,3 +78,8 @@ async def trigger_rule(rule_id: str, backend: Backend) -> JSONResponse:
 async def rule_history(rule_id: str, backend: Backend) -> JSONResponse:
     executions = [wire.execution(e) for e in backend.rules.rule_history(rule_id)]
     return ok({"rule_id": rule_id, "executions": executions}, backend.clock.now())
+
+
+@router.get("/stats/rules")
+async def rule_stats(backend: Backend) -> JSONResponse:
+    return ok({"stats": wire.stats(backend.rules.list_rules())}, backend.clock.now())

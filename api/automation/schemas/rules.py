@@ -173,3 +173,17 @@ def export(rules: list[Rule], now: float) -> dict[str, Any]:
 
 def imported(result: RuleImport) -> dict[str, Any]:
     return {"imported": result.imported, "skipped": result.skipped, "errors": list(result.errors)}
+
+
+def stats(rules: list[Rule]) -> dict[str, Any]:
+    """``/stats/rules``: counts, and rules per trigger type."""
+    by_type: dict[str, int] = {}
+    for r in rules:
+        by_type[r.trigger["trigger_type"]] = by_type.get(r.trigger["trigger_type"], 0) + 1
+    enabled = sum(r.enabled for r in rules)
+    return {
+        "total_rules": len(rules),
+        "enabled_rules": enabled,
+        "disabled_rules": len(rules) - enabled,
+        "by_type": by_type,
+    }
