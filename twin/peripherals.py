@@ -339,10 +339,57 @@ class TwinGatewayPeripherals:
         self._world = world
         self._id = camera_id
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
+    @property
+    def _p(self) -> Peripherals:
         camera = self._world.cameras.get(self._id)
         if camera is None:
             raise Unavailable(f"camera {self._id} is not in the world")
-        return getattr(camera.peripherals, name)
+        return camera.peripherals
+
+    def device_status(self) -> DeviceStatus:
+        return self._p.device_status()
+
+    def capabilities(self) -> dict[str, bool]:
+        return self._p.capabilities()
+
+    def set_light(self, level: int) -> None:
+        self._p.set_light(level)
+
+    def set_ir_led(self, level: int) -> None:
+        self._p.set_ir_led(level)
+
+    def set_ir_cut(self, mode: str) -> None:
+        self._p.set_ir_cut(mode)
+
+    def ptz(self, command: PtzCommand) -> None:
+        self._p.ptz(command)
+
+    def gpio_read(self, pins: list[int] | None) -> GpioRead:
+        return self._p.gpio_read(pins)
+
+    def gpio_pin(self, pin: int) -> GpioPin:
+        return self._p.gpio_pin(pin)
+
+    def gpio_write(self, pin: int, value: bool) -> None:
+        self._p.gpio_write(pin, value)
+
+    def switch(self, what: str, enabled: bool, channel: int = 0) -> Switched:
+        return self._p.switch(what, enabled, channel)
+
+    def switched(self, what: str, channel: int = 0) -> Switched:
+        return self._p.switched(what, channel)
+
+    def alarm_outputs(self) -> dict[str, bool]:
+        return self._p.alarm_outputs()
+
+    def radar_targets(self) -> list[dict[str, float]]:
+        return self._p.radar_targets()
+
+    def rs485_init(self, baudrate: int, config: str) -> None:
+        self._p.rs485_init(baudrate, config)
+
+    def rs485_deinit(self) -> None:
+        self._p.rs485_deinit()
+
+    def rs485_tx(self, data: bytes) -> None:
+        self._p.rs485_tx(data)

@@ -7,8 +7,8 @@ and hands (time, view) to the stream's worker thread, which renders and encodes 
 and posts the access units back to the loop for the viewers. The first viewer's join submits a frame
 at once, so the SPS/PPS and a key frame exist even in ``step`` mode (:meth:`Viewer.start` awaits it).
 At most :data:`BACKLOG_S` seconds of frames wait for the worker; ticks beyond that are skipped and
-counted. When the last viewer leaves, the process ends at its next tick and the worker and its
-encoder are released. A reconfigure stops the encoder and starts a new one after
+counted. When the last viewer leaves, the worker and its encoder are released at once and the
+process ends at its next tick. A reconfigure stops the encoder and starts a new one after
 :data:`INTERRUPT_S` of world time.
 
 Each viewer has a bounded queue of :data:`QUEUE_FRAMES`. When it is full a non-key frame is
@@ -183,6 +183,12 @@ class VideoStream:
         if viewer in self.viewers:
             self.viewers.remove(viewer)
             self.dropped_total += viewer.dropped
+        if not self.viewers and self._running:
+            # Nobody watches: release the worker and its encoder now (in step mode the next tick
+            # may never come); the SimPy process sees the new generation and ends.
+            self._generation += 1
+            self._running = False
+            self._stop_worker()
 
     def request_keyframe(self) -> None:
         self._want_key = True
