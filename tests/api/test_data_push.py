@@ -287,3 +287,30 @@ async def test_unknown_ids_and_auth(automation: httpx.AsyncClient, auth: dict[st
     ):
         resp = await automation.request(method, path)
         assert resp.status_code == 401 and resp.json()["error"]["code"] == "UNAUTHORIZED", path
+
+
+async def test_nested_format_and_template(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin
+) -> None:
+    async with HttpReceiver() as lake:
+        nested = target(
+            f"{lake.url}/nested", batch_config={"batch_size": 2, "batch_interval_ms": 500, "format": "nested"}
+        )
+        templated = target(f"{lake.url}/text", template="{{device_id}}.{{metric}}={{value}} @{{timestamp}}")
+        for body in (nested, templated):
+            assert (await automation.post("/api/data-push", json=body, headers=auth)).status_code == 200
+        for metric, value in (("co2", 700), ("temp", 21.5)):
+            await automation.post(
+                "/api/devices/lab/metrics", json={"metric": metric, "value": value}, headers=auth
+            )
+        await twin.world.outbox.flush()
+        by_path: dict[str, list[bytes]] = {}
+        for r in lake.requests:
+            by_path.setdefault(r.path, []).append(r.body)
+    (batch,) = by_path["/nested"]
+    assert json.loads(batch) == {
+        "devices": {"lab": {"co2": 700, "temp": 21.5}},
+        "timestamp": 1767225600.0,
+        "count": 2,
+    }
+    assert sorted(by_path["/text"]) == [b"lab.co2=700 @1767225600", b"lab.temp=21.5 @1767225600"]

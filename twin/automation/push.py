@@ -139,6 +139,8 @@ class DataPush:
         else:
             samples = {event.data["metric"]: event.data["value"]}
             ts, quality = event.data["timestamp"], event.data.get("quality")
+        if isinstance(ts, float) and ts.is_integer():
+            ts = int(ts)  # whole Unix seconds, as the server's own timestamps
         for metric, value in samples.items():
             source = f"device:{event.source}:{metric}"
             item = {
