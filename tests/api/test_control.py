@@ -132,3 +132,22 @@ async def test_fault_endpoints_name_servers(control: httpx.AsyncClient) -> None:
     assert set((await control.get("/faults")).json()) == {"automation", "cam-01"}
     resp = await control.post("/faults/nosuch/latency", json={"seconds": 1})
     assert resp.status_code == 404
+
+
+async def test_clock_sleep_moves_step_time_and_holds_at_the_stop(twin, control: httpx.AsyncClient) -> None:
+    import asyncio
+
+    resp = await control.post("/clock/sleep", json={"seconds": 12.5})
+    assert resp.status_code == 200 and resp.json()["sim_time"] == 12.5
+    bad = await control.post("/clock/sleep", json={"seconds": -1})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_input"
+    missing = await control.post("/clock/sleep", json={})
+    assert missing.status_code == 400
+
+    twin.control.stop_at = 20.0
+    held = asyncio.create_task(control.post("/clock/sleep", json={"seconds": 60}))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not held.done() and twin.control.stopped.is_set()
+    assert twin.clock.state().sim_time == 20.0
+    held.cancel()
