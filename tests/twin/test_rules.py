@@ -267,3 +267,14 @@ def test_trigger_agent_without_agents_is_recorded_as_an_event(
     twin.clock.advance(80)
     (line,) = [line for _, line in kinds(twin, EventKind.RULE_AGENT_REQUESTED)]
     assert "agent_id='a9'" in line
+
+
+def test_cooldown_outlives_a_restore(twin: Twin) -> None:
+    created = twin.world.rules.create_rule(rule(cooldown=25_000))
+    twin.clock.advance(80)
+    assert twin.world.rules.get_rule(created.id).trigger_count == 1
+    twin.world.restore(twin.world.snapshot())
+    twin.clock.advance(20)  # t=100: still within the 25 s cooldown of the firing at t=80
+    assert twin.world.rules.get_rule(created.id).trigger_count == 1
+    twin.clock.advance(10)
+    assert twin.world.rules.get_rule(created.id).trigger_count == 2

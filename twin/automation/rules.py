@@ -120,7 +120,11 @@ class RuleEngine:
         doc = self.active.get(rule_id)
         if doc is None:
             return
-        state = self.state.setdefault(rule_id, RuleState())
+        state = self.state.get(rule_id)
+        if state is None:
+            state = self.state[rule_id] = RuleState()
+            if doc.get("last_triggered") is not None:  # the cooldown outlives a restart or restore
+                state.fired_at = doc["last_triggered"] - self.world.epoch
         state.values[source] = value
         met = rule_spec.evaluate(doc["condition"], state.values)
         now = self.world.env.now
