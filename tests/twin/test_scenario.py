@@ -49,3 +49,19 @@ def test_not_a_scenario(text: str) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="cannot read"):
         load_scenario(tmp_path / "nope.yaml")
+
+
+def test_signal_shorthands_map_onto_the_procedural_kinds() -> None:
+    text = (
+        "name: x\nfleet:\n  sensors:\n    - type: t\n      count: 1\n      metrics:\n"
+        "        battery: {kind: battery_drain}\n"
+        "        slow: {kind: drift, mean: 5, drift_per_day: 2}\n"
+        "        hum: {kind: noise, mean: 40, noise: 1}\n"
+    )
+    battery, slow, hum = (m.signal for m in parse_scenario(text, "s.yaml").world_config().sensors[0].metrics)
+    assert battery.kind is SignalKind.CONSTANT and battery.mean == 100 and battery.drift_per_day == -1
+    assert (battery.lo, battery.hi) == (0, 100)
+    assert slow.drift_per_day == 2 and slow.mean == 5 and hum.noise == 1 and hum.kind is SignalKind.CONSTANT
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(text.replace("battery_drain", "random_jump"), "s.yaml")
+    assert "s.yaml:7: fleet.sensors.0.metrics.battery.kind" in str(err.value)

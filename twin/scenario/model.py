@@ -35,8 +35,16 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+BATTERY_DRAIN_PER_DAY = -1.0
+"""Percent a day a ``battery_drain`` signal loses when the file gives no ``drift_per_day``."""
+
+
 class Signal(_Strict):
-    kind: SignalKind = SignalKind.CONSTANT
+    """A metric's signal. ``noise``, ``drift`` and ``battery_drain`` are shorthands over a constant
+    mean: noise only, a linear drift, and a level falling from ``mean`` (default 100) by
+    ``drift_per_day`` (default -1 %/day), held in [0, 100]."""
+
+    kind: SignalKind | Literal["noise", "drift", "battery_drain"] = SignalKind.CONSTANT
     mean: float = 0.0
     amplitude: float = 0.0
     period: float = Field(default=86_400.0, gt=0)
@@ -47,6 +55,19 @@ class Signal(_Strict):
     max: float | None = None
     decimals: int = Field(default=2, ge=0, le=9)
     unit: str = ""
+
+    def spec(self) -> SignalSpec:
+        kind, mean, drift, lo, hi = self.kind, self.mean, self.drift_per_day, self.min, self.max
+        if kind == "battery_drain":
+            mean = mean or 100.0
+            drift = drift or BATTERY_DRAIN_PER_DAY
+            lo = 0.0 if lo is None else lo
+            hi = 100.0 if hi is None else hi
+        if not isinstance(kind, SignalKind):
+            kind = SignalKind.CONSTANT
+        return SignalSpec(
+            kind, mean, self.amplitude, self.period, self.noise, drift, self.spread, lo, hi, self.decimals
+        )
 
 
 class Sensors(_Strict):
@@ -144,18 +165,7 @@ class Scenario(_Strict):
                 metrics=tuple(
                     MetricSpec(
                         name,
-                        SignalSpec(
-                            sig.kind,
-                            sig.mean,
-                            sig.amplitude,
-                            sig.period,
-                            sig.noise,
-                            sig.drift_per_day,
-                            sig.spread,
-                            sig.min,
-                            sig.max,
-                            sig.decimals,
-                        ),
+                        sig.spec(),
                         unit=sig.unit,
                     )
                     for name, sig in s.metrics.items()
