@@ -23,6 +23,7 @@ from twin.apps import AppManager
 from twin.camera_stats import accelerator_stats
 from twin.containers import ContainerRuntime
 from twin.device_clock import DeviceClock
+from twin.device_fs import seeded
 from twin.event_bus_device import DeviceEventBus
 from twin.lens import Lens
 from twin.device_logs import DeviceLogs
@@ -31,7 +32,6 @@ from twin.os_upgrade import OsUpgrade
 from twin.ota import Ota
 from twin.peripherals import Peripherals
 from twin.storage import Storage
-from twin.vfs import seeded
 
 if TYPE_CHECKING:
     from twin.world import World
@@ -70,7 +70,7 @@ class Camera:
         self.containers, self.apps, self.monitor = ContainerRuntime(self), AppManager(self), Monitor(self)
         self.lens = Lens(world, camera_id)
         self.peripherals = Peripherals(self)
-        self.fs = seeded(self.clock.now, camera_id, f"{world.seed}/{camera_id}", self.storage)
+        self.fs = seeded(self.clock.now, camera_id, f"{world.seed}/{camera_id}", self.storage, world.store)
         self.logs = DeviceLogs(self)
         self.ota = Ota(self)
         self.os_upgrade = OsUpgrade(self)

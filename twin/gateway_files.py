@@ -21,6 +21,7 @@ from hardware.ports.gateway_files import (
 from twin import shell
 from twin.camera import Camera
 from twin.clock import SimClock
+from twin.device_fs import DurableFiles
 from twin.device_logs import SERVICE_NAMES, SERVICES
 from twin.vfs import DEFAULT_DIR, Confined, Dir, File, mode_text
 from twin.world import World
@@ -48,6 +49,10 @@ class TwinGatewayFiles(_Area):
     @property
     def _view(self) -> Confined:
         return Confined(self.camera.fs)
+
+    @property
+    def _durable(self) -> DurableFiles:
+        return DurableFiles(self._world.store, self._id, self.camera.fs)
 
     def list(self, path: str) -> list[FileEntry]:
         path = path or DEFAULT_DIR
@@ -84,7 +89,10 @@ class TwinGatewayFiles(_Area):
     def write(self, path: str, content: bytes) -> int:
         if not path:
             raise InvalidInput("path is required")
-        return self.camera.fs.write(self._view.check_mutable(path), content)
+        target = self._view.check_mutable(path)
+        size = self.camera.fs.write(target, content)
+        self._durable.save(target)
+        return size
 
     def upload(self, directory: str, filename: str, data: bytes) -> tuple[str, int]:
         directory = directory or DEFAULT_DIR
@@ -95,12 +103,16 @@ class TwinGatewayFiles(_Area):
         if not isinstance(self.camera.fs.stat(lexical), Dir):
             raise InvalidInput(f"not a directory: {directory}")
         target = self._view.check_mutable(lexical.rstrip("/") + "/" + name)
-        return target, self.camera.fs.write(target, data)
+        size = self.camera.fs.write(target, data)
+        self._durable.save(target)
+        return target, size
 
     def delete(self, path: str) -> None:
         if not path:
             raise InvalidInput("path is required")
-        self.camera.fs.remove(self._view.check_mutable(path))
+        target = self._view.check_mutable(path)
+        self.camera.fs.remove(target)
+        self._durable.drop(target)
 
     def batch_delete(self, paths: list[str]) -> BatchDeleteResult:
         deleted: list[str] = []
@@ -116,13 +128,18 @@ class TwinGatewayFiles(_Area):
     def mkdir(self, path: str) -> None:
         if not path:
             raise InvalidInput("path is required")
-        self.camera.fs.mkdir(self._view.check_mutable(path))
+        target = self._view.check_mutable(path)
+        self.camera.fs.mkdir(target)
+        self._durable.save(target)
 
     def rename(self, old_path: str, new_path: str) -> None:
         if not old_path or not new_path:
             raise InvalidInput("old_path and new_path are required")
         view = self._view
-        self.camera.fs.rename(view.check_mutable(old_path), view.check_mutable(new_path))
+        old, new = view.check_mutable(old_path), view.check_mutable(new_path)
+        self.camera.fs.rename(old, new)
+        self._durable.drop(old)
+        self._durable.save(new)
 
     def collect(self, paths: list[str]) -> list[FileData]:
         out: list[FileData] = []

@@ -15,14 +15,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 from hardware.ports.errors import Conflict, Forbidden, InvalidInput, NotFound
-
-if TYPE_CHECKING:
-    from twin.storage import Storage
 
 MAX_LINK_HOPS = 16
 ALLOWED_ROOTS = ("/data", "/tmp")
@@ -45,7 +41,7 @@ class Dir(Node):
 
 @dataclass
 class File(Node):
-    data: bytes | None = b""
+    data: bytes | bytearray | None = b""
     """``None``: a large seeded file whose bytes are made on demand from ``seed`` and ``length``."""
     length: int = 0
     seed: str = ""
@@ -57,7 +53,7 @@ class File(Node):
 
     def read(self) -> bytes:
         if self.data is not None:
-            return self.data
+            return bytes(self.data)
         block = hashlib.blake2b(self.seed.encode(), digest_size=64).digest()
         return (block * (self.length // len(block) + 1))[: self.length]
 
@@ -214,18 +210,27 @@ class VirtualFS:
         return len(data)
 
     def append(self, path: str, data: bytes, *, keep: int = 0) -> None:
-        """Append to a file (created if missing); with ``keep``, only its last ``keep`` bytes stay
-        (cut at a line start), like a rotated log."""
+        """Append to a file (created if missing). With ``keep`` the file is a rotated log: once it
+        passes twice ``keep`` bytes, it is cut back to its last ``keep`` (at a line start), so an
+        append costs its own length, not the file's."""
         try:
-            current = self.read(path)
+            canonical, node = self.resolve(path)
         except NotFound:
-            current = b""
-        content = current + data
-        if keep and len(content) > keep:
-            content = content[-keep:]
-            cut = content.find(b"\n")
-            content = content[cut + 1 :] if cut >= 0 else content
-        self.write(path, content)
+            self.write(path, data)
+            return
+        if not isinstance(node, File) or node.data is None:
+            self.write(canonical, self.read(canonical) + data)
+            return
+        self.charge(canonical, len(data))
+        if not isinstance(node.data, bytearray):
+            node.data = bytearray(node.data)
+        node.data += data
+        node.mtime = self.now()
+        if keep and len(node.data) > 2 * keep:
+            cut = node.data.find(b"\n", len(node.data) - keep)
+            cut = cut + 1 if cut >= 0 else len(node.data) - keep
+            self.charge(canonical, -cut)
+            del node.data[:cut]
 
     def put_sparse(self, path: str, length: int, seed: str, *, perm: int = 0o644) -> None:
         """A large seeded file: ``length`` bytes made on demand (an image, a model, a core dump)."""
@@ -310,7 +315,7 @@ def _dump(node: Node) -> dict[str, Any]:
     if isinstance(node, Dir):
         out["c"] = {n: _dump(c) for n, c in node.children.items()}
     elif isinstance(node, File):
-        out.update(d=node.data, n=node.length, s=node.seed)
+        out.update(d=None if node.data is None else bytes(node.data), n=node.length, s=node.seed)
     elif isinstance(node, Link):
         out["t"] = node.target
     return out
@@ -362,75 +367,3 @@ class Confined:
         if lexical in self.roots:
             raise Forbidden(f"access denied: cannot modify root directory {path}", resource="path")
         return lexical
-
-
-# The device's tree as it ships -----------------------------------------------------------------
-SSHD_CONFIG = """# sshd_config of the AI camera
-Port 22
-PermitRootLogin yes
-PasswordAuthentication yes
-PubkeyAuthentication yes
-MaxAuthTries 6
-UsePAM yes
-Subsystem sftp /usr/lib/openssh/sftp-server
-"""
-
-OS_RELEASE = """PRETTY_NAME="AIPC Linux 1.4 (scarthgap)"
-NAME="AIPC Linux"
-VERSION_ID="1.4"
-ID=aipc
-"""
-
-PASSWD = """root:x:0:0:root:/root:/bin/sh
-daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin
-sshd:x:74:74:Privilege-separated SSH:/var/empty/sshd:/usr/sbin/nologin
-aipc:x:1000:1000:AIPC services:/home/aipc:/bin/sh
-"""
-
-
-def seeded(now: Callable[[], float], hostname: str, seed: str, storage: Storage | None = None) -> VirtualFS:
-    """The tree a camera boots with: system files, log directories, the data partition's layout, a
-    stock model, and a few links (one leaving the allowed roots, for clients that follow them).
-    What ships is part of the partitions' baseline; bytes written later are charged to
-    ``storage`` (owner ``"vfs"`` on the partition the path lives on)."""
-    fs = VirtualFS(now)
-    for d in (
-        "/etc/ssh",
-        "/etc/aipc",
-        "/var/log/aipc",
-        "/root",
-        "/home/aipc",
-        "/usr/bin",
-        "/data/aipc/apps",
-        "/data/aipc/models",
-        "/data/aipc/images",
-        "/data/aipc/uploads",
-        "/data/aipc/config",
-        "/data/aipc-data",
-        "/data/os-upgrade",
-        "/tmp",
-    ):
-        fs.mkdir(d)
-    fs.write("/etc/hostname", f"{hostname}\n".encode())
-    fs.write("/etc/os-release", OS_RELEASE.encode())
-    fs.write("/etc/passwd", PASSWD.encode())
-    fs.write("/etc/shadow", b"root:*:19000:0:99999:7:::\n", perm=0o600)
-    fs.write("/etc/ssh/sshd_config", SSHD_CONFIG.encode())
-    fs.write("/etc/aipc/VERSION", b"0.1.0\n")
-    fs.write("/data/aipc/config/camera-daemon.yaml", b"streams:\n  - id: main\n  - id: sub\n  - id: third\n")
-    fs.write("/data/aipc/README.txt", b"AIPC data directory: apps, models, images, uploads.\n")
-    fs.put_sparse("/data/aipc/models/yolov8n.hef", 9_437_184, f"{seed}/yolov8n.hef")
-    fs.symlink("/data/aipc/logs", "/var/log/aipc")
-    fs.symlink("/data/aipc/stock-models", "models")
-    fs.symlink("/tmp/rootfs", "/")
-    if storage is not None:
-        fs.charge = partial(_charge, storage)
-    return fs
-
-
-def _charge(storage: Storage, path: str, delta: int) -> None:
-    partition = storage.partition_for(path)
-    if delta > 0:
-        storage.charge(partition, "vfs", delta)
-    elif delta < 0:
-        storage.release(partition, "vfs", -delta)

@@ -15,8 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import gateway_token
-from twin.serve import Twin
+from tests.conftest import SCENARIOS, gateway_token
+from twin.serve import Twin, build
+from twin.settings import Settings
 
 _WATCHED = {
     "open",
@@ -372,3 +373,45 @@ async def test_every_route_needs_a_token(gateway: httpx.AsyncClient, method: str
         resp = await gateway.request(method, "/api/v1/files" + path, params={"path": "/tmp"}, headers=headers)
         assert resp.status_code == 401
         assert resp.json()["code"] == 2000
+
+
+async def test_files_written_by_clients_survive_a_restart_with_a_state_dir(tmp_path: Path) -> None:
+    settings = Settings(scenario=SCENARIOS / "test.yaml", step=True, state_dir=tmp_path / "state")
+
+    async def client(twin: Twin) -> httpx.AsyncClient:
+        app = twin.gateway_apps["cam-01"]
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://cam-01")
+
+    first = build(settings)
+    async with await client(first) as gateway:
+        auth = {"Authorization": await gateway_token(gateway)}
+        await gateway.post("/api/v1/files/mkdir", json={"path": "/data/aipc/keep/sub"}, headers=auth)
+        await gateway.post(
+            "/api/v1/files/content", json={"path": "/data/aipc/keep/a.txt", "content": "A"}, headers=auth
+        )
+        await gateway.post(
+            "/api/v1/files/upload",
+            files={"file": ("b.bin", b"\x00\x01")},
+            data={"path": "/tmp"},
+            headers=auth,
+        )
+        await gateway.post(
+            "/api/v1/files/rename",
+            json={"old_path": "/tmp/b.bin", "new_path": "/data/aipc/keep/b.bin"},
+            headers=auth,
+        )
+        await gateway.post(
+            "/api/v1/files/content", json={"path": "/tmp/gone.txt", "content": "x"}, headers=auth
+        )
+        await gateway.delete("/api/v1/files", params={"path": "/tmp/gone.txt"}, headers=auth)
+    used = first.world.cameras["cam-01"].storage.partition("data").used
+    first.world.store.close()
+
+    second = build(settings)
+    camera = second.world.cameras["cam-01"]
+    assert camera.fs.read("/data/aipc/keep/a.txt") == b"A"
+    assert camera.fs.read("/data/aipc/keep/b.bin") == b"\x00\x01"
+    assert camera.fs.exists("/data/aipc/keep/sub")
+    assert not camera.fs.exists("/tmp/b.bin") and not camera.fs.exists("/tmp/gone.txt")
+    assert camera.storage.partition("data").used == used
+    second.world.store.close()

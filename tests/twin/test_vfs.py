@@ -120,3 +120,14 @@ def test_the_seeded_tree_and_its_snapshot_round_trip() -> None:
     snap = world.snapshot()
     world.restore(snap)
     assert world.cameras["cam-01"].fs.read("/tmp/note") == b"kept"
+
+
+def test_append_rotates_at_line_starts_and_charges_what_stays() -> None:
+    charged: list[int] = []
+    fs = VirtualFS(lambda: 0.0, lambda path, delta: charged.append(delta))
+    fs.mkdir("/var/log")
+    for i in range(100):
+        fs.append("/var/log/x.log", f"line {i:03d}\n".encode(), keep=100)
+    content = fs.read("/var/log/x.log")
+    assert len(content) <= 200 and content.startswith(b"line ") and content.endswith(b"line 099\n")
+    assert sum(charged) == len(content)
