@@ -358,6 +358,15 @@ class AppManager:
         done.callbacks.append(_settle)
         return done
 
+    def container_exited(self, app_id: str, reason: str) -> None:
+        """The app's container went away under it (killed, crashed, out of memory)."""
+        app = self.apps.get(app_id)
+        if app is None or app.state != "running":
+            return
+        self._detach(app)
+        app.state = "failed" if reason in ("crashed", "OOMKilled") else "stopped"
+        app.stopped_at, app.last_error = self.camera.clock.now(), reason
+
     def count_restart(self, app_id: str) -> None:
         self._app(app_id).restart_count += 1
 

@@ -22,6 +22,7 @@ from twin.ai_runtime import AiRuntime
 from twin.apps import AppManager
 from twin.camera_stats import accelerator_stats
 from twin.containers import ContainerRuntime
+from twin.device_admin import DeviceAdmin
 from twin.device_clock import DeviceClock
 from twin.device_fs import seeded
 from twin.event_bus_device import DeviceEventBus
@@ -68,6 +69,7 @@ class Camera:
         self.storage = Storage(world, camera_id)
         self.events, self.ai = DeviceEventBus(world, camera_id), AiRuntime(self)
         self.containers, self.apps, self.monitor = ContainerRuntime(self), AppManager(self), Monitor(self)
+        self.admin = DeviceAdmin(self)
         self.lens = Lens(world, camera_id)
         self.peripherals = Peripherals(self)
         self.fs = seeded(self.clock.now, camera_id, f"{world.seed}/{camera_id}", self.storage, world.store)

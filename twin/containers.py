@@ -381,10 +381,14 @@ class ContainerRuntime:
         if container.workload is not None and container.workload.is_alive:
             container.workload.interrupt(reason)
         container.workload = None
-        if container.state == "running":
+        was_running = container.state == "running"
+        if was_running:
             container.state = "stopped"
             container.stopped_at = self.now()
         container.pid = 0
+        apps = getattr(self.camera, "apps", None)
+        if was_running and apps is not None and reason != "stopped":
+            apps.container_exited(container.app_id, reason)
 
     def remove(self, container_id: str, *, keep_logs: bool = False) -> None:
         container = self.get(container_id)

@@ -321,7 +321,7 @@ class TwinGatewayMonitor(_Area):
 
 
 class AppAreas:
-    """Builds the six areas for one camera and hangs them on a gateway backend."""
+    """Builds the seven areas for one camera and hangs them on a gateway backend."""
 
     def __init__(self, world: World, clock: SimClock, camera_id: str) -> None:
         self.ai = TwinGatewayAi(world, clock, camera_id)
@@ -330,7 +330,77 @@ class AppAreas:
         self.events = TwinGatewayEvents(world, clock, camera_id)
         self.storage = TwinGatewayStorage(world, clock, camera_id)
         self.monitor = TwinGatewayMonitor(world, clock, camera_id)
+        self.admin = TwinGatewayAdmin(world, clock, camera_id)
 
     def attach(self, backend: Any) -> None:
-        for name in ("ai", "apps", "containers", "events", "storage", "monitor"):
+        for name in ("ai", "apps", "containers", "events", "storage", "monitor", "admin"):
             setattr(backend, name, getattr(self, name))
+
+
+class TwinGatewayAdmin(_Area):
+    def info(self) -> dict[str, object]:
+        return self.camera.admin.info()
+
+    def rename(self, device_name: str) -> None:
+        self.camera.admin.rename(device_name)
+
+    def factory(self) -> dict[str, str]:
+        return dict(self.camera.admin.factory)
+
+    def set_factory(self, key: str, value: str) -> None:
+        self.camera.admin.set_factory(key, value)
+
+    def settings(self) -> dict[str, str]:
+        return dict(self.camera.admin.settings)
+
+    def set_setting(self, key: str, value: str) -> None:
+        self.camera.admin.set(key, value)
+
+    def delete_setting(self, key: str) -> None:
+        self.camera.admin.delete(key)
+
+    def network_config(self, interface: str) -> dict[str, object]:
+        return self.camera.admin.network_config(interface)
+
+    def configure_network(
+        self, interface: str, mode: str, ip_address: str, subnet_mask: str, gateway: str, dns: list[str]
+    ) -> None:
+        self.camera.admin.configure(interface, mode, ip_address, subnet_mask, gateway, dns)
+
+    def interfaces(self) -> list[dict[str, object]]:
+        return self.camera.admin.interfaces_view()
+
+    def event_logs(
+        self, category: str, level: str, start: str, end: str, search: str, limit: int, offset: int
+    ) -> dict[str, object]:
+        return self.camera.admin.query(category, level, start, end, search, limit, offset)
+
+    def add_event_log(self, fields: dict[str, object], username: str) -> dict[str, object]:
+        def text(key: str, default: str = "") -> str:
+            value = fields.get(key, default)
+            if not isinstance(value, str):
+                raise InvalidInput(f"{key} must be a string")
+            return value
+
+        data = fields.get("data")
+        if data is not None and not isinstance(data, dict):
+            raise InvalidInput("data must be an object")
+        return self.camera.admin.log(
+            text("event_type"),
+            text("category", "operation"),
+            text("level", "info"),
+            text("source", "web"),
+            text("message"),
+            text("message_zh"),
+            user=username,
+            data=data,
+        )
+
+    def event_log_statistics(self) -> dict[str, int]:
+        return self.camera.admin.statistics()
+
+    def event_log_templates(self) -> list[dict[str, str]]:
+        return self.camera.admin.templates()
+
+    def cleanup_event_logs(self, before: str) -> int:
+        return self.camera.admin.cleanup(before)

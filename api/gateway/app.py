@@ -11,6 +11,7 @@ from api.gateway.routers import (
     apps,
     auth,
     containers,
+    device,
     events,
     files,
     image,
@@ -55,6 +56,7 @@ def create_app(backend: GatewayBackend) -> FastAPI:
         mount(app, router)
     for router in (events.router, events.ws_router, monitor.router, monitor.processes, storage.router):
         mount(app, router)
+    mount(app, device.router)
     app.router.routes.extend(not_simulated.routes_for(app))
     finish(app, area_depth=3)  # areas are /api/v1/<first segment>
     return app

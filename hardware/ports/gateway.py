@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 from hardware.ports.camera_hw import GatewayLens, GatewayPeripherals, GatewayPicture
 from hardware.ports.clock import Clock
 from hardware.ports.gateway_apps import (
+    GatewayAdmin,
     GatewayAi,
     GatewayApps,
     GatewayContainers,
@@ -126,3 +127,4 @@ class GatewayBackend(Protocol):
     events: GatewayEvents
     storage: GatewayStorage
     monitor: GatewayMonitor
+    admin: GatewayAdmin
