@@ -96,6 +96,10 @@ def command_of(payload: bytes) -> tuple[str, dict] | None:
 
 
 def downlink_payload(event: Event) -> bytes:
+    """What a real device receives: the command's rendered ``payload_template`` when the world
+    rendered one, else ``{"command", "params", "request_id"}``."""
+    if isinstance(payload := event.data.get("payload"), str):
+        return payload.encode()
     body = {
         "command": event.data["command"],
         "params": event.data["params"],
