@@ -7,7 +7,7 @@ import asyncio
 import dataclasses
 import itertools
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from twin.camera import Camera
 
 MAX_SNAPSHOTS = 32
+
+
+class BrokerSwitch(Protocol):
+    def down(self) -> None: ...
+
+    def up(self) -> None: ...
 
 
 class TwinControl:
@@ -54,6 +60,8 @@ class TwinControl:
         self.stop_at: float | None = None
         """Set by a step-mode scenario run: a client's world sleep never goes past it."""
         self.stopped = asyncio.Event()
+        self.broker: BrokerSwitch | None = None
+        """Takes the embedded MQTT broker down and up (set by whoever runs the broker)."""
 
     def clock_state(self) -> ClockState:
         return self.clock.state()

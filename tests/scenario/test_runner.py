@@ -133,3 +133,34 @@ def test_after_steps_fire_on_their_event(tmp_path: Path) -> None:
     assert result.passed, report.summary(result)
     times = {e.kind.value: e.at for e in result.record.events}
     assert times["camera.time_set"] == times["camera.power_up"] + 5
+
+
+async def test_broker_switch_takes_the_broker_down_and_back_on_its_port() -> None:
+    from types import SimpleNamespace
+
+    from api.realtime.mqtt import EmbeddedBroker
+    from twin.scenario.runner import BrokerSwitch
+
+    broker = EmbeddedBroker("127.0.0.1", 0)
+    await broker.start()
+    settings = SimpleNamespace(mqtt_host="127.0.0.1")
+    running = SimpleNamespace(broker=broker, twin=SimpleNamespace(settings=settings))
+    switch = BrokerSwitch(running)
+    port = switch.port
+
+    async def reachable() -> bool:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return False
+        writer.close()
+        return True
+
+    assert await reachable()
+    switch.down()
+    await switch.settle()
+    assert not await reachable()
+    switch.up()
+    await switch.settle()
+    assert await reachable() and running.broker is not broker
+    await running.broker.stop()

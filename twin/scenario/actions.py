@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hardware.ports.errors import InvalidInput, NotFound
+from hardware.ports.errors import InvalidInput, NotFound, Unavailable
 
 if TYPE_CHECKING:
     from twin.control import TwinControl
@@ -293,6 +293,15 @@ def _event_bus_start(c: TwinControl, p: CameraParams) -> None:
     c.camera(p.camera).events.start()
 
 
+def _broker_outage(c: TwinControl, p: NoParams) -> Undo:
+    """The embedded MQTT broker stops (every client is disconnected) until undone."""
+    switch = c.broker
+    if switch is None:
+        raise Unavailable("no embedded MQTT broker to take down in this run", resource="mqtt")
+    switch.down()
+    return switch.up
+
+
 ACTIONS: dict[str, Action] = {
     a.name: a
     for a in (
@@ -327,6 +336,7 @@ ACTIONS: dict[str, Action] = {
         Action("camera_service_start", CameraParams, _camera_service_start, "the camera service starts"),
         Action("event_bus_stop", CameraParams, _event_bus_stop, "the device event bus stops"),
         Action("event_bus_start", CameraParams, _event_bus_start, "the device event bus starts"),
+        Action("mqtt_broker_outage", NoParams, _broker_outage, "the embedded MQTT broker is down"),
     )
 }
 
@@ -336,7 +346,6 @@ NOT_YET: dict[str, str] = {
     "device_online": _NO_SWITCH,
     "telemetry_spike": "signals are procedural; there is no per-device override for a spike yet",
     "telemetry_gap": "signals are procedural; there is no per-device override for a gap yet",
-    "mqtt_broker_outage": "the scenario runner cannot stop the embedded broker yet",
 }
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from api.realtime.mqtt import EmbeddedBroker
 from hardware.ports.events import Event, EventKind
 from hardware.ports.types import ClockMode
 from twin.scenario.expectations import RunRecord, Verdict, judge_all
@@ -100,6 +101,43 @@ class _Recorder:
 
     def close(self) -> None:
         self.sub.close()
+
+
+class BrokerSwitch:
+    """Stops the run's embedded MQTT broker and starts a new one on the same port; each switch
+    waits for the previous one (they run on the event loop, outside the world step)."""
+
+    def __init__(self, running) -> None:
+        self.running = running
+        self.port = running.broker.port
+        self._last: asyncio.Future | None = None
+
+    def _then(self, make) -> None:
+        previous = self._last
+
+        async def chained() -> None:
+            if previous is not None:
+                with contextlib.suppress(Exception):
+                    await previous
+            await make()
+
+        self._last = asyncio.ensure_future(chained())
+
+    def down(self) -> None:
+        self._then(self.running.broker.stop)
+
+    def up(self) -> None:
+        async def start() -> None:
+            broker = EmbeddedBroker(self.running.twin.settings.mqtt_host, self.port)
+            await broker.start()
+            self.running.broker = broker
+
+        self._then(start)
+
+    async def settle(self) -> None:
+        if self._last is not None:
+            with contextlib.suppress(Exception):
+                await self._last
 
 
 def runner_settings(source: Path, opts: RunOptions, mqtt: bool = True) -> Settings:
@@ -179,6 +217,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
     log_text = ""
     with tempfile.TemporaryDirectory(prefix="twin-run-") as tmp:
         running = await start(twin, Path(tmp))
+        switch = control.broker = BrokerSwitch(running) if running.broker is not None else None
         proc = None
         log_path = Path(tmp) / "client.log"
         try:
@@ -212,6 +251,8 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         finally:
             if proc is not None:
                 client_exit = await _finish_client(proc)
+            if switch is not None:
+                await switch.settle()
             await stop(running)
             recorder.close()
         if log_path.exists():
