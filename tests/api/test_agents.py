@@ -61,10 +61,16 @@ async def test_a_ten_minute_agent_runs_six_times_in_one_simulated_hour(
     assert decision["data_collected"][0]["data"]["device_id"] == DEVICE and decision["conclusion"]
     assert detail["data"]["result"]["actions_executed"][0]["command"] == "identify"
     agent = (await automation.get(f"/api/agents/{agent_id}", headers=auth)).json()["data"]
-    assert agent["status"] == "Active" and agent["execution_count"] == 6 and agent["stats"]["total_executions"] == 6
+    assert (
+        agent["status"] == "Active"
+        and agent["execution_count"] == 6
+        and agent["stats"]["total_executions"] == 6
+    )
 
 
-async def test_detail_list_update_status_and_delete(automation: httpx.AsyncClient, auth: dict, twin: Twin) -> None:
+async def test_detail_list_update_status_and_delete(
+    automation: httpx.AsyncClient, auth: dict, twin: Twin
+) -> None:
     agent_id = await create(automation, auth)
     detail = (await automation.get(f"/api/agents/{agent_id}", headers=auth)).json()["data"]
     assert detail["schedule"] == {
@@ -84,13 +90,19 @@ async def test_detail_list_update_status_and_delete(automation: httpx.AsyncClien
     )
     assert resp.status_code == 200 and resp.json()["data"]["name"] == "Hourly"
     twin.clock.advance(2 * HOUR)
-    assert (await automation.get(f"/api/agents/{agent_id}/executions", headers=auth)).json()["data"]["count"] == 2
+    assert (await automation.get(f"/api/agents/{agent_id}/executions", headers=auth)).json()["data"][
+        "count"
+    ] == 2
 
     resp = await automation.post(f"/api/agents/{agent_id}/status", json={"status": "paused"}, headers=auth)
     assert resp.json()["data"] == {"id": agent_id, "status": "paused"}
     twin.clock.advance(2 * HOUR)
-    assert (await automation.get(f"/api/agents/{agent_id}", headers=auth)).json()["data"]["status"] == "Paused"
-    assert (await automation.get(f"/api/agents/{agent_id}/executions", headers=auth)).json()["data"]["count"] == 2
+    assert (await automation.get(f"/api/agents/{agent_id}", headers=auth)).json()["data"][
+        "status"
+    ] == "Paused"
+    assert (await automation.get(f"/api/agents/{agent_id}/executions", headers=auth)).json()["data"][
+        "count"
+    ] == 2
 
     resp = await automation.delete(f"/api/agents/{agent_id}", headers=auth)
     assert resp.json()["data"] == {"id": agent_id, "deleted": True}
@@ -99,24 +111,36 @@ async def test_detail_list_update_status_and_delete(automation: httpx.AsyncClien
 
 async def test_execute_and_invoke(automation: httpx.AsyncClient, auth: dict) -> None:
     agent_id = await create(automation, auth)
-    resp = await automation.post(f"/api/agents/{agent_id}/execute", json={"input": {"why": "test"}}, headers=auth)
+    resp = await automation.post(
+        f"/api/agents/{agent_id}/execute", json={"input": {"why": "test"}}, headers=auth
+    )
     data = resp.json()["data"]
-    assert data["status"] == "Executing" and data["agent_id"] == agent_id and data["agent_name"] == "Room watcher"
+    assert (
+        data["status"] == "Executing"
+        and data["agent_id"] == agent_id
+        and data["agent_name"] == "Room watcher"
+    )
     resp = await automation.post(f"/api/agents/{agent_id}/invoke", headers=auth)
     data = resp.json()["data"]
     assert data["status"] == "Completed" and data["has_error"] is False
     assert data["actions"][0]["command"] == "identify" and 0.6 <= data["confidence"] <= 1.0
     assert data["duration_ms"] > 0 and DEVICE in data["conclusion"]
-    rows = (await automation.get(f"/api/agents/{agent_id}/executions", headers=auth)).json()["data"]["executions"]
+    rows = (await automation.get(f"/api/agents/{agent_id}/executions", headers=auth)).json()["data"][
+        "executions"
+    ]
     assert [r["trigger_type"] for r in rows] == ["manual", "manual"]
 
 
 async def test_validate_cron_and_tools(automation: httpx.AsyncClient, auth: dict) -> None:
-    resp = await automation.post("/api/agents/validate-cron", json={"cron_expression": "0 8 * * *"}, headers=auth)
+    resp = await automation.post(
+        "/api/agents/validate-cron", json={"cron_expression": "0 8 * * *"}, headers=auth
+    )
     data = resp.json()["data"]
     assert data["valid"] is True and data["next_executions"][0] == "2026-01-01T08:00:00+00:00"
     assert len(data["next_executions"]) == 5
-    resp = await automation.post("/api/agents/validate-cron", json={"cron_expression": "99 * * * *"}, headers=auth)
+    resp = await automation.post(
+        "/api/agents/validate-cron", json={"cron_expression": "99 * * * *"}, headers=auth
+    )
     assert resp.json()["data"]["valid"] is False and resp.json()["data"]["error"]
     tools = (await automation.get("/api/agents/tools", headers=auth)).json()["data"]["tools"]
     assert {"get_device_metrics", "send_device_command"} <= {t["name"] for t in tools}

@@ -8,6 +8,8 @@ from hardware.ports.agents import AgentResource, AgentSpec, Schedule
 from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
+from twin.automation.agent_runs import call_tool
+from twin.automation.chat_models import ToolCall
 from twin.automation.crontab import CronExpression
 from twin.clock import SimClock
 from twin.fleet import WorldConfig
@@ -103,13 +105,11 @@ def test_the_simulated_model_reads_bound_devices_and_sends_named_commands(
 
 
 def test_a_focused_agent_may_only_send_its_bound_commands(world: World) -> None:
-    from twin.automation.llm import ToolCall
-
     device = min(world.sensor_of)
     agent = world.agents.create_agent(spec(resources=bound(device), execution_mode=None))
     doc = world.agents.docs.get(agent.id)
-    refused = world.agents._call_tool(
-        doc, ToolCall("send_device_command", {"device_id": device, "command": "reboot"})
+    refused = call_tool(
+        world, doc, ToolCall("send_device_command", {"device_id": device, "command": "reboot"})
     )
     assert "not bound" in refused["error"]
 

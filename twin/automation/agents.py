@@ -39,8 +39,9 @@ from hardware.ports.agents import (
 )
 from hardware.ports.errors import DomainError, InvalidInput, NotFound, Timeout
 from hardware.ports.events import EventKind
+from twin.automation.agent_runs import conduct
+from twin.automation.chat_models import run_now
 from twin.automation.crontab import CronExpression, describe
-from twin.automation.llm import ChatModel, Hints, ToolCall, run_now
 from twin.rng import hash_uniform
 
 if TYPE_CHECKING:
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
 
 KEEP_EXECUTIONS = 500
 EVENT_POLL_S = 1.0
-DEFAULT_CHAIN_DEPTH = 3
-AGENT_TOOLS = ("list_devices", "get_device_metrics", "send_device_command")
 
 
 def validation(message: str, field: str) -> InvalidInput:
@@ -176,7 +175,7 @@ class AgentRegistry:
             return self._run_simulated(doc, "manual", data)
         run = self._begin(doc, "manual")
         try:
-            outcome = await asyncio.wait_for(self._conduct(doc, data), timeout_s)
+            outcome = await asyncio.wait_for(conduct(self.world, doc, data), timeout_s)
         except TimeoutError as err:
             self._finish(doc, run, None, f"timed out after {timeout_s:g} s")
             raise Timeout("Agent execution timed out", resource="agent_execution") from err
@@ -256,106 +255,18 @@ class AgentRegistry:
     def _run_simulated(self, doc: dict[str, Any], trigger_type: str, data: Any) -> Execution:
         run = self._begin(doc, trigger_type)
         try:
-            outcome = run_now(self._conduct(doc, data))
+            outcome = run_now(conduct(self.world, doc, data))
         except DomainError as err:
             return self._finish(doc, run, None, err.message)
         return self._finish(doc, run, outcome, None)
 
     async def _run_remote(self, doc: dict[str, Any], run: dict[str, Any], data: Any) -> None:
         try:
-            outcome = await self._conduct(doc, data)
+            outcome = await conduct(self.world, doc, data)
         except DomainError as err:
             self._finish(doc, run, None, err.message)
             return
         self._finish(doc, run, outcome, None)
-
-    async def _conduct(self, doc: dict[str, Any], data: Any) -> dict[str, Any]:
-        """The conversation: prompt → tool calls (read devices, send commands) → conclusion."""
-        model: ChatModel = self.world.llm.model(doc.get("llm_backend_id"))
-        hints = _hints(doc)
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": _system_prompt(doc, hints)},
-            {
-                "role": "user",
-                "content": doc["user_prompt"] + (f"\n\nInput: {json.dumps(data)}" if data else ""),
-            },
-        ]
-        tools = _tool_defs()
-        collected, actions, steps, failed = [], [], [], 0
-        depth = doc.get("max_chain_depth") or DEFAULT_CHAIN_DEPTH
-        reply = None
-        for round_ in range(depth):
-            reply = await model.chat(messages, tools if round_ < depth - 1 else [], hints)
-            if not reply.tool_calls:
-                break
-            if reply.assistant:
-                messages.append(reply.assistant)
-            for call in reply.tool_calls:
-                outcome = self._call_tool(doc, call)
-                steps.append(
-                    {"step": len(steps) + 1, "description": f"{call.name}({json.dumps(call.arguments)})"}
-                )
-                if "error" in outcome:
-                    failed += 1
-                if call.name == "send_device_command":
-                    actions.append(
-                        {"action_type": "device_command", **call.arguments, "success": "error" not in outcome}
-                    )
-                else:
-                    collected.append({"source": call.name, "data": outcome})
-                messages.append(model.tool_message(call, json.dumps(outcome, default=str)))
-        conclusion = reply.content if reply else ""
-        total = len(steps)
-        return {
-            "decision_process": {
-                "situation_analysis": f"{len(hints.devices)} bound device(s), trigger data: {data!r}"[:500],
-                "data_collected": collected,
-                "reasoning_steps": steps,
-                "decisions": [a for a in actions if a["success"]],
-                "conclusion": conclusion,
-                "confidence": reply.confidence if reply else 0.0,
-            },
-            "result": {
-                "actions_executed": actions,
-                "notifications_sent": [],
-                "summary": conclusion,
-                "success_rate": 1.0 if total == 0 else round((total - failed) / total, 3),
-            },
-            "partial": failed > 0,
-            "tool_calls": total,
-        }
-
-    def _call_tool(self, doc: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-        devices = self.world.devices
-        args = call.arguments
-        try:
-            if call.name == "list_devices":
-                page = devices.list(1, 100, args.get("device_type"), args.get("status"))
-                return {"devices": [{"device_id": d.device_id, "status": d.status} for d in page.devices]}
-            if call.name == "get_device_metrics":
-                current = devices.current(str(args.get("device_id", "")))
-                values = {m.name: m.value for m in current.metrics}
-                return {
-                    "device_id": current.device.device_id,
-                    "status": current.device.status,
-                    "values": values,
-                }
-            if call.name == "send_device_command":
-                device_id, command = str(args.get("device_id", "")), str(args.get("command", ""))
-                if doc["execution_mode"] == "focused" and (device_id, command) not in {
-                    (d, c) for d, c, _ in _hints(doc).commands
-                }:
-                    return {"error": f"command {command} on {device_id} is not bound to this agent"}
-                sent = devices.send_command(device_id, command, dict(args.get("params") or {}))
-                return {
-                    "device_id": device_id,
-                    "command": command,
-                    "command_id": sent.command_id,
-                    "sent": True,
-                }
-        except DomainError as err:
-            return {"error": err.message}
-        return {"error": f"unknown tool {call.name}"}
 
     def _begin(self, doc: dict[str, Any], trigger_type: str) -> dict[str, Any]:
         run = {
@@ -521,49 +432,6 @@ def _spec_of(doc: dict[str, Any]) -> AgentSpec:
     values["schedule"] = Schedule(**doc["schedule"])
     values["resources"] = tuple(AgentResource(**r) for r in doc.get("resources", ()))
     return AgentSpec(**values)
-
-
-def _hints(doc: dict[str, Any]) -> Hints:
-    devices: list[str] = []
-    commands: list[tuple[str, str, Mapping[str, Any]]] = []
-    for r in doc.get("resources", ()):
-        device_id, _, rest = r["resource_id"].partition(":")
-        if device_id and device_id not in devices and r["resource_type"] in ("device", "metric", "command"):
-            devices.append(device_id)
-        if r["resource_type"] == "command" and rest:
-            commands.append((device_id, rest, dict(r.get("config", {}).get("parameters", {}))))
-    return Hints(tuple(devices), tuple(commands))
-
-
-def _system_prompt(doc: dict[str, Any], hints: Hints) -> str:
-    lines = [doc.get("system_prompt") or "You are an automation agent watching IoT devices."]
-    if hints.devices:
-        lines.append("Bound devices: " + ", ".join(hints.devices))
-    if hints.commands:
-        lines.append("Allowed commands: " + ", ".join(f"{d}.{c}" for d, c, _ in hints.commands))
-    return "\n".join(lines)
-
-
-def _tool_defs() -> list[dict[str, Any]]:
-    from twin.automation import catalog
-
-    defs = []
-    for tool in catalog.tools():
-        if tool.name not in AGENT_TOOLS:
-            continue
-        props = {p.name: {"type": p.type, "description": p.description} for p in tool.parameters}
-        required = [p.name for p in tool.parameters if p.required]
-        defs.append(
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": {"type": "object", "properties": props, "required": required},
-                },
-            }
-        )
-    return defs
 
 
 def _matches(event_filter: str | None, kind: str, source: str, data: Mapping[str, Any]) -> bool:

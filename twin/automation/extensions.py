@@ -40,6 +40,16 @@ from hardware.ports.agents import (
 )
 from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
 from hardware.ports.events import EventKind
+from twin.automation.extension_manifests import (
+    ASSET_TYPES,
+    BUILTINS,
+    DIRECTORY,
+    DIRECTORY_FILES,
+    EXTENSION_TYPES,
+    MARKET,
+    MAX_SESSIONS,
+    check_manifest,
+)
 from twin.rng import hash_uniform
 from twin.video.render import Renderer, View
 from twin.video.scene import Scene
@@ -47,132 +57,10 @@ from twin.video.scene import Scene
 if TYPE_CHECKING:
     from twin.world import World
 
-DIRECTORY = "/var/lib/neomind/extensions"
 PUSH_FPS = 5
 FRAME_SIZE = (320, 180)
 SESSION_QUEUE = 8
-MAX_SESSIONS = 4
 JPEG_QUALITY = 80
-ASSET_TYPES = {
-    ".js": "application/javascript",
-    ".css": "text/css",
-    ".json": "application/json",
-    ".svg": "image/svg+xml",
-}
-
-_WEATHER = {
-    "id": "weather-forecast",
-    "name": "Weather Forecast",
-    "version": "1.2.0",
-    "description": "Current weather and a short forecast for a city (simulated).",
-    "author": "twin",
-    "type": "tool",
-    "builtin": True,
-    "commands": [
-        {
-            "id": "get_current",
-            "display_name": "Current weather",
-            "description": "Temperature, humidity and wind now.",
-            "input_schema": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-            "output_fields": [{"name": "temperature_c"}, {"name": "humidity"}, {"name": "wind_kmh"}],
-        },
-        {
-            "id": "get_forecast",
-            "display_name": "Forecast",
-            "description": "Hourly temperatures for the next hours.",
-            "input_schema": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string"},
-                    "hours": {"type": "integer", "minimum": 1, "maximum": 48},
-                },
-                "required": ["city"],
-            },
-            "output_fields": [{"name": "hourly"}],
-        },
-    ],
-    "metrics": [
-        {"name": "temperature_c", "display_name": "Temperature", "data_type": "float", "unit": "°C"},
-        {"name": "humidity", "display_name": "Humidity", "data_type": "float", "unit": "%"},
-    ],
-    "components": [{"id": "weather-card", "name": "Weather card", "entry": "assets/weather-card.js"}],
-    "assets": {"weather-card.js": "export default function WeatherCard(){return null}\n"},
-}
-_CAMERA = {
-    "id": "camera-stream",
-    "name": "Camera Stream",
-    "version": "0.4.1",
-    "description": "Live JPEG frames of the simulated camera, pushed over a stream session.",
-    "author": "twin",
-    "type": "video",
-    "builtin": True,
-    "commands": [
-        {
-            "id": "snapshot",
-            "display_name": "Snapshot",
-            "description": "Size of one frame and the objects in view now.",
-            "input_schema": {"type": "object", "properties": {}},
-            "output_fields": [{"name": "width"}, {"name": "height"}, {"name": "objects"}],
-        }
-    ],
-    "metrics": [{"name": "objects_in_view", "display_name": "Objects in view", "data_type": "integer"}],
-    "components": [{"id": "live-view", "name": "Live view", "entry": "assets/live-view.js"}],
-    "assets": {"live-view.js": "export default function LiveView(){return null}\n"},
-    "stream": {
-        "direction": "download",
-        "mode": "push",
-        "supported_data_types": ["image/jpeg"],
-        "max_chunk_size": 1 << 20,
-        "preferred_chunk_size": 64 << 10,
-        "max_concurrent_sessions": MAX_SESSIONS,
-    },
-}
-_ENERGY = {
-    "id": "energy-meter",
-    "name": "Energy Meter",
-    "version": "0.1.0",
-    "description": "Reads an energy meter's totals (sample manifest of the extensions directory).",
-    "author": "twin",
-    "type": "device_adapter",
-    "commands": [
-        {
-            "id": "read_totals",
-            "display_name": "Read totals",
-            "description": "Import and export totals in kWh.",
-            "response": {"import_kwh": 1523.4, "export_kwh": 210.9},
-        }
-    ],
-    "metrics": [{"name": "power_w", "display_name": "Power", "data_type": "float", "unit": "W"}],
-}
-BUILTINS = (_WEATHER, _CAMERA)
-DIRECTORY_FILES = {
-    "weather-forecast.json": _WEATHER,
-    "camera-stream.json": _CAMERA,
-    "energy-meter.json": _ENERGY,
-}
-EXTENSION_TYPES = ("tool", "video", "device_adapter", "analytics", "integration")
-MARKET = {
-    "gauge-pro": {"id": "gauge-pro", "name": "Gauge Pro", "version": "2.0.1", "size": 48_213},
-    "heatmap": {"id": "heatmap", "name": "Heatmap", "version": "1.1.0", "size": 91_044},
-}
-
-
-def _check_manifest(manifest: Any) -> str | None:
-    """Why a manifest cannot be installed, or ``None``."""
-    if not isinstance(manifest, Mapping):
-        return "manifest is not an object"
-    for key in ("id", "name", "version"):
-        if not isinstance(manifest.get(key), str) or not manifest[key]:
-            return f"missing {key}"
-    if manifest.get("type", "tool") not in EXTENSION_TYPES:
-        return f"unknown type {manifest.get('type')!r}"
-    if not isinstance(manifest.get("commands", []), list):
-        return "commands must be a list"
-    return None
 
 
 class PushSession:
@@ -282,7 +170,7 @@ class ExtensionRegistry:
         files = self.directory()
         for name in sorted(files):
             manifest = files[name]
-            reason = _check_manifest(manifest)
+            reason = check_manifest(manifest)
             if reason is not None:
                 failed.append((name, reason))
             elif self.installed.get(manifest["id"]) is not None:

@@ -1,0 +1,156 @@
+"""One agent execution: the conversation with the model and the tools it may call.
+
+The model gets a system prompt naming the agent's bound devices and commands, the user prompt (and
+the trigger's data), and three tools: ``list_devices``, ``get_device_metrics`` and
+``send_device_command``. Tool calls go through the devices area of the world; in ``focused`` mode
+only the agent's bound commands may be sent. Up to ``max_chain_depth`` rounds, the last without
+tools so the model has to conclude.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from hardware.ports.errors import DomainError
+from twin.automation import catalog
+from twin.automation.chat_models import ChatModel, Hints, ToolCall
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+DEFAULT_CHAIN_DEPTH = 3
+AGENT_TOOLS = ("list_devices", "get_device_metrics", "send_device_command")
+
+
+async def conduct(world: World, doc: dict[str, Any], data: Any) -> dict[str, Any]:
+    """The conversation: prompt → tool calls (read devices, send commands) → conclusion."""
+    model: ChatModel = world.llm.model(doc.get("llm_backend_id"))
+    hints = hints_of(doc)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system_prompt(doc, hints)},
+        {
+            "role": "user",
+            "content": doc["user_prompt"] + (f"\n\nInput: {json.dumps(data, default=str)}" if data else ""),
+        },
+    ]
+    tools = tool_defs()
+    collected, actions, steps, failed = [], [], [], 0
+    depth = doc.get("max_chain_depth") or DEFAULT_CHAIN_DEPTH
+    reply = None
+    for round_ in range(depth):
+        reply = await model.chat(messages, tools if round_ < depth - 1 else [], hints)
+        if not reply.tool_calls:
+            break
+        if reply.assistant:
+            messages.append(reply.assistant)
+        for call in reply.tool_calls:
+            outcome = call_tool(world, doc, call)
+            steps.append(
+                {"step": len(steps) + 1, "description": f"{call.name}({json.dumps(call.arguments)})"}
+            )
+            if "error" in outcome:
+                failed += 1
+            if call.name == "send_device_command":
+                actions.append(
+                    {"action_type": "device_command", **call.arguments, "success": "error" not in outcome}
+                )
+            else:
+                collected.append({"source": call.name, "data": outcome})
+            messages.append(model.tool_message(call, json.dumps(outcome, default=str)))
+    conclusion = reply.content if reply else ""
+    total = len(steps)
+    return {
+        "decision_process": {
+            "situation_analysis": f"{len(hints.devices)} bound device(s), trigger data: {data!r}"[:500],
+            "data_collected": collected,
+            "reasoning_steps": steps,
+            "decisions": [a for a in actions if a["success"]],
+            "conclusion": conclusion,
+            "confidence": reply.confidence if reply else 0.0,
+        },
+        "result": {
+            "actions_executed": actions,
+            "notifications_sent": [],
+            "summary": conclusion,
+            "success_rate": 1.0 if total == 0 else round((total - failed) / total, 3),
+        },
+        "partial": failed > 0,
+        "tool_calls": total,
+    }
+
+
+def call_tool(world: World, doc: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """Run one tool call through the devices area; refusals come back as ``{"error": ...}``."""
+    devices = world.devices
+    args = call.arguments
+    try:
+        if call.name == "list_devices":
+            page = devices.list(1, 100, args.get("device_type"), args.get("status"))
+            return {"devices": [{"device_id": d.device_id, "status": d.status} for d in page.devices]}
+        if call.name == "get_device_metrics":
+            current = devices.current(str(args.get("device_id", "")))
+            values = {m.name: m.value for m in current.metrics}
+            return {
+                "device_id": current.device.device_id,
+                "status": current.device.status,
+                "values": values,
+            }
+        if call.name == "send_device_command":
+            device_id, command = str(args.get("device_id", "")), str(args.get("command", ""))
+            if doc["execution_mode"] == "focused" and (device_id, command) not in {
+                (d, c) for d, c, _ in hints_of(doc).commands
+            }:
+                return {"error": f"command {command} on {device_id} is not bound to this agent"}
+            sent = devices.send_command(device_id, command, dict(args.get("params") or {}))
+            return {
+                "device_id": device_id,
+                "command": command,
+                "command_id": sent.command_id,
+                "sent": True,
+            }
+    except DomainError as err:
+        return {"error": err.message}
+    return {"error": f"unknown tool {call.name}"}
+
+
+def hints_of(doc: dict[str, Any]) -> Hints:
+    devices: list[str] = []
+    commands: list[tuple[str, str, Mapping[str, Any]]] = []
+    for r in doc.get("resources", ()):
+        device_id, _, rest = r["resource_id"].partition(":")
+        if device_id and device_id not in devices and r["resource_type"] in ("device", "metric", "command"):
+            devices.append(device_id)
+        if r["resource_type"] == "command" and rest:
+            commands.append((device_id, rest, dict(r.get("config", {}).get("parameters", {}))))
+    return Hints(tuple(devices), tuple(commands))
+
+
+def system_prompt(doc: dict[str, Any], hints: Hints) -> str:
+    lines = [doc.get("system_prompt") or "You are an automation agent watching IoT devices."]
+    if hints.devices:
+        lines.append("Bound devices: " + ", ".join(hints.devices))
+    if hints.commands:
+        lines.append("Allowed commands: " + ", ".join(f"{d}.{c}" for d, c, _ in hints.commands))
+    return "\n".join(lines)
+
+
+def tool_defs() -> list[dict[str, Any]]:
+    defs = []
+    for tool in catalog.tools():
+        if tool.name not in AGENT_TOOLS:
+            continue
+        props = {p.name: {"type": p.type, "description": p.description} for p in tool.parameters}
+        required = [p.name for p in tool.parameters if p.required]
+        defs.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": {"type": "object", "properties": props, "required": required},
+                },
+            }
+        )
+    return defs
