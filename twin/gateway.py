@@ -23,6 +23,7 @@ from twin.gateway_apps import AppAreas
 from twin.gateway_files import TwinGatewayFiles, TwinGatewayLogs, TwinGatewayShell, TwinGatewayUpgrade
 from twin.lens import TwinGatewayLens
 from twin.peripherals import TwinGatewayPeripherals
+from twin.video.audio import TwinGatewayAudio
 from twin.video.backend import TwinGatewayMedia
 from twin.world import World
 
@@ -124,6 +125,7 @@ class TwinGateway:
         self.media = TwinGatewayMedia(world, clock, camera_id)
         self.lens, self.picture = TwinGatewayLens(world, camera_id), self.media
         self.peripherals = TwinGatewayPeripherals(world, camera_id)
+        self.audio = TwinGatewayAudio(world, clock, camera_id)
         self.files = TwinGatewayFiles(world, camera_id)
         self.logs = TwinGatewayLogs(world, clock, camera_id)
         self.shell = TwinGatewayShell(world, camera_id)

@@ -9,6 +9,7 @@ from api.gateway import errors
 from api.gateway.routers import (
     ai,
     apps,
+    audio,
     auth,
     containers,
     device,
@@ -46,7 +47,7 @@ def create_app(backend: GatewayBackend) -> FastAPI:
         mount(app, router)
     for router in (lens.router, peripherals.router, image.router, media_config.router):
         mount(app, router)
-    for router in (media_config.streams_router,):
+    for router in (media_config.streams_router, audio.router, audio.ws_router):
         mount(app, router)
     for router in (files.router, logs.router, logs.stream_router, terminal.router, terminal.ws_router):
         mount(app, router)

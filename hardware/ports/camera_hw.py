@@ -347,3 +347,77 @@ class GatewayPicture(Protocol):
 
     def detections(self) -> list[Detection]:
         """What the loaded model sees now (empty with the camera service down)."""
+
+
+# Audio -----------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class AudioDevice:
+    id: str
+    name: str
+    channels: int
+    sample_rates: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AudioConfig:
+    sample_rate: int = 16000
+    channels: int = 1
+    volume: int = 80
+    """0..100."""
+    format: str = "S16LE"
+
+
+@dataclass(frozen=True, slots=True)
+class AudioStatus:
+    capture_running: bool
+    capture_device: str
+    playback_running: bool
+    playback_device: str
+    talk_active: bool
+    config: AudioConfig
+    talk_bytes: int = 0
+
+
+@runtime_checkable
+class AudioListener(Protocol):
+    """One ``/audio/stream`` subscriber: PCM chunks paced by the world clock."""
+
+    async def next_chunk(self) -> bytes:
+        """The next chunk of S16LE PCM (waits in world time); ``Unavailable`` once capture stops."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class TalkSession(Protocol):
+    def receive(self, pcm: bytes) -> None:
+        """S16LE PCM from the client, played on the device's speaker."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class GatewayAudio(Protocol):
+    def capture_devices(self) -> list[AudioDevice]: ...
+
+    def playback_devices(self) -> list[AudioDevice]: ...
+
+    def status(self) -> AudioStatus: ...
+
+    def set_config(self, config: AudioConfig) -> None:
+        """``InvalidInput`` for an unsupported rate, channel count or volume."""
+
+    def start_capture(self, device: str) -> None:
+        """``NotFound`` for an unknown device."""
+
+    def stop_capture(self) -> None: ...
+
+    def start_playback(self, device: str) -> None: ...
+
+    def stop_playback(self) -> None: ...
+
+    def listen(self) -> AudioListener:
+        """Start receiving the capture (starting it on the default device if stopped)."""
+
+    def talk(self) -> TalkSession:
+        """Open the one two-way-audio session; ``RateLimited`` while another is open."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from hardware.ports.camera_hw import GatewayLens, GatewayPeripherals, GatewayPicture
+from hardware.ports.camera_hw import GatewayAudio, GatewayLens, GatewayPeripherals, GatewayPicture
 from hardware.ports.clock import Clock
 from hardware.ports.gateway_apps import (
     GatewayAdmin,
@@ -117,6 +117,7 @@ class GatewayBackend(Protocol):
     lens: GatewayLens
     peripherals: GatewayPeripherals
     picture: GatewayPicture
+    audio: GatewayAudio
     files: GatewayFiles
     logs: GatewayLogs
     shell: GatewayShell
