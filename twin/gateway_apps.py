@@ -5,6 +5,7 @@ the world clock: in step mode they finish when time is advanced.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import simpy
@@ -34,6 +35,7 @@ from twin.container_shell import ContainerShell
 from twin.containers import DEADLINE_EXCEEDED
 from twin.world import World
 
+HEARTBEAT_S = 15.0
 START_DEADLINE_S = 10.0
 """The platform's gRPC deadline for an app start."""
 
@@ -318,6 +320,20 @@ class TwinGatewayMonitor(_Area):
 
     def kill(self, pid: int, signal: str) -> dict[str, object]:
         return self.camera.monitor.kill(pid, signal)
+
+    async def attitude(self, rate: float) -> AsyncIterator[tuple[str, dict[str, object]]]:
+        """The IMU's SSE events on the world clock: ``status`` first, ``orientation`` at ``rate``
+        a second, ``heartbeat`` every 15 s."""
+        yield "status", {"sensor": "online"}
+        period = 1.0 / rate
+        next_beat = self._world.env.now + HEARTBEAT_S
+        while True:
+            await self._clock.sleep(period)
+            pitch, roll = self.camera.monitor.attitude()
+            yield "orientation", {"pitch": pitch, "roll": roll}
+            if self._world.env.now >= next_beat:
+                next_beat += HEARTBEAT_S
+                yield "heartbeat", {"timestamp": int(self.camera.clock.now() * 1000)}
 
 
 class AppAreas:

@@ -213,6 +213,20 @@ class Monitor:
             "network": self._totals(),
         }
 
+    # Attitude (the IMU) --------------------------------------------------------------------
+    def attitude(self) -> tuple[float, float]:
+        """(pitch, roll) in degrees: how the camera is mounted, plus the PTZ tilt, plus a little
+        vibration. Pitch is positive nose-down, roll positive right-side-down."""
+        key = stream_key(self.world.seed, f"{self.camera.id}/mount")
+        mount_pitch, mount_roll = (float(v) for v in hash_normal(key, [0, 1]))
+        tick = int(self.world.env.now * 50)
+        vib_p, vib_r = (float(v) for v in hash_normal(key, [2 + 2 * tick, 3 + 2 * tick]))
+        peripherals = getattr(self.camera, "peripherals", None)
+        tilt = peripherals.tilt_deg() if peripherals is not None else 0.0
+        pitch = 12.0 + 3.0 * mount_pitch + tilt + 0.05 * vib_p
+        roll = 1.5 * mount_roll + 0.05 * vib_r
+        return round(max(-90.0, min(90.0, pitch)), 3), round(max(-90.0, min(90.0, roll)), 3)
+
     # Processes -----------------------------------------------------------------------------
     def _rows(self) -> list[dict[str, object]]:
         rows: list[dict[str, object]] = []

@@ -6,6 +6,7 @@ Sizes are bytes, times are unix seconds on the device clock unless a field says 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -394,6 +395,9 @@ class GatewayMonitor(Protocol):
     def process(self, pid: int) -> dict[str, object]: ...
 
     def kill(self, pid: int, signal: str) -> dict[str, object]: ...
+
+    def attitude(self, rate: float) -> AsyncIterator[tuple[str, dict[str, object]]]:
+        """The gyro's SSE events (``status``, ``orientation``, ``heartbeat``) paced at ``rate`` Hz."""
 
 
 @runtime_checkable

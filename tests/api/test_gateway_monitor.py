@@ -4,12 +4,17 @@ and the failure paths."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from pathlib import Path
+
 import httpx
 import pytest
 
 from tests.api.test_gateway_apps import install, while_time_runs
 from tests.conftest import gateway_token
-from twin.serve import Twin
+from tests.sockets import socket_settings
+from twin.serve import Twin, build, start, stop
 
 
 @pytest.fixture
@@ -220,4 +225,60 @@ async def test_failures(
 )
 async def test_routes_need_a_token(gateway: httpx.AsyncClient, path: str) -> None:
     resp = await gateway.get(path)
+    assert resp.status_code == 401 and resp.json()["code"] == 2000
+
+
+# The gyro's SSE stream, over a real socket ---------------------------------------------------------
+@pytest.fixture
+async def live(tmp_path: Path):
+    twin = build(socket_settings())
+    running = await start(twin, tmp_path)
+    async with httpx.AsyncClient(base_url=running.url("cam-01/http")) as http:
+        token = await gateway_token(http)
+        try:
+            yield twin, http, token.removeprefix("Bearer ")
+        finally:
+            await stop(running)
+
+
+async def sse_events(response: httpx.Response, count: int) -> list[tuple[str, dict]]:
+    events, name = [], ""
+    async for line in response.aiter_lines():
+        if line.startswith("event:"):
+            name = line.removeprefix("event:")
+        elif line.startswith("data:"):
+            events.append((name, json.loads(line.removeprefix("data:"))))
+            if len(events) == count:
+                return events
+    return events
+
+
+@pytest.mark.socket
+async def test_gyro_attitude_streams_on_the_world_clock(live) -> None:
+    twin, http, token = live
+
+    async def run_clock() -> None:
+        for _ in range(400):
+            twin.clock.advance(0.1)
+            await asyncio.sleep(0.005)
+
+    params = {"token": token, "rate": "10"}
+    async with http.stream("GET", "/api/v1/monitor/gyro/attitude", params=params) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        clock = asyncio.create_task(run_clock())
+        events = await asyncio.wait_for(sse_events(response, 165), 30)
+        clock.cancel()
+    assert events[0] == ("status", {"sensor": "online"})
+    names = [n for n, _ in events]
+    assert names.count("heartbeat") == 1 and names.count("orientation") >= 150
+    pitch, roll = events[1][1]["pitch"], events[1][1]["roll"]
+    assert -90 <= pitch <= 90 and -90 <= roll <= 90
+    beat = next(d for n, d in events if n == "heartbeat")
+    assert beat["timestamp"] > 1e12
+
+
+@pytest.mark.socket
+async def test_gyro_attitude_needs_a_token(live) -> None:
+    _, http, _ = live
+    resp = await http.get("/api/v1/monitor/gyro/attitude")
     assert resp.status_code == 401 and resp.json()["code"] == 2000

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.gateway import schemas
 from api.gateway import schemas_apps as shapes
@@ -36,6 +38,21 @@ async def disk(backend: Backend) -> JSONResponse:
 @router.get("/network")
 async def network(backend: Backend) -> JSONResponse:
     return schemas.ok(backend.monitor.network())
+
+
+@router.get("/gyro/attitude")
+async def gyro_attitude(backend: Backend, rate: str = "50") -> StreamingResponse:
+    """SSE: ``rate`` in Hz, 50 by default, clamped to 1..200; a value that does not parse is 1."""
+    try:
+        hz = min(200.0, max(1.0, float(rate)))
+    except ValueError:
+        hz = 1.0
+
+    async def events():
+        async for name, data in backend.monitor.attitude(hz):
+            yield f"event:{name}\ndata:{json.dumps(data)}\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream")
 
 
 @router.get("/snapshot")
