@@ -54,6 +54,8 @@ class OsUpgrade:
         self.active_copy = "A"
         self._armed: dict[str, str] = {}
         self._process: simpy.Process | None = None
+        self._timer: dict[str, Any] = {}
+        """When the running step ends (sim time), and the boot count a reboot waits to see change."""
         self._rng = camera.world.streams.get(f"{camera.id}/os-upgrade")
 
     # Failure points --------------------------------------------------------------------------
@@ -188,12 +190,17 @@ class OsUpgrade:
         self._process = self.env.process(self._install())
         return {"job_id": job["job_id"], "status": "installing"}
 
-    def _install(self):
+    def _wait(self, seconds: float, **extra: Any) -> simpy.Timeout:
+        self._timer = {"ends_at": self.env.now + seconds, **extra}
+        return self.env.timeout(seconds)
+
+    def _install(self, first_step: int = 1, left: float | None = None):
         job = self.job
         assert job is not None
         try:
-            for step in range(1, INSTALL_STEPS + 1):
-                yield self.env.timeout(INSTALL_S / INSTALL_STEPS)
+            for step in range(first_step, INSTALL_STEPS + 1):
+                yield self._wait(INSTALL_S / INSTALL_STEPS if left is None else left)
+                left = None
                 if step == INSTALL_STEPS // 2 and "install" in self._armed:
                     self._set("failed", "Installation failed", error=self._armed.pop("install"))
                     return
@@ -210,15 +217,19 @@ class OsUpgrade:
         self._process = self.env.process(self._reboot())
         return {"job_id": job["job_id"], "status": "rebooting"}
 
-    def _reboot(self):
+    def _reboot(self, boots: int | None = None, verify_left: float | None = None):
+        """Reboot, wait for the boot, verify; a restored job resumes with ``boots`` (the boot count
+        before its reboot) or ``verify_left`` (seconds of verification left)."""
         job = self.job
         assert job is not None
-        boots = self.camera.boot_count
-        self.camera.restart(reason="os_upgrade")
-        while self.camera.boot_count == boots:
-            yield self.env.timeout(1.0)
-        self._set("verifying", f"Verifying copy {job['target_copy']}")
-        yield self.env.timeout(VERIFY_S)
+        if verify_left is None:
+            if boots is None or (self.camera.powered and self.camera.boot_count == boots):
+                boots = self.camera.boot_count
+                self.camera.restart(reason="os_upgrade")
+            while self.camera.boot_count == boots:
+                yield self._wait(1.0, boots=boots)
+            self._set("verifying", f"Verifying copy {job['target_copy']}")
+        yield self._wait(VERIFY_S if verify_left is None else verify_left)
         error = self._armed_error("verify")
         if error:
             self._set("rollback", f"Copy {job['target_copy']} failed; back on {self.active_copy}")
@@ -259,6 +270,7 @@ class OsUpgrade:
             "version": self.version,
             "active_copy": self.active_copy,
             "armed": dict(self._armed),
+            "timer": dict(self._timer),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -267,5 +279,18 @@ class OsUpgrade:
         self.version = state.get("version", OS_VERSION)
         self.active_copy = state.get("active_copy", "A")
         self._armed = dict(state.get("armed", {}))
-        if self.job and self.job["status"] in ("installing", "installed", "rebooting", "verifying"):
-            self._set("failed", "Interrupted", error="interrupted: the device state was restored")
+        timer = dict(state.get("timer") or {})
+        status = self.job["status"] if self.job else ""
+        if status not in ("installing", "installed", "rebooting", "verifying"):
+            return
+        assert self.job is not None
+        left = max(0.0, timer.get("ends_at", self.env.now) - self.env.now)
+        if status == "installing":
+            done = self.job["progress"] * INSTALL_STEPS // 100
+            self._process = self.env.process(self._install(done + 1, left))
+        elif status == "installed":
+            self._set("awaiting_reboot", "Reboot to activate the new OS", reboot_required=True)
+        elif status == "rebooting":
+            self._process = self.env.process(self._reboot(boots=timer.get("boots")))
+        else:
+            self._process = self.env.process(self._reboot(verify_left=left))

@@ -85,6 +85,8 @@ class Ota:
         self.status: dict[str, Any] = {}
         self._armed: dict[str, str] = {}
         self._process: simpy.Process | None = None
+        self._job: dict[str, Any] = {}
+        """The running install: first stage, package, whether it is ours, stage and its end (sim time)."""
         self._jobs = 0
 
     # Failure points --------------------------------------------------------------------------
@@ -182,6 +184,7 @@ class Ota:
         }
         self.camera.fs.write(LOG_FILE, b"")
         self._log(f"starting upgrade from {package}")
+        self._job = {"first": first, "package": package, "owned": owned}
         self._process = self.env.process(self._run(first, package, owned))
 
     def _enter(self, stage: str, message: str) -> None:
@@ -189,21 +192,32 @@ class Ota:
         self.status.update(status=status, progress=progress, current_step=stage, message=message)
         self._log(message)
 
-    def _run(self, first: str, package: str, owned: bool):
+    def _package_info(self, package: str) -> dict[str, str]:
         try:
-            info: dict[str, str] = {}
-            for stage in (first, "extract", "validate", "deploy"):
-                self._enter(stage, _MESSAGES[stage])
-                yield self.env.timeout(STAGE_STATUS[stage][2])
+            return read_firmware(self.camera.fs.read(package))
+        except FirmwareError as err:
+            if err.stage == "extract":
+                raise
+            return {"error": str(err)}
+
+    def _run(self, first: str, package: str, owned: bool, resume: tuple[str, float] | None = None):
+        """The stages in order; ``resume`` = (stage, seconds left) continues a restored install."""
+        stages = (first, "extract", "validate", "deploy")
+        start = stages.index(resume[0]) if resume else 0
+        left = resume[1] if resume else None
+        try:
+            info = self._package_info(package) if start > 1 else {}
+            for stage in stages[start:]:
+                if left is None:
+                    self._enter(stage, _MESSAGES[stage])
+                duration = STAGE_STATUS[stage][2] if left is None else left
+                left = None
+                self._job.update(stage=stage, ends_at=self.env.now + duration)
+                yield self.env.timeout(duration)
                 if stage in self._armed:
                     raise FirmwareError(stage, self._armed.pop(stage))
                 if stage == "extract":
-                    try:
-                        info = read_firmware(self.camera.fs.read(package))
-                    except FirmwareError as err:
-                        if err.stage == "extract":
-                            raise
-                        info = {"error": str(err)}
+                    info = self._package_info(package)
                 elif stage == "validate":
                     if "error" in info:
                         raise FirmwareError("validate", info["error"])
@@ -285,14 +299,24 @@ class Ota:
 
     # Snapshot --------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        return {"status": dict(self.status), "armed": dict(self._armed), "jobs": self._jobs}
+        job = dict(self._job) if self.busy else {}
+        return {"status": dict(self.status), "armed": dict(self._armed), "jobs": self._jobs, "job": job}
 
     def set_state(self, state: dict[str, Any]) -> None:
+        """Restore; an install that was running carries on from its stage with the time it had left."""
         self.status = dict(state.get("status", {}))
         self._armed = dict(state.get("armed", {}))
         self._jobs = state.get("jobs", 0)
-        if self.status.get("status") in ("uploading", "preparing", "extracting", "deploying"):
+        job = dict(state.get("job") or {})
+        if self.status.get("status") not in ("uploading", "preparing", "extracting", "deploying"):
+            return
+        if "stage" not in job:
             self._fail(self.status["current_step"], "interrupted: the device state was restored")
+            return
+        self._job = job
+        left = max(0.0, job["ends_at"] - self.env.now)
+        run = self._run(job["first"], job["package"], job["owned"], (job["stage"], left))
+        self._process = self.env.process(run)
 
 
 _MESSAGES = {

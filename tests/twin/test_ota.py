@@ -234,3 +234,56 @@ def test_os_upgrade_validation_rules(world: World, camera: Camera) -> None:
     assert up.delete_package("")["message"] == "Package deleted"
     with pytest.raises(InvalidInput):
         up.install("", "standard", "")
+
+
+def test_an_ota_in_flight_resumes_after_snapshot_and_restore(world: World) -> None:
+    camera = world.cameras["cam-01"]
+    camera.ota.install("fw.tar.gz", firmware("0.7.0"))
+    run(world, 20)  # deploying, 8 s into its 30
+    snap = world.snapshot()
+    world.restore(snap)
+    restored = world.cameras["cam-01"]
+    s = restored.ota.report()
+    assert (s.status, s.current_step, s.version) == ("deploying", "deploy", "0.7.0")
+    run(world, 21)
+    assert restored.ota.report().status == "deploying"
+    run(world, 2)
+    assert restored.ota.report().status == "success" and restored.ota.current_version() == "0.7.0"
+    run(world, ota_module.REBOOT_AFTER_S + 1)
+    assert not restored.powered
+
+
+@pytest.mark.parametrize(
+    ("after_reboot", "status"),
+    [(0.001, "rebooting"), (RESTART_DELAY_S + 1, "rebooting"), (RESTART_DELAY_S + BOOT_S + 3, "verifying")],
+)
+def test_an_os_upgrade_in_flight_resumes_after_snapshot_and_restore(
+    world: World, after_reboot: float, status: str
+) -> None:
+    up = world.cameras["cam-01"].os_upgrade
+    up.upload("os.swu", swu("1.7"), "")
+    up.validate("", "", False)
+    up.install("", "standard", "")
+    run(world, osu.INSTALL_S + 1)
+    up.reboot("")
+    run(world, after_reboot)
+    before = up.report()
+    assert before["status"] == status
+    world.restore(world.snapshot())
+    restored = world.cameras["cam-01"].os_upgrade
+    assert restored.report()["status"] == before["status"]
+    run(world, RESTART_DELAY_S + BOOT_S + osu.VERIFY_S + 5)
+    assert restored.report()["status"] == "success" and restored.version == "1.7"
+
+
+def test_an_os_install_resumes_mid_way(world: World) -> None:
+    up = world.cameras["cam-01"].os_upgrade
+    up.upload("os.swu", swu("1.7"), "")
+    up.validate("", "", False)
+    up.install("", "standard", "")
+    run(world, osu.INSTALL_S / 2 + 1)
+    world.restore(world.snapshot())
+    restored = world.cameras["cam-01"].os_upgrade
+    assert restored.report()["status"] == "installing" and restored.report()["progress"] == 50
+    run(world, osu.INSTALL_S / 2)
+    assert restored.report()["status"] == "awaiting_reboot"
