@@ -1,9 +1,10 @@
 """H.264 encoding with PyAV's libx264 (``ultrafast``, ``zerolatency``), output as AVCC.
 
 libx264 writes Annex-B (start codes); :func:`annexb_to_avcc` rewrites each access unit as
-4-byte big-endian length + NAL. The encoder caches the latest SPS and PPS, marks IDR access units
-as keys and forces an IDR on request. ``zerolatency`` means no B-frames and no lookahead: one
-frame in, one access unit out, so DTS equals PTS.
+4-byte big-endian length + NAL. Frames go in as I420 converted by OpenCV (which releases the GIL,
+so streams encode in parallel in their worker threads). The encoder caches the latest SPS and PPS,
+marks IDR access units as keys and forces an IDR on request. ``zerolatency`` means no B-frames and
+no lookahead: one frame in, one access unit out, so DTS equals PTS.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import av
+import cv2
 import numpy as np
 
 NAL_IDR = 5
@@ -102,7 +104,9 @@ class H264Encoder:
 
     def encode(self, image: np.ndarray) -> list[EncodedUnit]:
         """Encode one BGR frame; returns the access unit(s) it produced (one with ``zerolatency``)."""
-        frame = av.VideoFrame.from_ndarray(image, format="bgr24")
+        # OpenCV converts to I420 (BT.601, video range) without holding the GIL; PyAV's own
+        # bgr24 -> yuv420p conversion holds it and costs twice as much.
+        frame = av.VideoFrame.from_ndarray(cv2.cvtColor(image, cv2.COLOR_BGR2YUV_I420), format="yuv420p")
         frame.pts = self._index
         if self._force_key:
             frame.pict_type = av.video.frame.PictureType.I
