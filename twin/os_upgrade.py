@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from hardware.ports.errors import Conflict, InternalError, InvalidInput, NotFound, StorageFull
+from hardware.ports.events import EventKind
 
 if TYPE_CHECKING:
     from twin.camera import Camera
@@ -79,6 +80,13 @@ class OsUpgrade:
         assert self.job is not None
         self.job.update(status=status, message=message, updated_at=self._now(), **fields)
         self._log(f"{status}: {message}")
+        self.camera.world.emit(
+            EventKind.CAMERA_OS_UPGRADE_STATE,
+            self.camera.id,
+            job_id=self.job["job_id"],
+            status=status,
+            progress=self.job["progress"],
+        )
 
     def _log(self, line: str) -> None:
         self.log = (self.log + f"[{self._now()}] {line}\n")[-LOG_KEEP:]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from hardware.ports.errors import Conflict, InvalidInput, NotFound
+from hardware.ports.events import EventKind
 from hardware.ports.gateway_files import FirmwareInfo
 from hardware.ports.types import OtaStatus
 
@@ -191,6 +192,7 @@ class Ota:
         status, progress, _ = STAGE_STATUS[stage]
         self.status.update(status=status, progress=progress, current_step=stage, message=message)
         self._log(message)
+        self._emit()
 
     def _package_info(self, package: str) -> dict[str, str]:
         try:
@@ -232,6 +234,7 @@ class Ota:
                 finished_at=int(self.camera.clock.now()),
             )
             self._log("deploy complete; rebooting")
+            self._emit()
             self._cleanup(package, owned)
             self.camera.restart(delay=REBOOT_AFTER_S, reason="ota")
         except FirmwareError as err:
@@ -253,11 +256,22 @@ class Ota:
             log_tail=log[-LOG_TAIL_BYTES:].decode(errors="replace"),
         )
         self._persist()
+        self._emit()
 
     def _cleanup(self, package: str, owned: bool) -> None:
         if owned and self.camera.fs.exists(package):
             self.camera.fs.remove(package)
         self._persist()
+
+    def _emit(self) -> None:
+        s = self.status
+        self.camera.world.emit(
+            EventKind.CAMERA_OTA_STATE,
+            self.camera.id,
+            status=s["status"],
+            step=s["current_step"],
+            progress=s["progress"],
+        )
 
     def _log(self, message: str) -> None:
         self.camera.fs.append(LOG_FILE, f"[{int(self.camera.clock.now())}] {message}\n".encode())

@@ -27,6 +27,8 @@ class EventKind(StrEnum):
     CAMERA_POWER_UP = "camera.power_up"
     CAMERA_PASSWORD_CHANGED = "camera.password_changed"
     CAMERA_TIME_SET = "camera.time_set"
+    CAMERA_OTA_STATE = "camera.ota_state"
+    CAMERA_OS_UPGRADE_STATE = "camera.os_upgrade_state"
     CAMERA_GPIO_CHANGE = "camera.gpio_change"
     CAMERA_WIEGAND = "camera.wiegand"
     CAMERA_RS485_RX = "camera.rs485_rx"

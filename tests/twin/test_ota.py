@@ -9,6 +9,7 @@ import tarfile
 import pytest
 
 from hardware.ports.errors import Conflict, InternalError, InvalidInput, NotFound
+from hardware.ports.events import EventKind
 from twin import os_upgrade as osu
 from twin import ota as ota_module
 from twin.camera import BOOT_S, RESTART_DELAY_S, Camera
@@ -287,3 +288,21 @@ def test_an_os_install_resumes_mid_way(world: World) -> None:
     assert restored.report()["status"] == "installing" and restored.report()["progress"] == 50
     run(world, osu.INSTALL_S / 2)
     assert restored.report()["status"] == "awaiting_reboot"
+
+
+def test_transitions_are_world_events(world: World, camera: Camera) -> None:
+    sub = world.bus.subscribe({EventKind.CAMERA_OTA_STATE, EventKind.CAMERA_OS_UPGRADE_STATE})
+    camera.ota.install("fw.tar.gz", firmware())
+    run(world, 50)
+    camera.os_upgrade.upload("os.swu", swu(), "")
+    events = list(iter(sub.get_nowait, None))
+    ota = [(e.data["status"], e.data["step"]) for e in events if e.kind is EventKind.CAMERA_OTA_STATE]
+    assert ota == [
+        ("uploading", "upload"),
+        ("extracting", "extract"),
+        ("extracting", "validate"),
+        ("deploying", "deploy"),
+        ("success", "deploy"),
+    ]
+    os_states = [e.data["status"] for e in events if e.kind is EventKind.CAMERA_OS_UPGRADE_STATE]
+    assert os_states == ["validating"]
