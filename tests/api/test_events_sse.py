@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from api.automation.routers import events as events_router
 from hardware.ports.events import EventKind
 from tests.api.test_events_ws import api_key, live_twin
 from tests.conftest import admin_token
@@ -168,7 +169,8 @@ async def test_posted_events_are_custom_events_on_the_stream(live) -> None:
     _, base, token = live
     auth = {"Authorization": f"Bearer {token}"}
     async with (
-        httpx.AsyncClient(base_url=base, timeout=10) as http, stream(http, f"?token={token}") as everything,
+        httpx.AsyncClient(base_url=base, timeout=10) as http,
+        stream(http, f"?token={token}") as everything,
         stream(http, f"?token={token}&category=device") as device,
     ):
         posted = await http.post(
@@ -222,3 +224,17 @@ async def test_post_events_failure_paths(automation: httpx.AsyncClient) -> None:
     read_only = {"X-API-Key": created.json()["api_key"]}
     refused = await automation.post("/api/events", json={"event_type": "x", "data": 1}, headers=read_only)
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "FORBIDDEN"
+
+
+async def test_a_connection_that_falls_behind_loses_the_oldest_and_says_so(
+    live, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    twin, base, token = live
+    monkeypatch.setattr(events_router, "SUBSCRIPTION_QUEUE", 2)
+    dropped_before = twin.world.bus.dropped
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http, stream(http, f"?token={token}") as resp:
+        twin.clock.advance(0)  # three sensors' samples land at once in a queue of two
+        got = await SseReader(resp).events(4)
+        assert {e["data"]["device_id"] for _, e in got} == {"env_sensor-0002", "env_sensor-0003"}
+    assert twin.world.bus.dropped == dropped_before + 1
+    assert "events sse: connection falling behind, 1 events dropped so far" in caplog.text

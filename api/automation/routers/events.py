@@ -103,6 +103,7 @@ async def _sse(
     """Everything pending goes out as one write; a keep-alive comment after 30 s of world time
     without one."""
     accepted = events.accepted()
+    losses = _Losses(sub, "sse")
     last_sent = clock.now()
     keepalive = asyncio.ensure_future(clock.sleep(KEEPALIVE_S))
     try:
@@ -120,6 +121,7 @@ async def _sse(
                     idle = 0.0
                 keepalive = asyncio.ensure_future(clock.sleep(max(KEEPALIVE_S - idle, 1.0)))
             chunk = _sse_chunk(sub.drain(DRAIN), accepted, encoder)
+            losses.check()
             if chunk:
                 last_sent = clock.now()
                 yield chunk
@@ -140,6 +142,27 @@ def _sse_chunk(
     items: list[tuple[int, Event]], accepted: frozenset[str] | None, encoder: EventEncoder
 ) -> bytes:
     return b"".join(env.sse for env in _envelopes(items, accepted, encoder))
+
+
+class _Losses:
+    """Reports a live connection's drops as they happen (at most one log line per 10 s of wall time),
+    not only when it ends; the bus counts them for ``/metrics`` either way."""
+
+    def __init__(self, sub: Subscription, channel: str) -> None:
+        self.sub = sub
+        self.channel = channel
+        self.reported = 0
+        self.quiet_until = 0.0
+
+    def check(self) -> None:
+        dropped = self.sub.dropped
+        if dropped > self.reported:
+            now = asyncio.get_running_loop().time()
+            if now >= self.quiet_until:
+                log.warning(
+                    "events %s: connection falling behind, %d events dropped so far", self.channel, dropped
+                )
+                self.reported, self.quiet_until = dropped, now + 10.0
 
 
 def _finish(sub: Subscription, channel: str) -> None:
@@ -233,6 +256,7 @@ class _WsSession:
         self.encoder = encoder
         self.clock = clock
         self.lock = asyncio.Lock()
+        self.losses = _Losses(sub, "ws")
         self.last_pong = clock.now()
 
     async def send(self, text: str) -> None:
@@ -296,6 +320,7 @@ class _WsSession:
             else:
                 await self.sub.ready()
             envelopes = _envelopes(self.sub.drain(DRAIN), self.accepted, self.encoder)
+            self.losses.check()
             if not envelopes:
                 continue
             fresh = not pending
