@@ -141,11 +141,12 @@ class DeviceLogs:
             return list(self.journals[target])
         return self.camera.fs.read(target).decode(errors="replace").splitlines()
 
-    def tail(self, kind: str, target: str, lines: int) -> str:
+    def tail(self, kind: str, target: str, lines: int) -> tuple[int, str]:
+        """(the line count asked for, defaulted and capped; the text of the last that many lines)."""
         if lines <= 0:
             lines = DEFAULT_LINES
         lines = min(lines, MAX_LINES)
-        return "\n".join(self.lines(kind, target)[-lines:])
+        return lines, "\n".join(self.lines(kind, target)[-lines:])
 
     def log_files(self) -> list[tuple[str, int, float, str]]:
         """(path, size, mtime, service) for every ``*.log`` under the log directories."""

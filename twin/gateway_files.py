@@ -166,7 +166,7 @@ class TwinGatewayLogs(_Area):
             for path, size, mtime, service in self.camera.logs.log_files()
         ]
 
-    def content(self, kind: str, target: str, lines: int) -> str:
+    def content(self, kind: str, target: str, lines: int) -> tuple[int, str]:
         return self.camera.logs.tail(kind, target, lines)
 
     def download(self, kind: str, target: str) -> FileData:
@@ -193,7 +193,7 @@ class TwinGatewayLogs(_Area):
         for service in services:
             if service not in SERVICES:
                 raise InvalidInput(f"unknown service: {service}")
-            text = self.camera.logs.tail("service", service, lines)
+            _, text = self.camera.logs.tail("service", service, lines)
             out.append(FileData(service, f"journal/{service}.log", (text + "\n").encode()))
         for path in files:
             text = "\n".join(self.camera.logs.lines("file", path)[-lines:])

@@ -98,9 +98,9 @@ class GatewayLogs(Protocol):
     def files(self) -> list[LogFile]:
         """``*.log`` files under the device's log directories."""
 
-    def content(self, kind: str, target: str, lines: int) -> str:
-        """The last ``lines`` lines of a service journal (``kind="service"``) or a log file
-        (``kind="file"``, which must lie under a log directory)."""
+    def content(self, kind: str, target: str, lines: int) -> tuple[int, str]:
+        """The last ``lines`` lines (0: the default 500; at most 10000) of a service journal
+        (``kind="service"``) or a log file (``kind="file"``, under a log directory), and that count."""
 
     def download(self, kind: str, target: str) -> FileData: ...
 

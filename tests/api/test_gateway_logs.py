@@ -63,6 +63,7 @@ async def test_content_follows_the_world_clock(
     journal = await gateway.get(
         "/api/v1/logs/content", params={"type": "service", "target": "sshd"}, headers=auth
     )
+    assert journal.json()["data"]["lines"] == 500  # the default
     lines = journal.json()["data"]["content"].splitlines()
     assert lines[0].endswith("sshd[106]: Started SSH Server.")
     twin.clock.advance(600)

@@ -32,8 +32,7 @@ async def files(backend: Backend) -> JSONResponse:
 
 @router.get("/logs/content")
 async def content(backend: Backend, type: str = "", target: str = "", lines: str = "") -> JSONResponse:
-    text = backend.logs.content(type, target, shapes.lines_param(lines))
-    count = len(text.splitlines())
+    count, text = backend.logs.content(type, target, shapes.lines_param(lines))
     return schemas.ok({"target": target, "type": type, "lines": count, "content": text})
 
 
