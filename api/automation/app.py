@@ -85,6 +85,7 @@ def create_app(
     if release == "0.9.17":
         mount(app, legacy.router, API)
         mount(app, messages.legacy, API)
+        mount(app, events.legacy, API)
     mount(app, docs.router, API)
     app.router.routes.extend(not_simulated.routes_for(app, release))
     finish(app, area_depth=2)  # areas are /api/<first segment>

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import uvicorn
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from hardware.ports.events import EventKind
 from tests.sockets import socket_settings
@@ -44,9 +44,9 @@ async def serving(twin: Twin) -> AsyncIterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def live_twin() -> AsyncIterator[tuple[Twin, str, str]]:
+async def live_twin(**settings) -> AsyncIterator[tuple[Twin, str, str]]:
     """(twin, base URL, admin JWT) with the test world in step mode at sim time 0."""
-    twin = build(socket_settings())
+    twin = build(socket_settings(**settings))
     async with serving(twin) as base:
         async with httpx.AsyncClient(base_url=base) as http:
             resp = await http.post(
@@ -276,3 +276,32 @@ async def test_events_ws_is_not_rate_limited(live) -> None:
     for _ in range(3):
         ws = await open_authenticated(base, token)
         await ws.close()
+
+
+async def test_release_0917_also_serves_the_earlier_paths() -> None:
+    async with live_twin(release="0.9.17") as (twin, base, token):
+        ws = await connect(base.replace("http://", "ws://") + "/api/events")
+        await ws.send(json.dumps({"type": "Auth", "token": token}))
+        assert (await recv_json(ws))["type"] == "Authenticated"
+        async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+            async with http.stream("GET", f"/api/events?token={token}") as sse:
+                assert sse.status_code == 200 and sse.headers["content-type"].startswith("text/event-stream")
+                twin.clock.advance(0)
+                ws_events = await events_until(ws, 6)
+                chunk = b""
+                async for part in sse.aiter_raw():
+                    chunk += part
+                    if chunk.count(b"event: DeviceMetric") == 6:
+                        break
+            await ws.close()
+            assert {e["type"] for e in ws_events} == {"DeviceMetric"}
+            assert (await http.get("/api/events?token=bad")).status_code == 401
+
+
+async def test_release_0924_does_not_serve_the_earlier_paths(live) -> None:
+    _, base, token = live
+    with pytest.raises(InvalidStatus):
+        async with connect(base.replace("http://", "ws://") + "/api/events"):
+            pass
+    async with httpx.AsyncClient(base_url=base) as http:
+        assert (await http.get(f"/api/events?token={token}")).status_code in (404, 405)

@@ -50,6 +50,8 @@ from hardware.ports.events import Event, Subscription
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["events"])
+legacy = APIRouter(tags=["earlier revision"])
+"""Release 0.9.17 also answers the earlier revision's paths: WebSocket and SSE both at ``/events``."""
 
 BATCH_SIZE = 10
 BATCH_DELAY_S = 0.05
@@ -83,6 +85,7 @@ async def publish_event(body: PublishEvent, user: CurrentUser, backend: Backend)
 
 # SSE -------------------------------------------------------------------------------------------
 @router.get("/events/stream")
+@legacy.get("/events")
 async def event_stream(request: Request, backend: Backend) -> Response:
     query = request.query_params
     if try_authenticate(backend, query.get("token"), query.get("api_key")) is None:
@@ -175,6 +178,7 @@ def _finish(sub: Subscription, channel: str) -> None:
 
 # WebSocket ---------------------------------------------------------------------------------------
 @router.websocket("/events/ws")
+@legacy.websocket("/events")
 async def event_ws(websocket: WebSocket) -> None:
     backend: AutomationBackend = websocket.app.state.backend
     query = websocket.query_params
