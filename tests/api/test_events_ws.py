@@ -270,12 +270,18 @@ async def test_closing_the_socket_releases_the_subscription(live) -> None:
     assert len(twin.world.bus._subs) == before
 
 
-async def test_events_ws_is_not_rate_limited(live) -> None:
+async def test_realtime_paths_are_not_rate_limited(live) -> None:
     twin, base, token = live
     twin.automation_app.state.limiter.storm(1, 600)
-    for _ in range(3):
-        ws = await open_authenticated(base, token)
-        await ws.close()
+    auth = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        rest = [(await http.get("/api/devices", headers=auth)).status_code for _ in range(2)]
+        assert rest == [200, 429]  # the storm is on for REST...
+        for _ in range(3):  # ...but not for WS and SSE
+            ws = await open_authenticated(base, token)
+            await ws.close()
+            async with http.stream("GET", f"/api/events/stream?token={token}") as sse:
+                assert sse.status_code == 200
 
 
 async def test_release_0917_also_serves_the_earlier_paths() -> None:
