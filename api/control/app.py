@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.automation.ratelimit import RateLimiter
+from api.control import demo
 from api.faults import FaultSet
 from hardware.ports.control import WorldControl
 from hardware.ports.errors import DomainError, ErrorCode, NotFound
@@ -293,6 +294,7 @@ def create_app(
             "next_since": entries[-1].seq if entries else since,
         }
 
+    app.include_router(demo.router)
     return app
 
 
