@@ -4,14 +4,18 @@ sessions a reboot drops."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
 from tests.conftest import gateway_token
+from tests.sockets import socket_settings, until
+from tests.test_gateway_reboot import refused
 from tests.twin.test_ota import firmware
 from twin import ota as ota_module
 from twin.camera import BOOT_S
-from twin.serve import Twin
+from twin.serve import Twin, build, start, stop
 
 STATUS = "/api/v1/system/ota/status"
 
@@ -196,3 +200,36 @@ async def test_power_loss_mid_install_reported_after_boot(
 async def test_protected_routes_need_a_token(gateway: httpx.AsyncClient, method: str, path: str) -> None:
     resp = await gateway.request(method, "/api/v1/system" + path)
     assert resp.status_code == 401 and resp.json()["code"] == 2000
+
+
+@pytest.mark.socket
+async def test_over_real_sockets_the_status_answers_before_and_after_the_reboot(tmp_path: Path) -> None:
+    twin = build(socket_settings())
+    running = await start(twin, tmp_path)
+    try:
+        base = running.url("cam-01/http")
+        address = running.listeners["cam-01/http"].address
+        async with httpx.AsyncClient(base_url=base) as client:
+            auth = {"Authorization": await gateway_token(client)}
+            assert (await install(client, auth)).status_code == 200
+            for seconds in (0.5, 2, 8, 2, 30):
+                twin.clock.advance(seconds)
+                assert (await client.get(STATUS)).status_code == 200
+        twin.clock.advance(ota_module.REBOOT_AFTER_S)
+        await until(lambda: refused(*address))
+        twin.clock.advance(BOOT_S)
+
+        async def status_answers() -> bool:
+            try:
+                async with httpx.AsyncClient(base_url=base) as client:
+                    return (await client.get(STATUS)).status_code == 200
+            except httpx.ConnectError:
+                return False
+
+        await until(status_answers)
+        async with httpx.AsyncClient(base_url=base) as client:
+            after = (await client.get(STATUS)).json()["data"]
+            assert after["status"] == "success" and after["reboot_confirmed"] is True
+            assert (await client.get("/api/v1/system/info", headers=auth)).status_code == 401
+    finally:
+        await stop(running)

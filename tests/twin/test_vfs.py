@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from hardware.ports.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageFull
@@ -131,3 +133,29 @@ def test_append_rotates_at_line_starts_and_charges_what_stays() -> None:
     content = fs.read("/var/log/x.log")
     assert len(content) <= 200 and content.startswith(b"line ") and content.endswith(b"line 099\n")
     assert sum(charged) == len(content)
+
+
+def test_random_paths_never_leave_the_roots() -> None:
+    """Property check over generated paths: whatever ``check`` accepts lies inside a root, and so
+    does where it leads once every link is followed."""
+    world = World(WorldConfig(seed=3, cameras=CameraSpec(1)))
+    fs = world.cameras["cam-01"].fs
+    view = Confined(fs)
+    pieces = [
+        "", ".", "..", "...", "data", "tmp", "etc", "aipc", "logs", "rootfs", "stock-models", "models",
+        "passwd", "%2e%2e", "%2E.", "%252e%252e", "%2f", "..%2f", "\\..", "~", " ", "x..y", "var", "log",
+    ]  # fmt: skip
+    rng = random.Random(20260101)
+    accepted = 0
+    for _ in range(5000):
+        parts = [rng.choice(pieces) for _ in range(rng.randint(0, 6))]
+        path = rng.choice(["/", "//", "", "./"]) + "/".join(parts)
+        try:
+            lexical = view.check(path)
+        except Forbidden:
+            continue
+        accepted += 1
+        assert ".." not in lexical.split("/")
+        for where in (lexical, fs.canonical(lexical)):
+            assert any(where == r or where.startswith(r + "/") for r in ("/data", "/tmp")), (path, where)
+    assert accepted > 100
