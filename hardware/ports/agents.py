@@ -109,6 +109,15 @@ class Execution:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentMessage:
+    id: str
+    agent_id: str
+    content: str
+    message_type: str
+    timestamp: float
+
+
+@dataclass(frozen=True, slots=True)
 class CronCheck:
     valid: bool
     error: str | None = None
@@ -145,6 +154,25 @@ class AutomationAgents(Protocol):
     def get_execution(self, agent_id: str, execution_id: str) -> Execution: ...
 
     def validate_cron(self, expression: str) -> CronCheck: ...
+
+    def validate_llm(self, backend_id: str | None) -> Mapping[str, Any]:
+        """Whether agents can use the backend: ``valid``, ``backend_id``, ``message``."""
+
+    def available_resources(self, agent_id: str) -> list[Mapping[str, Any]]:
+        """The devices an agent could bind, with their metrics and commands."""
+
+    def memory(self, agent_id: str) -> Mapping[str, Any]:
+        """What the agent remembers: its recent conclusions since the memory was last cleared."""
+
+    def clear_memory(self, agent_id: str) -> None: ...
+
+    def messages(self, agent_id: str) -> list[AgentMessage]: ...
+
+    def add_message(self, agent_id: str, content: str, message_type: str = "instruction") -> AgentMessage:
+        """A user message the agent reads on its next executions (newest ``context_window_size``)."""
+
+    def delete_messages(self, agent_id: str, message_id: str | None = None) -> int:
+        """Delete one message (``NotFound`` when unknown) or all; the number deleted."""
 
 
 # Model backends ------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ class EventKind(StrEnum):
     CAMERA_DETECTIONS = "camera.detections"
     AGENT_EXECUTION_STARTED = "agent.execution_started"
     AGENT_EXECUTION_COMPLETED = "agent.execution_completed"
+    AGENT_MEMORY_UPDATED = "agent.memory_updated"
     EXTENSION_OUTPUT = "extension.output"
     EXTENSION_COMMAND_COMPLETED = "extension.command_completed"
     DASHBOARD_UPDATED = "dashboard.updated"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from hardware.ports.events import EventKind
 from tests.conftest import admin_token
 from twin.serve import Twin
 
@@ -197,3 +198,58 @@ async def test_unknown_ids_bad_status_and_auth(automation: httpx.AsyncClient, au
     assert_error(await automation.get("/api/agents"), 401, "UNAUTHORIZED")
     bad = {"Authorization": "Bearer not-a-token"}
     assert_error(await automation.post("/api/agents", json=body(), headers=bad), 401, "UNAUTHORIZED")
+
+
+async def test_messages_memory_resources_and_llm_check(
+    automation: httpx.AsyncClient, auth: dict, twin: Twin
+) -> None:
+    agent_id = await create(automation, auth)
+    base = f"/api/agents/{agent_id}"
+    resp = await automation.post(f"{base}/messages", json={"content": "Prefer Celsius"}, headers=auth)
+    message = resp.json()["data"]
+    assert message["message_type"] == "instruction" and message["content"] == "Prefer Celsius"
+    listed = (await automation.get(f"{base}/messages", headers=auth)).json()["data"]
+    assert listed["count"] == 1 and listed["messages"][0]["id"] == message["id"]
+    memory_events = twin.world.bus.subscribe({EventKind.AGENT_MEMORY_UPDATED})
+    twin.clock.advance(600)
+    run = twin.world.agents.executions(agent_id)[0]
+    assert memory_events.get_nowait().data["execution_id"] == run.id
+    assert run.status == "completed"
+    chat = twin.world.agents.context.for_prompt(twin.world.agents.docs.get(agent_id))
+    assert chat == ["[instruction] Prefer Celsius"]
+
+    memory = (await automation.get(f"{base}/memory", headers=auth)).json()["data"]
+    assert memory["count"] == 1 and memory["entries"][0]["execution_id"] == run.id
+    assert memory["entries"][0]["timestamp"] == "2026-01-01T00:10:00+00:00" and memory["cleared_at"] is None
+    assert (await automation.delete(f"{base}/memory", headers=auth)).json()["data"]["cleared"] is True
+    assert (await automation.get(f"{base}/memory", headers=auth)).json()["data"]["count"] == 0
+    assert (
+        any(" agent.memory_updated " in line for line in twin.world.trace or []) or twin.world.trace is None
+    )
+
+    details = await automation.post(
+        f"{base}/executions/details", json={"execution_ids": [run.id, "x"]}, headers=auth
+    )
+    assert [e["id"] for e in details.json()["data"]["executions"]] == [run.id]
+    assert details.json()["data"]["executions"][0]["decision_process"]["conclusion"]
+
+    resources = (await automation.get(f"{base}/available-resources", headers=auth)).json()["data"]
+    assert DEVICE in {d["device_id"] for d in resources["devices"]}
+    first = next(d for d in resources["devices"] if d["device_id"] == DEVICE)
+    assert {"identify", "reboot"} <= {c["name"] for c in first["commands"]}
+
+    resp = await automation.delete(f"{base}/messages/{message['id']}", headers=auth)
+    assert resp.json()["data"]["deleted"] is True
+    assert_error(await automation.delete(f"{base}/messages/{message['id']}", headers=auth), 404, "NOT_FOUND")
+    await automation.post(f"{base}/messages", json={"content": "a"}, headers=auth)
+    assert (await automation.delete(f"{base}/messages", headers=auth)).json()["data"]["deleted"] == 1
+    bad = {"content": "a", "message_type": "shout"}
+    assert_error(await automation.post(f"{base}/messages", json=bad, headers=auth), 400, "BAD_REQUEST")
+    assert_error(await automation.post(f"{base}/messages", json={}, headers=auth), 422, "VALIDATION_ERROR")
+    assert_error(await automation.get("/api/agents/nope/messages", headers=auth), 404, "NOT_FOUND")
+
+    check = (await automation.post("/api/agents/validate-llm", json={}, headers=auth)).json()["data"]
+    assert check == {"valid": True, "backend_id": "simulated", "message": "ready"}
+    check = await automation.post("/api/agents/validate-llm", json={"backend_id": "nope"}, headers=auth)
+    assert check.json()["data"]["valid"] is False
+    assert_error(await automation.get(f"{base}/memory"), 401, "UNAUTHORIZED")

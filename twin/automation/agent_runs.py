@@ -30,10 +30,7 @@ async def conduct(world: World, doc: dict[str, Any], data: Any) -> dict[str, Any
     hints = hints_of(doc)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt(doc, hints)},
-        {
-            "role": "user",
-            "content": doc["user_prompt"] + (f"\n\nInput: {json.dumps(data, default=str)}" if data else ""),
-        },
+        {"role": "user", "content": user_prompt(doc, data, world.agents.context.for_prompt(doc))},
     ]
     tools = tool_defs()
     collected, actions, steps, failed = [], [], [], 0
@@ -125,6 +122,16 @@ def hints_of(doc: dict[str, Any]) -> Hints:
         if r["resource_type"] == "command" and rest:
             commands.append((device_id, rest, dict(r.get("config", {}).get("parameters", {}))))
     return Hints(tuple(devices), tuple(commands))
+
+
+def user_prompt(doc: Mapping[str, Any], data: Any, notes: list[str]) -> str:
+    """The agent's prompt, then the trigger's data and the user's messages, if any."""
+    parts = [doc["user_prompt"]]
+    if data:
+        parts.append(f"Input: {json.dumps(data, default=str)}")
+    if notes:
+        parts.append("Messages from the user:\n" + "\n".join(notes))
+    return "\n\n".join(parts)
 
 
 def system_prompt(doc: dict[str, Any], hints: Hints) -> str:

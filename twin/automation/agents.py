@@ -27,10 +27,8 @@ import simpy
 from hardware.ports.agents import (
     AGENT_STATUSES,
     MIN_INTERVAL_S,
-    RESOURCE_TYPES,
-    SCHEDULE_TYPES,
     Agent,
-    AgentResource,
+    AgentMessage,
     AgentSpec,
     AgentStats,
     CronCheck,
@@ -39,7 +37,9 @@ from hardware.ports.agents import (
 )
 from hardware.ports.errors import DomainError, InvalidInput, NotFound, Timeout
 from hardware.ports.events import EventKind
+from twin.automation.agent_context import AgentContext
 from twin.automation.agent_runs import conduct
+from twin.automation.agent_spec import check_spec, spec_doc, spec_of
 from twin.automation.chat_models import run_now
 from twin.automation.crontab import CronExpression, describe
 from twin.rng import hash_uniform
@@ -49,11 +49,6 @@ if TYPE_CHECKING:
 
 KEEP_EXECUTIONS = 500
 EVENT_POLL_S = 1.0
-
-
-def validation(message: str, field: str) -> InvalidInput:
-    """A refusal the vendor answers with 422 ``VALIDATION_ERROR`` (plain ``InvalidInput`` is 400)."""
-    return InvalidInput(message, resource="validation", field=field)
 
 
 def not_found(agent_id: str) -> NotFound:
@@ -67,6 +62,7 @@ class AgentRegistry:
         self.world = world
         self.docs = world.store.collection("agents")
         self.runs = world.store.collection("agent_executions")
+        self.context = AgentContext(world)
         self.procs: dict[str, simpy.Process] = {}
         self.pending: set[asyncio.Task[None]] = set()
         for doc in self.docs.values():
@@ -78,10 +74,10 @@ class AgentRegistry:
         return [self._value(doc) for doc in self.docs.values()]
 
     def create_agent(self, spec: AgentSpec) -> Agent:
-        mode = self._check(spec)
+        mode = check_spec(spec, self.world.llm.exists)
         now = self.world.now()
         doc = {
-            **_spec_doc(spec),
+            **spec_doc(spec),
             "id": self._uuid(),
             "execution_mode": mode,
             "status": "active",
@@ -101,15 +97,15 @@ class AgentRegistry:
 
     def update_agent(self, agent_id: str, changes: Mapping[str, Any]) -> Agent:
         doc = self._doc(agent_id)
-        current = _spec_of(doc)
+        current = spec_of(doc)
         fields = {f.name for f in dataclasses.fields(AgentSpec)}
         spec = dataclasses.replace(current, **{k: v for k, v in changes.items() if k in fields})
         if "execution_mode" not in changes:
             spec = dataclasses.replace(spec, execution_mode=doc["execution_mode"])
-        mode = self._check(spec)
+        mode = check_spec(spec, self.world.llm.exists)
         if spec.schedule != current.schedule:
             doc["anchor"] = self.world.now()
-        doc.update(_spec_doc(spec), execution_mode=mode, updated_at=self.world.now())
+        doc.update(spec_doc(spec), execution_mode=mode, updated_at=self.world.now())
         self.docs.put(agent_id, doc)
         self._restart(doc)
         return self._value(doc)
@@ -121,6 +117,7 @@ class AgentRegistry:
         for run_id, run in self.runs.items():
             if run["agent_id"] == agent_id:
                 self.runs.delete(run_id)
+        self.context.delete_messages(agent_id, None)
 
     def set_status(self, agent_id: str, status: str) -> Agent:
         if status not in AGENT_STATUSES:
@@ -194,6 +191,41 @@ class AgentRegistry:
         if run is None or run["agent_id"] != agent_id:
             raise NotFound(f"Execution {execution_id}", resource="execution")
         return self._execution(run)
+
+    # Context: messages, memory, resources -------------------------------------------------------
+    def validate_llm(self, backend_id: str | None) -> Mapping[str, Any]:
+        llm = self.world.llm
+        chosen = backend_id or llm.active_id()
+        if not llm.exists(chosen):
+            return {"valid": False, "backend_id": chosen, "message": f"LLM backend {chosen} not found"}
+        backend = llm.get_backend(chosen)
+        message = "ready" if backend.healthy else "the backend did not answer its last probe"
+        return {"valid": backend.healthy, "backend_id": chosen, "message": message}
+
+    def available_resources(self, agent_id: str) -> list[Mapping[str, Any]]:
+        self._doc(agent_id)
+        return self.context.available_resources()
+
+    def memory(self, agent_id: str) -> Mapping[str, Any]:
+        doc = self._doc(agent_id)
+        return self.context.memory(doc, [r for r in self.runs.values() if r["agent_id"] == agent_id])
+
+    def clear_memory(self, agent_id: str) -> None:
+        doc = self._doc(agent_id)
+        doc["memory_cleared_at"] = self.world.now()
+        self.docs.put(agent_id, doc)
+
+    def messages(self, agent_id: str) -> list[AgentMessage]:
+        self._doc(agent_id)
+        return self.context.messages(agent_id)
+
+    def add_message(self, agent_id: str, content: str, message_type: str = "instruction") -> AgentMessage:
+        self._doc(agent_id)
+        return self.context.add_message(agent_id, content, message_type)
+
+    def delete_messages(self, agent_id: str, message_id: str | None = None) -> int:
+        self._doc(agent_id)
+        return self.context.delete_messages(agent_id, message_id)
 
     # Schedules (SimPy processes) ----------------------------------------------------------------
     def _start(self, doc: dict[str, Any]) -> None:
@@ -322,6 +354,8 @@ class AgentRegistry:
             duration_ms=duration,
             success=status != "failed",
         )
+        if status != "failed":
+            self.context.memory_updated(doc["id"], run["id"])
         return self._execution(run)
 
     def _duration(self, doc: dict[str, Any], run: dict[str, Any], tool_calls: int) -> int:
@@ -347,34 +381,8 @@ class AgentRegistry:
             raise not_found(agent_id)
         return doc
 
-    def _check(self, spec: AgentSpec) -> str:
-        """Validate like the vendor; returns the effective execution mode."""
-        if not 1 <= len(spec.name) <= 100:
-            raise validation("name must be 1 to 100 characters", "name")
-        if not 1 <= len(spec.user_prompt) <= 10_000:
-            raise validation("user_prompt must be 1 to 10000 characters", "user_prompt")
-        if spec.system_prompt is not None and len(spec.system_prompt) > 4000:
-            raise validation("system_prompt must be at most 4000 characters", "system_prompt")
-        if spec.max_chain_depth is not None and not 1 <= spec.max_chain_depth <= 30:
-            raise validation("max_chain_depth must be 1 to 30", "max_chain_depth")
-        if spec.context_window_size is not None and not 1 <= spec.context_window_size <= 100:
-            raise validation("context_window_size must be 1 to 100", "context_window_size")
-        for r in spec.resources:
-            if r.resource_type not in RESOURCE_TYPES:
-                raise validation(f"unknown resource_type {r.resource_type!r}", "resources")
-        _check_schedule(spec.schedule)
-        if spec.llm_backend_id and not self.world.llm.exists(spec.llm_backend_id):
-            raise InvalidInput(f"LLM backend {spec.llm_backend_id} not found", field="llm_backend_id")
-        mode = "free" if (spec.execution_mode or "").lower() in ("free", "react") else "focused"
-        if mode == "focused" and not spec.resources:
-            message = "Focused mode requires at least one bound resource; use execution_mode 'free'"
-            if spec.execution_mode is None:
-                raise InvalidInput(message, field="execution_mode")
-            raise validation(message, "execution_mode")
-        return mode
-
     def _value(self, doc: dict[str, Any]) -> Agent:
-        spec = _spec_of(doc)
+        spec = spec_of(doc)
         return Agent(
             id=doc["id"],
             name=spec.name,
@@ -400,38 +408,6 @@ class AgentRegistry:
     @staticmethod
     def _execution(run: dict[str, Any]) -> Execution:
         return Execution(**run)
-
-
-# Helpers ----------------------------------------------------------------------------------------
-def _check_schedule(schedule: Schedule) -> None:
-    if schedule.schedule_type not in SCHEDULE_TYPES:
-        raise InvalidInput(
-            f"Invalid schedule_type '{schedule.schedule_type}'; expected one of {', '.join(SCHEDULE_TYPES)}",
-            field="schedule",
-        )
-    if schedule.schedule_type == "interval" and (
-        schedule.interval_seconds is None or schedule.interval_seconds < MIN_INTERVAL_S
-    ):
-        raise validation(f"interval_seconds must be at least {MIN_INTERVAL_S}", "schedule.interval_seconds")
-    if schedule.schedule_type == "cron":
-        if not schedule.cron_expression:
-            raise validation("cron_expression is required for a cron schedule", "schedule.cron_expression")
-        try:
-            CronExpression.parse(schedule.cron_expression, schedule.timezone)
-        except ValueError as err:
-            raise InvalidInput(f"Invalid cron expression: {err}", field="schedule.cron_expression") from err
-
-
-def _spec_doc(spec: AgentSpec) -> dict[str, Any]:
-    return dataclasses.asdict(spec)
-
-
-def _spec_of(doc: dict[str, Any]) -> AgentSpec:
-    fields = {f.name for f in dataclasses.fields(AgentSpec)}
-    values = {k: doc[k] for k in fields if k in doc}
-    values["schedule"] = Schedule(**doc["schedule"])
-    values["resources"] = tuple(AgentResource(**r) for r in doc.get("resources", ()))
-    return AgentSpec(**values)
 
 
 def _matches(event_filter: str | None, kind: str, source: str, data: Mapping[str, Any]) -> bool:

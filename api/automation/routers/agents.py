@@ -18,7 +18,7 @@ from api.automation.catalogue import HYBRID, JWT_ONLY, vendor_routes
 from api.automation.deps import Backend, admin_user, current_user
 from api.automation.schemas import ok
 from api.routing import shape_of
-from hardware.ports.agents import Agent, AgentResource, AgentSpec, Execution, Schedule
+from hardware.ports.agents import Agent, AgentMessage, AgentResource, AgentSpec, Execution, Schedule
 from hardware.ports.errors import InternalError
 
 AgentId = Annotated[str, Path(alias="id")]
@@ -181,6 +181,20 @@ class ExecuteBody(_Body):
         return (
             self.input if self.input is not None else self.data if self.data is not None else self.event_data
         )
+
+
+class LlmCheckBody(_Body):
+    backend_id: str | None = None
+    llm_backend_id: str | None = None
+
+
+class MessageBody(_Body):
+    content: str
+    message_type: str = "instruction"
+
+
+class DetailsBody(_Body):
+    execution_ids: list[str]
 
 
 class CronBody(_Body):
@@ -361,6 +375,63 @@ async def validate_cron(body: CronBody, backend: Backend) -> JSONResponse:
     return ok(data, backend.clock.now())
 
 
+async def validate_llm(body: LlmCheckBody, backend: Backend) -> JSONResponse:
+    check = backend.agents.validate_llm(body.backend_id or body.llm_backend_id)
+    return ok(dict(check), backend.clock.now())
+
+
+async def available_resources(agent_id: AgentId, backend: Backend) -> JSONResponse:
+    rows = [dict(r) for r in backend.agents.available_resources(agent_id)]
+    return ok({"agent_id": agent_id, "devices": rows, "count": len(rows)}, backend.clock.now())
+
+
+async def get_memory(agent_id: AgentId, backend: Backend) -> JSONResponse:
+    memory = dict(backend.agents.memory(agent_id))
+    memory["entries"] = [{**e, "timestamp": rfc3339(e["timestamp"])} for e in memory["entries"]]
+    memory["cleared_at"] = rfc3339(memory["cleared_at"])
+    return ok(memory, backend.clock.now())
+
+
+async def clear_memory(agent_id: AgentId, backend: Backend) -> JSONResponse:
+    backend.agents.clear_memory(agent_id)
+    return ok({"agent_id": agent_id, "cleared": True}, backend.clock.now())
+
+
+def message_info(m: AgentMessage) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "content": m.content,
+        "message_type": m.message_type,
+        "timestamp": rfc3339(m.timestamp),
+    }
+
+
+async def list_messages(agent_id: AgentId, backend: Backend) -> JSONResponse:
+    rows = [message_info(m) for m in backend.agents.messages(agent_id)]
+    return ok({"agent_id": agent_id, "messages": rows, "count": len(rows)}, backend.clock.now())
+
+
+async def add_message(agent_id: AgentId, body: MessageBody, backend: Backend) -> JSONResponse:
+    message = backend.agents.add_message(agent_id, body.content, body.message_type)
+    return ok(message_info(message), backend.clock.now())
+
+
+async def delete_messages(agent_id: AgentId, backend: Backend) -> JSONResponse:
+    deleted = backend.agents.delete_messages(agent_id)
+    return ok({"agent_id": agent_id, "deleted": deleted}, backend.clock.now())
+
+
+async def delete_message(agent_id: AgentId, message_id: str, backend: Backend) -> JSONResponse:
+    backend.agents.delete_messages(agent_id, message_id)
+    return ok({"agent_id": agent_id, "message_id": message_id, "deleted": True}, backend.clock.now())
+
+
+async def execution_details(agent_id: AgentId, body: DetailsBody, backend: Backend) -> JSONResponse:
+    wanted = set(body.execution_ids)
+    runs = [execution_detail(e) for e in backend.agents.executions(agent_id, 500) if e.id in wanted]
+    return ok({"agent_id": agent_id, "executions": runs, "count": len(runs)}, backend.clock.now())
+
+
 ROUTES: list[Route] = [
     ("GET", "/agents", list_agents),
     ("POST", "/agents", create_agent),
@@ -375,6 +446,15 @@ ROUTES: list[Route] = [
     ("GET", "/agents/{id}/executions", executions),
     ("GET", "/agents/{id}/executions/{execution_id}", get_execution),
     ("GET", "/agents/{id}/stats", agent_stats),
+    ("POST", "/agents/validate-llm", validate_llm),
+    ("GET", "/agents/{id}/available-resources", available_resources),
+    ("GET", "/agents/{id}/memory", get_memory),
+    ("DELETE", "/agents/{id}/memory", clear_memory),
+    ("GET", "/agents/{id}/messages", list_messages),
+    ("POST", "/agents/{id}/messages", add_message),
+    ("DELETE", "/agents/{id}/messages", delete_messages),
+    ("DELETE", "/agents/{id}/messages/{message_id}", delete_message),
+    ("POST", "/agents/{id}/executions/details", execution_details),
 ]
 
 
