@@ -240,6 +240,43 @@ class Terminal:
             rows.append(f"{s.device:<14} {s.total:>9} {p.used:>10} {p.free:>10} {pct:>3}% {s.mountpoint}")
         return "\n".join(rows) + "\n"
 
+    def _lines_of(self, args: list[str]) -> tuple[int, list[str]]:
+        count, files = 10, []
+        i = 0
+        while i < len(args):
+            if args[i] == "-n" and i + 1 < len(args) and args[i + 1].isdigit():
+                count, i = int(args[i + 1]), i + 2
+                continue
+            files.append(args[i])
+            i += 1
+        text = "".join(self.camera.fs.read(self._path(f)).decode(errors="replace") for f in files)
+        return count, text.splitlines()
+
+    def _cmd_head(self, args: list[str]) -> str:
+        count, lines = self._lines_of(args)
+        return "".join(line + "\n" for line in lines[:count])
+
+    def _cmd_tail(self, args: list[str]) -> str:
+        count, lines = self._lines_of(args)
+        return "".join(line + "\n" for line in lines[-count:] if count)
+
+    def _cmd_grep(self, args: list[str]) -> str:
+        if not args:
+            raise InvalidInput("usage: grep PATTERN FILE...")
+        _, lines = self._lines_of(args[1:])
+        return "".join(line + "\n" for line in lines if args[0] in line)
+
+    def _cmd_journalctl(self, args: list[str]) -> str:
+        """``journalctl -u SERVICE [-n N]``: the service's journal from the device logs."""
+        service = args[args.index("-u") + 1] if "-u" in args and args.index("-u") + 1 < len(args) else ""
+        count = 50
+        if "-n" in args and args.index("-n") + 1 < len(args) and args[args.index("-n") + 1].isdigit():
+            count = int(args[args.index("-n") + 1])
+        if not service:
+            raise InvalidInput("usage: journalctl -u SERVICE [-n N]")
+        _, text = self.camera.logs.tail("service", service, count)
+        return text + "\n"
+
     def _cmd_stat(self, args: list[str]) -> str:
         if not args:
             raise NotFound("missing operand", resource="file")

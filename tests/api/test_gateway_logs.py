@@ -287,6 +287,12 @@ async def test_terminal_login_and_a_shell_over_the_virtual_fs(device, tmp_path: 
         await read_until(ws, "# ")
         await type_line(ws, "rm -rf /")
         assert "refusing" in await read_until(ws, "# ")
+        await type_line(ws, "journalctl -u sshd -n 1")
+        assert "Accepted password for admin on web terminal" in await read_until(ws, "# ")
+        await type_line(ws, "grep Started /var/log/auth.log")
+        assert "Started SSH Server." in await read_until(ws, "# ")
+        await type_line(ws, "tail -n 1 /etc/passwd")
+        assert "aipc:x:1000" in await read_until(ws, "# ")
         await type_line(ws, "nmap localhost")
         assert "nmap: command not found" in await read_until(ws, "# ")
         await type_line(ws, "exit")
@@ -319,6 +325,22 @@ async def test_terminal_refuses_three_bad_passwords_and_times_out(device) -> Non
         await read_until(ws, "login: ")
         twin.clock.advance(60)
         assert "timed out" in await read_until(ws, "timed out")
+
+
+@pytest.mark.socket
+async def test_a_reboot_ends_the_terminal_session(device) -> None:
+    twin, ws_base, token, _ = device
+    async with connect(f"{ws_base}/api/v1/terminal/ws?token={token}") as ws:
+        await read_until(ws, "login: ")
+        await type_line(ws, "admin")
+        await read_until(ws, "Password: ")
+        await type_line(ws, "password")
+        await read_until(ws, "# ")
+        twin.world.cameras["cam-01"].restart()
+        twin.clock.advance(RESTART_DELAY_S + 1.5)
+        with pytest.raises(ConnectionClosed):
+            while True:
+                await asyncio.wait_for(ws.recv(), 5)
 
 
 @pytest.mark.socket

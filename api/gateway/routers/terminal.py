@@ -155,7 +155,13 @@ async def terminal(websocket: WebSocket) -> None:
                     return
                 await websocket.send_text(session.prompt())
 
-    tasks = [asyncio.create_task(reader()), asyncio.create_task(shell())]
+    async def watchdog() -> None:
+        """The device going down ends the session, typing or not."""
+        with contextlib.suppress(DomainError):
+            while not session.closed:
+                await backend.clock.sleep(1.0)
+
+    tasks = [asyncio.create_task(reader()), asyncio.create_task(shell()), asyncio.create_task(watchdog())]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
