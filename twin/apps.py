@@ -30,6 +30,7 @@ from hardware.ports.errors import Conflict, DomainError, InternalError, InvalidI
 from hardware.ports.gateway_apps import AppInfo, AppStats, InstallResult, InstallTask, LogLine
 from twin import app_manifest
 from twin.app_manifest import Manifest
+from twin.app_store import AppStore
 from twin.containers import Container, Volume
 from twin.event_bus_device import covered
 from twin.storage import remove_file, write_file
@@ -109,6 +110,7 @@ class AppManager:
         self.staged: dict[str, Staged] = {}
         self.tasks: dict[str, Task] = {}
         self.apps: dict[str, App] = {}
+        self.store = AppStore(camera)
 
     # Staging -------------------------------------------------------------------------------
     def _stage(self, filename: str, data: bytes, suffixes: tuple[str, ...], keep: bool) -> Staged:
@@ -128,6 +130,20 @@ class AppManager:
 
     def upload_image(self, filename: str, data: bytes) -> str:
         return self._stage(filename, data, IMAGE_SUFFIXES, keep=False).path
+
+    def stage_download(self, filename: str, size: int, seed: str) -> str:
+        """An image archive fetched from the app store: ``size`` bytes staged like an upload."""
+        staged = self._stage(filename, b"", IMAGE_SUFFIXES, keep=False)
+        fs = getattr(self.camera, "fs", None)
+        if fs is None:
+            self.camera.storage.charge_path(staged.path, f"file:{staged.path}", size)
+        else:
+            fs.put_sparse(staged.path, size, seed)
+        staged.size = size
+        return staged.path
+
+    def stage_manifest(self, text: str) -> str:
+        return self._stage("app.yaml", text.encode(), MANIFEST_SUFFIXES, keep=True).path
 
     def upload_manifest(self, filename: str, data: bytes) -> tuple[str, str]:
         manifest = app_manifest.parse(data)

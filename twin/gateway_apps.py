@@ -153,6 +153,38 @@ class TwinGatewayApps(_Area):
     def permissions(self, app_id: str) -> dict[str, object]:
         return self.camera.apps.permissions(app_id)
 
+    def store_apps(
+        self, category: str, search: str, featured: bool | None, page: int, page_size: int
+    ) -> dict[str, object]:
+        return self.camera.apps.store.apps(category, search, featured, page, page_size)
+
+    def store_app(self, key: str) -> dict[str, object]:
+        return self.camera.apps.store.app(key)
+
+    def store_categories(self) -> list[dict[str, object]]:
+        return self.camera.apps.store.categories()
+
+    def store_tags(self) -> list[dict[str, object]]:
+        return self.camera.apps.store.tags()
+
+    def store_install(self, key: str, version: str, config: dict[str, object]) -> dict[str, object]:
+        return self.camera.apps.store.install(key, version, config)
+
+    def install_records(self) -> list[dict[str, object]]:
+        return self.camera.apps.store.list()
+
+    def install_record(self, app_id: str) -> dict[str, object]:
+        return self.camera.apps.store.view(app_id)
+
+    def create_install_record(self, fields: dict[str, object]) -> dict[str, object]:
+        return self.camera.apps.store.record(fields)
+
+    def update_install_record(self, app_id: str, fields: dict[str, object]) -> dict[str, object]:
+        return self.camera.apps.store.update(app_id, fields)
+
+    def delete_install_record(self, app_id: str) -> None:
+        self.camera.apps.store.delete(app_id)
+
 
 class TwinGatewayContainers(_Area):
     def list(self) -> tuple[ContainerInfo, ...]:

@@ -25,6 +25,7 @@ from api.gateway.routers import (
     not_simulated,
     peripherals,
     storage,
+    store,
     system,
     terminal,
     upgrade,
@@ -58,6 +59,7 @@ def create_app(backend: GatewayBackend) -> FastAPI:
     for router in (events.router, events.ws_router, monitor.router, monitor.processes, storage.router):
         mount(app, router)
     mount(app, device.router)
+    mount(app, store.router)
     app.router.routes.extend(not_simulated.routes_for(app))
     finish(app, area_depth=3)  # areas are /api/v1/<first segment>
     return app

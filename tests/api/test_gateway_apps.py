@@ -51,7 +51,9 @@ async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
     return {"Authorization": await gateway_token(gateway)}
 
 
-async def while_time_runs(twin: Twin, request: Awaitable[httpx.Response], step: float = 0.5) -> httpx.Response:
+async def while_time_runs(
+    twin: Twin, request: Awaitable[httpx.Response], step: float = 0.5
+) -> httpx.Response:
     """Send a request that waits on the world clock, advancing step-mode time until it answers."""
     task = asyncio.ensure_future(request)
     for _ in range(2000):
@@ -84,7 +86,9 @@ async def install(
     up = await gateway.post("/api/v1/apps/upload-image", headers=auth, files={"file": (image_name, image)})
     assert up.status_code == 200, up.text
     image_path = up.json()["data"]["image_path"]
-    mf = await gateway.post("/api/v1/apps/upload-manifest", headers=auth, files={"file": ("app.yaml", manifest)})
+    mf = await gateway.post(
+        "/api/v1/apps/upload-manifest", headers=auth, files={"file": ("app.yaml", manifest)}
+    )
     assert mf.status_code == 200, mf.text
     manifest_path = mf.json()["data"]["manifest_path"]
     body = {"manifest_path": manifest_path, "image_path": image_path, "force": False}
@@ -182,21 +186,38 @@ async def test_restart_counts_and_get_shows_restart_count(
     assert info["restart_count"] == 1 and info["state"] == "running"
 
 
-async def test_synchronous_install_and_wizard(gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]) -> None:
-    up = await gateway.post("/api/v1/apps/upload-image", headers=auth, files={"file": ("x.tar", b"tar" * 100)})
-    mf = await gateway.post("/api/v1/apps/upload-manifest", headers=auth, files={"file": ("app.yaml", MANIFEST)})
-    body = {"manifest_path": mf.json()["data"]["manifest_path"], "image_path": up.json()["data"]["image_path"]}
+async def test_synchronous_install_and_wizard(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    up = await gateway.post(
+        "/api/v1/apps/upload-image", headers=auth, files={"file": ("x.tar", b"tar" * 100)}
+    )
+    mf = await gateway.post(
+        "/api/v1/apps/upload-manifest", headers=auth, files={"file": ("app.yaml", MANIFEST)}
+    )
+    body = {
+        "manifest_path": mf.json()["data"]["manifest_path"],
+        "image_path": up.json()["data"]["image_path"],
+    }
     resp = await gateway.post("/api/v1/apps", headers=auth, json=body)
-    assert resp.json()["data"] == {"message": "Application installed", "app_id": "people-counter", "updated": False}
+    assert resp.json()["data"] == {
+        "message": "Application installed",
+        "app_id": "people-counter",
+        "updated": False,
+    }
     resp = await gateway.post(
-        "/api/v1/apps/wizard", headers=auth, json={"app_id": "second", "name": "Second", "image": "people-counter:1.2.0"}
+        "/api/v1/apps/wizard",
+        headers=auth,
+        json={"app_id": "second", "name": "Second", "image": "people-counter:1.2.0"},
     )
     assert resp.status_code == 200, resp.text
     ids = [a["id"] for a in (await gateway.get("/api/v1/apps", headers=auth)).json()["data"]]
     assert ids == ["people-counter", "second"]
 
 
-async def test_an_existing_app_needs_force(gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]) -> None:
+async def test_an_existing_app_needs_force(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
     await install(gateway, twin, auth)
     task = await install(gateway, twin, auth)
     assert task["phase"] == "error" and "already installed" in task["error"]
@@ -271,16 +292,112 @@ async def test_install_package_bodies(gateway: httpx.AsyncClient, auth: dict[str
 async def test_install_of_a_missing_manifest_fails_in_the_task(
     gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
 ) -> None:
-    resp = await gateway.post("/api/v1/apps/install-package", headers=auth, json={"manifest_path": "/tmp/none.yaml"})
+    resp = await gateway.post(
+        "/api/v1/apps/install-package", headers=auth, json={"manifest_path": "/tmp/none.yaml"}
+    )
     task_id = resp.json()["data"]["task_id"]
     twin.clock.advance(5)
     task = (await gateway.get(f"/api/v1/apps/install-progress/{task_id}", headers=auth)).json()["data"]
     assert task["phase"] == "error" and "manifest not found" in task["error"] and task["percent"] == 5
 
 
-async def test_stop_of_an_app_that_is_not_running(gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]) -> None:
+async def test_stop_of_an_app_that_is_not_running(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
     await install(gateway, twin, auth)
     resp = await gateway.post("/api/v1/apps/people-counter/stop", headers=auth)
     assert resp.status_code == 400 and resp.json()["code"] == 6005
     resp = await gateway.get("/api/v1/apps/people-counter/logs", headers=auth, params={"max_lines": "many"})
     assert resp.status_code == 400 and resp.json()["code"] == 1001
+
+
+# The app store --------------------------------------------------------------------------------------
+async def test_store_catalogue(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    page = (await gateway.get("/api/v1/store/apps", headers=auth)).json()["data"]
+    assert page["total"] == len(page["apps"]) >= 3 and page["page"] == 1 and page["page_size"] == 20
+    featured = (await gateway.get("/api/v1/store/apps", headers=auth, params={"featured": "true"})).json()[
+        "data"
+    ]
+    assert featured["apps"] and all(a["featured"] for a in featured["apps"])
+    retail = (await gateway.get("/api/v1/store/apps", headers=auth, params={"category": "retail"})).json()[
+        "data"
+    ]
+    assert [a["key"] for a in retail["apps"]] == ["people-counter"]
+    detail = (await gateway.get("/api/v1/store/apps/people-counter", headers=auth)).json()["data"]
+    assert detail["app"]["key"] == "people-counter" and detail["versions"][0]["version"] == "1.2.0"
+    assert [t["key"] for t in detail["tags"]] == ["people"]
+    cats = (await gateway.get("/api/v1/store/categories", headers=auth)).json()["data"]["categories"]
+    assert {"retail", "security"} <= {c["key"] for c in cats}
+    assert (await gateway.get("/api/v1/store/tags", headers=auth)).json()["data"]["tags"]
+
+
+async def test_store_install_runs_the_app_pipeline(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    before = usage(twin)
+    resp = await gateway.post(
+        "/api/v1/store/apps/people-counter/install", headers=auth, json={"version": "1.1.0"}
+    )
+    assert resp.status_code == 200, resp.text
+    started = resp.json()["data"]
+    assert started["app_id"] == "people-counter" and len(started["task_id"]) == 8
+    for _ in range(100):
+        task = (
+            await gateway.get(f"/api/v1/apps/install-progress/{started['task_id']}", headers=auth)
+        ).json()["data"]
+        if task["phase"] in ("complete", "error"):
+            break
+        twin.clock.advance(0.5)
+    assert task["phase"] == "complete", task
+    record = (await gateway.get("/api/v1/store/installs/people-counter", headers=auth)).json()["data"][
+        "install"
+    ]
+    assert record["version"] == "1.1.0" and record["status"] == "installed" and record["store_app_id"] == 1
+    resp = await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
+    assert resp.status_code == 200, resp.text
+    installs = (await gateway.get("/api/v1/store/installs", headers=auth)).json()["data"]["installs"]
+    assert installs[0]["status"] == "running" and installs[0]["container_id"] == "aipc-people-counter"
+    await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/stop", headers=auth))
+    await gateway.delete("/api/v1/apps/people-counter", headers=auth)
+    assert (await gateway.delete("/api/v1/store/installs/people-counter", headers=auth)).status_code == 200
+    assert usage(twin) == before
+
+
+async def test_install_records(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    body = {"app_id": "custom", "name": "Custom", "version": "0.1"}
+    made = (await gateway.post("/api/v1/store/installs", headers=auth, json=body)).json()["data"]["install"]
+    assert made["app_id"] == "custom" and made["status"] == "installing"
+    dup = await gateway.post("/api/v1/store/installs", headers=auth, json=body)
+    assert dup.status_code == 409 and dup.json()["code"] == 4001
+    upd = await gateway.put(
+        "/api/v1/store/installs/custom", headers=auth, json={"status": "failed", "message": "x"}
+    )
+    assert upd.json()["data"]["install"]["status"] == "failed"
+    bad = await gateway.put("/api/v1/store/installs/custom", headers=auth, json={"status": 3})
+    assert bad.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status", "code"),
+    [
+        ("GET", "/api/v1/store/apps/ghost", {}, 404, 4000),
+        ("POST", "/api/v1/store/apps/ghost/install", {}, 404, 4000),
+        ("POST", "/api/v1/store/apps/people-counter/install", {"json": {"version": "9.9"}}, 404, 4000),
+        ("POST", "/api/v1/store/apps/people-counter/install", {"json": {"config": [1]}}, 400, 1001),
+        ("GET", "/api/v1/store/apps", {"params": {"page": 0}}, 400, 1004),
+        ("GET", "/api/v1/store/installs/ghost", {}, 404, 4000),
+        ("DELETE", "/api/v1/store/installs/ghost", {}, 404, 4000),
+        ("POST", "/api/v1/store/installs", {"json": {"app_id": "x"}}, 400, 1001),
+    ],
+)
+async def test_store_failures(
+    gateway: httpx.AsyncClient,
+    auth: dict[str, str],
+    method: str,
+    path: str,
+    kwargs: dict,
+    status: int,
+    code: int,
+) -> None:
+    resp = await gateway.request(method, path, headers=auth, **kwargs)
+    assert (resp.status_code, resp.json()["code"]) == (status, code), resp.text

@@ -1,0 +1,78 @@
+"""``/api/v1/store/*``: the app store's catalogue (apps, categories, tags), installs from it through
+the app pipeline (the answer carries the install task to poll), and install records."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from api.gateway import schemas
+from api.gateway.deps import Backend, require_session
+from api.gateway.schemas_files import field, json_object
+from hardware.ports.errors import InvalidInput
+
+router = APIRouter(prefix="/api/v1/store", tags=["store"], dependencies=[Depends(require_session)])
+
+
+@router.get("/apps")
+async def store_apps(
+    backend: Backend,
+    category: str = "",
+    search: str = "",
+    featured: bool | None = None,
+    page: int = 1,
+    page_size: int = 20,
+) -> JSONResponse:
+    return schemas.ok(backend.apps.store_apps(category, search, featured, page, page_size))
+
+
+@router.get("/apps/{key}")
+async def store_app(key: str, backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.apps.store_app(key))
+
+
+@router.post("/apps/{key}/install")
+async def install(key: str, request: Request, backend: Backend) -> JSONResponse:
+    raw = await request.body()
+    body = json_object(raw) if raw.strip() else {}
+    config = body.get("config") or {}
+    if not isinstance(config, dict):
+        raise InvalidInput("config must be an object")
+    return schemas.ok(backend.apps.store_install(key, field(body, "version", str), config))
+
+
+@router.get("/categories")
+async def categories(backend: Backend) -> JSONResponse:
+    return schemas.ok({"categories": backend.apps.store_categories()})
+
+
+@router.get("/tags")
+async def tags(backend: Backend) -> JSONResponse:
+    return schemas.ok({"tags": backend.apps.store_tags()})
+
+
+@router.get("/installs")
+async def installs(backend: Backend) -> JSONResponse:
+    return schemas.ok({"installs": backend.apps.install_records()})
+
+
+@router.post("/installs")
+async def create_install(request: Request, backend: Backend) -> JSONResponse:
+    return schemas.ok({"install": backend.apps.create_install_record(json_object(await request.body()))})
+
+
+@router.get("/installs/{app_id}")
+async def get_install(app_id: str, backend: Backend) -> JSONResponse:
+    return schemas.ok({"install": backend.apps.install_record(app_id)})
+
+
+@router.put("/installs/{app_id}")
+async def update_install(app_id: str, request: Request, backend: Backend) -> JSONResponse:
+    body = json_object(await request.body())
+    return schemas.ok({"install": backend.apps.update_install_record(app_id, body)})
+
+
+@router.delete("/installs/{app_id}")
+async def delete_install(app_id: str, backend: Backend) -> JSONResponse:
+    backend.apps.delete_install_record(app_id)
+    return schemas.ok({"message": f"Install record {app_id} deleted"})
