@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, WebSocket
+from fastapi import APIRouter, Depends, Query, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
 from starlette.websockets import WebSocketDisconnect
 
@@ -18,6 +19,9 @@ from hardware.ports.gateway_files import LogFollower
 
 router = APIRouter(prefix="/api/v1", tags=["logs"], dependencies=[Depends(require_session)])
 stream_router = APIRouter(prefix="/api/v1", tags=["logs"])
+
+Kind = Annotated[str, Query(alias="type")]
+"""``?type=service|file``."""
 
 
 @router.get("/logs/services")
@@ -31,14 +35,14 @@ async def files(backend: Backend) -> JSONResponse:
 
 
 @router.get("/logs/content")
-async def content(backend: Backend, type: str = "", target: str = "", lines: str = "") -> JSONResponse:
-    count, text = backend.logs.content(type, target, shapes.lines_param(lines))
-    return schemas.ok({"target": target, "type": type, "lines": count, "content": text})
+async def content(backend: Backend, kind: Kind = "", target: str = "", lines: str = "") -> JSONResponse:
+    count, text = backend.logs.content(kind, target, shapes.lines_param(lines))
+    return schemas.ok({"target": target, "type": kind, "lines": count, "content": text})
 
 
 @router.get("/logs/download")
-async def download(backend: Backend, type: str = "", target: str = "") -> Response:
-    f = backend.logs.download(type, target)
+async def download(backend: Backend, kind: Kind = "", target: str = "") -> Response:
+    f = backend.logs.download(kind, target)
     return Response(f.data, media_type="text/plain; charset=utf-8", headers=shapes.attachment(f.name))
 
 

@@ -21,6 +21,7 @@ from api.gateway import errors, schemas
 from api.gateway import schemas_files as shapes
 from api.gateway.deps import Backend, request_token, require_session
 from api.gateway.routers.logs import deny
+from hardware.ports.clock import Clock
 from hardware.ports.errors import DomainError, Unauthenticated
 from hardware.ports.gateway_files import TerminalSession
 
@@ -172,7 +173,13 @@ async def terminal(websocket: WebSocket) -> None:
             await websocket.close()
 
 
-async def _login(websocket: WebSocket, session: TerminalSession, lines, state, clock) -> bool:
+async def _login(
+    websocket: WebSocket,
+    session: TerminalSession,
+    lines: asyncio.Queue[str | None],
+    state: dict[str, bool],
+    clock: Clock,
+) -> bool:
     """The in-band login: up to ``LOGIN_ATTEMPTS`` tries within ``LOGIN_TIMEOUT_S`` of device time."""
 
     async def attempts() -> bool:
