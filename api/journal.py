@@ -68,6 +68,17 @@ def cursor_in(tail: bytes) -> Any:
     return int(number) if number.is_integer() else number
 
 
+_SECRET = re.compile(r"((?:^|&)[^=&]*(?:token|key|password|secret)[^=&]*=)[^&]*", re.IGNORECASE)
+
+
+def query_of(raw: bytes) -> str:
+    """The query string, with the values of token, key, password and secret parameters masked."""
+    query = raw.decode("latin-1")
+    if not query:
+        return query
+    return _SECRET.sub(r"\1***", query)
+
+
 def state_in(head: bytes) -> str | None:
     """A status body's ``status`` (``reboot_confirmed`` once the device confirmed its reboot)."""
     if b'"reboot_confirmed":true' in head.replace(b" ", b""):
@@ -83,6 +94,9 @@ class JournalMiddleware:
         self.server = server
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -124,11 +138,46 @@ class JournalMiddleware:
                 scope["method"],
                 route_template(scope),
                 scope["path"],
-                scope.get("query_string", b"").decode("latin-1"),
+                query_of(scope.get("query_string", b"")),
                 0 if failed else status,
                 client[0] if client else "-",
                 retry_after,
                 cursor_in(tail) if paged else NO_CURSOR,
                 scope.get(FAULT_KEY),
                 state_in(head) if polled else None,
+            )
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket is journalled when it ends: ``at`` its opening, ``end`` its close, method
+        ``WS``, status 101 if it was accepted, else the denial's status (403 for a bare close)."""
+        at = self.journal.now()
+        status = 0
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            kind = message["type"]
+            if kind == "websocket.accept":
+                status = 101
+            elif kind == "websocket.http.response.start" and not status:
+                status = message["status"]
+            elif kind == "websocket.close" and not status:
+                status = 403
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            client = scope.get("client")
+            self.journal.record(
+                at,
+                self.server,
+                "WS",
+                route_template(scope),
+                scope["path"],
+                "",  # the query of a stream carries its token: never journalled
+                status,
+                client[0] if client else "-",
+                None,
+                NO_CURSOR,
+                scope.get(FAULT_KEY),
             )

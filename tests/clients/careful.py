@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PAGE, WATCHED, WINDOW_S, Answer, Env, Gateway, page_of, rounds
 
 POLL_S = 10
+STREAM_ROUNDS = 30  # five-second checks of the event stream: 150 s
 
 
 class Careful:
@@ -69,6 +70,23 @@ class Careful:
                 return 0
         return 1
 
+    def follow(self) -> int:
+        """Keep the device's event stream open: when it drops, open it again at once (and every
+        few seconds until the device takes it)."""
+        gateway = Gateway(self.env)
+        gateway.login()
+        ws = gateway.stream()
+        for _ in range(STREAM_ROUNDS):
+            self.env.pause(5)
+            if ws is not None and not gateway.alive(ws):
+                ws.close()
+                ws = None
+            if ws is None:
+                ws = gateway.stream()
+        if ws is not None:
+            ws.close()
+        return 0
+
     def run(self) -> int:
         self.env.login()
         for _ in range(rounds()):
@@ -81,4 +99,5 @@ class Careful:
 
 if __name__ == "__main__":
     client = Careful(Env())
-    sys.exit(client.upgrade() if "--ota" in sys.argv[1:] else client.run())
+    modes = {"--ota": client.upgrade, "--stream": client.follow}
+    sys.exit(next((modes[a] for a in sys.argv[1:] if a in modes), client.run)())

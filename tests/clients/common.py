@@ -123,6 +123,30 @@ class Gateway:
         files = {"firmware": ("firmware.tar.gz", firmware(), "application/gzip")}
         return self.call("POST", "/api/v1/system/ota/install", files=files)
 
+    def stream(self):
+        """The device event bus relay (a WebSocket), or ``None`` if it cannot be opened."""
+        from websockets.sync.client import connect
+
+        raw = (self.token or "").removeprefix("Bearer ")
+        url = self.base.replace("http", "ws", 1) + f"/api/v1/events/stream?token={raw}"
+        try:
+            return connect(url, open_timeout=5)
+        except (OSError, Exception):
+            return None
+
+    @staticmethod
+    def alive(ws) -> bool:
+        """Whether a stream is still open (nothing the bus relays is read here)."""
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            ws.recv(timeout=0.05)
+        except TimeoutError:
+            return True
+        except ConnectionClosed:
+            return False
+        return True
+
     def ota_state(self) -> tuple[int, str | None]:
         answer = self.call("GET", "/api/v1/system/ota/status")
         data = answer.body.get("data", {})

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PAGE, WATCHED, WINDOW_S, Answer, Env, Gateway, page_of, rounds
 
 POLL_S = 10
+STREAM_ROUNDS = 30  # five-second checks of the event stream: 150 s
 
 
 class Naive:
@@ -53,6 +54,20 @@ class Naive:
             gateway.ota_state()
         return 0
 
+    def follow(self) -> int:
+        """Open the device's event stream once; when it drops, carry on without it."""
+        gateway = Gateway(self.env)
+        gateway.login()
+        ws = gateway.stream()
+        for _ in range(STREAM_ROUNDS):
+            self.env.pause(5)
+            if ws is not None and not gateway.alive(ws):
+                ws.close()
+                ws = None
+        if ws is not None:
+            ws.close()
+        return 0
+
     def run(self) -> int:
         self.env.login()
         for _ in range(rounds()):
@@ -65,4 +80,5 @@ class Naive:
 
 if __name__ == "__main__":
     client = Naive(Env())
-    sys.exit(client.upgrade() if "--ota" in sys.argv[1:] else client.run())
+    modes = {"--ota": client.upgrade, "--stream": client.follow}
+    sys.exit(next((modes[a] for a in sys.argv[1:] if a in modes), client.run)())

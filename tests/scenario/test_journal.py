@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import httpx
+import asyncio
+import tempfile
+from pathlib import Path
 
-from api.journal import NO_CURSOR, cursor_in, state_in
+import httpx
+from websockets.asyncio.client import connect
+
+from api.journal import NO_CURSOR, cursor_in, query_of, state_in
 from tests.conftest import admin_token
-from twin.serve import Twin
+from tests.sockets import socket_settings
+from twin.serve import Twin, build, start, stop
 
 
 def test_cursor_in_reads_the_tail_of_a_body() -> None:
@@ -77,3 +83,37 @@ async def test_ota_status_polls_carry_the_state(
     assert (await gateway.get("/api/v1/system/ota/status")).status_code == 200
     entry = (await control.get("/journal")).json()["entries"][-1]
     assert entry["route"] == "/api/v1/system/ota/status" and entry["state"] == ""
+
+
+def test_secrets_in_query_strings_are_masked() -> None:
+    assert query_of(b"limit=2&token=abc&api_key=k1&metric=x") == "limit=2&token=***&api_key=***&metric=x"
+    assert query_of(b"cursor=5") == "cursor=5" and query_of(b"") == ""
+
+
+async def test_websockets_are_journalled_when_they_end() -> None:
+    live = build(socket_settings())
+    with tempfile.TemporaryDirectory() as tmp:
+        running = await start(live, Path(tmp))
+        try:
+            base = running.url("cam-01/http")
+            async with httpx.AsyncClient() as http:
+                creds = {"username": "admin", "password": "password"}
+                login = await http.post(base + "/api/login", json=creds)
+                token = login.json()["data"]["token"].removeprefix("Bearer ")
+            ws_base = base.replace("http", "ws", 1) + "/api/v1/events/stream"
+            async with connect(f"{ws_base}?token={token}"):
+                live.clock.advance(5)
+            try:
+                async with connect(f"{ws_base}?token=wrong"):
+                    pass
+            except Exception:
+                pass
+            for _ in range(100):
+                if sum(e.method == "WS" for e in live.journal.entries) == 2:
+                    break
+                await asyncio.sleep(0.02)
+        finally:
+            await stop(running)
+    opened, denied = [e for e in live.journal.entries if e.method == "WS"]
+    assert (opened.status, opened.at, opened.end, opened.query) == (101, 0, 5, "")
+    assert opened.route == "/api/v1/events/stream" and denied.status == 401

@@ -77,7 +77,7 @@ def test_a_broken_file_gives_one_line_with_file_line_and_key(tmp_path: Path) -> 
         ),
         ("name: x\nexpectations:\n  - expect: journal\n    colour: 1\n", "s.yaml:4: expectations.0.colour"),
         ("name: x\nexpectations:\n  - expect: handles_deleted_device\n", "s.yaml:3: expectations.0.device"),
-        ("name: x\nexpectations:\n  - expect: reconnects_stream\n", "cannot be judged yet"),
+        ("name: x\nexpectations:\n  - expect: polls_os_upgrade_to_terminal\n", "cannot be judged yet"),
         ("name: x\nstop: {at: -1}\n", "s.yaml:2: stop.at"),
     ],
 )

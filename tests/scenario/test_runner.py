@@ -51,6 +51,7 @@ def test_rate_limit_storm_cli_fails_the_naive_client_and_passes_the_careful_one(
         ("cursor_paging", "stops_paging_at_null_cursor", ""),
         ("ota_failure", "polls_ota_to_terminal", " --ota"),
         ("ota_power_loss", "polls_ota_to_terminal", " --ota"),
+        ("event_bus_down", "reconnects_stream", " --stream"),
     ],
 )
 def test_naive_fails_what_it_should_and_careful_passes(

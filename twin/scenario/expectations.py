@@ -19,7 +19,6 @@ from twin.journal import JournalEntry
 
 NOT_YET: dict[str, str] = {
     "polls_os_upgrade_to_terminal": "OS-upgrade jobs are not judged yet (only firmware OTA is)",
-    "reconnects_stream": "the journal records HTTP requests only; WS/SSE/MQTT reconnects are not journalled",
 }
 
 
@@ -336,6 +335,34 @@ class PollsOtaToTerminal(_Expect):
         return self.verdict(True, f"polled to {last.state!r} in {len(polls)} polls")
 
 
+class ReconnectsStream(_Expect):
+    """A WebSocket the client had open that the server dropped is followed by a new attempt on the
+    same route within ``seconds``, and the client has a stream again before the run ends (unless
+    the drop came too late to judge). Streams still open when the run ended are not drops."""
+
+    expect: Literal["reconnects_stream"]
+    server: str | None = "cam-01"
+    seconds: float = Field(default=10.0, gt=0)
+    route_suffix: str = Field(default="", description="only streams whose route ends with this")
+
+    def judge(self, run: RunRecord) -> Verdict:
+        streams = [e for e in self.entries(run) if e.method == "WS" and e.route.endswith(self.route_suffix)]
+        drops = 0
+        for i, e in enumerate(streams):
+            if e.status != 101 or e.end + self.seconds > run.end:
+                continue
+            later = [n for n in streams[i + 1 :] if n.route == e.route and n.at >= e.end]
+            drops += 1
+            if not later or later[0].at > e.end + self.seconds:
+                why = f"no new stream within {self.seconds:g} s of the drop at t={e.end:g}"
+                return self.verdict(False, why)
+            if not any(n.status == 101 for n in later):
+                return self.verdict(False, f"never had a stream again after the drop at t={e.end:g}")
+        if not drops:
+            return self.verdict(True, "not exercised: no stream was dropped")
+        return self.verdict(True, f"reconnected after {drops} dropped streams")
+
+
 class ClientSucceeds(_Expect):
     """The client under test exits with status 0 (not killed at the stop time)."""
 
@@ -358,6 +385,7 @@ Expectation = Annotated[
     | RequestRate
     | JournalCount
     | PollsOtaToTerminal
+    | ReconnectsStream
     | ClientSucceeds,
     Field(discriminator="expect"),
 ]
