@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 
+import orjson
 from amqtt.broker import Broker
 from amqtt.client import MQTTClient
 from amqtt.errors import BrokerError
@@ -34,7 +35,7 @@ def uplink_topic(device_type: str, device_id: str) -> str:
 def uplink_payload(event: Event) -> bytes:
     body = dict(event.data["metrics"])
     body["timestamp"] = int(event.data["timestamp"])
-    return json.dumps(body, separators=(",", ":")).encode()
+    return orjson.dumps(body)
 
 
 class EmbeddedBroker:
@@ -129,13 +130,17 @@ class MqttBridge:
         self.received = 0
         self.rejected = 0
         self.commands = 0
+        self._sensors: set[str] = set()
+        """Devices whose uplinks the bridge publishes itself: their echo from the broker is skipped."""
 
     async def run(self) -> None:
         kinds = frozenset({EventKind.DEVICE_TELEMETRY, EventKind.DEVICE_COMMAND_RESULT})
         sub = self.backend.subscribe(kinds, maxlen=self.queue)
         try:
             while True:
-                client = MQTTClient(client_id="twin-bridge", config={"auto_reconnect": False})
+                # No client plugins: amqtt's default packet logger schedules a task for every packet.
+                config = {"auto_reconnect": False, "plugins": {}}
+                client = MQTTClient(client_id="twin-bridge", config=config)
                 try:
                     await client.connect(self.url)
                     await client.subscribe([(UPLINK_FILTER, 0), (DOWNLINK_FILTER, 1)])
@@ -158,6 +163,7 @@ class MqttBridge:
             event = await sub.get()
             if event.kind is EventKind.DEVICE_TELEMETRY:
                 topic = uplink_topic(event.data["device_type"], event.source)
+                self._sensors.add(event.source)
                 await client.publish(topic, uplink_payload(event), qos=0)
             elif event.data.get("downlink_topic"):
                 await client.publish(event.data["downlink_topic"], downlink_payload(event), qos=1)
@@ -174,6 +180,8 @@ class MqttBridge:
                 self._command(target, bytes(message.data))
                 continue
             device_id = device_of_uplink(message.topic)
+            if device_id in self._sensors:  # a simulated sensor's own sample coming back: not ingested
+                continue
             try:
                 data = json.loads(bytes(message.data)) if device_id else None
             except ValueError:

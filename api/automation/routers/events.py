@@ -109,12 +109,15 @@ async def _sse(
     losses = _Losses(sub, "sse")
     last_sent = clock.now()
     keepalive = asyncio.ensure_future(clock.sleep(KEEPALIVE_S))
+    ready: asyncio.Future | None = None
     try:
         while True:
-            ready = asyncio.ensure_future(sub.ready())
-            await asyncio.wait((ready, keepalive), return_when=asyncio.FIRST_COMPLETED)
-            if not ready.done():
+            items = sub.drain(DRAIN)
+            if not items:
+                ready = asyncio.ensure_future(sub.ready())
+                await asyncio.wait((ready, keepalive), return_when=asyncio.FIRST_COMPLETED)
                 ready.cancel()
+                ready = None
             if keepalive.done():
                 keepalive.exception()  # a reset world fails the wait: just start a new one
                 idle = clock.now() - last_sent
@@ -123,13 +126,17 @@ async def _sse(
                     yield b":keepalive\n\n"
                     idle = 0.0
                 keepalive = asyncio.ensure_future(clock.sleep(max(KEEPALIVE_S - idle, 1.0)))
-            chunk = _sse_chunk(sub.drain(DRAIN), accepted, encoder)
+            if not items:
+                continue
             losses.check()
+            chunk = _sse_chunk(items, accepted, encoder)
             if chunk:
                 last_sent = clock.now()
                 yield chunk
     finally:
         keepalive.cancel()
+        if ready is not None:
+            ready.cancel()
         _finish(sub, "sse")
 
 
