@@ -104,5 +104,11 @@ class EventBus:
         subs = self._routes.get(event.kind)
         if subs is None:
             subs = self._route(event.kind)
-        for sub in subs:
-            sub.offer(item)
+        for sub in subs:  # QueueSubscription.offer, inlined: this loop runs per event per subscriber
+            queue = sub._queue
+            if len(queue) == queue.maxlen:
+                sub.dropped += 1
+                self.dropped += 1
+            queue.append(item)
+            if not sub._ready.is_set():
+                sub._ready.set()
