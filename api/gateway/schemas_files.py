@@ -158,11 +158,16 @@ def batch_deleted(result: BatchDeleteResult) -> dict[str, Any]:
     return body
 
 
-def zip_of(files: list[FileData]) -> bytes:
+def zip_of(files: list[FileData], mtime: float) -> bytes:
+    """A zip of ``files``, every entry stamped with ``mtime`` (device time), never the host's clock."""
+    stamp = datetime.fromtimestamp(max(int(mtime), 315532800), UTC).timetuple()[:6]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
         for f in files:
-            archive.writestr(f.name, f.data)
+            info = zipfile.ZipInfo(f.name, date_time=stamp)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, f.data)
     return buf.getvalue()
 
 

@@ -280,6 +280,7 @@ async def test_batch_download_is_a_zip_and_batch_delete_reports_failures(
     archive = zipfile.ZipFile(io.BytesIO(zipped.content))
     assert sorted(archive.namelist()) == ["README.txt", "batch/a.txt", "batch/b.txt"]
     assert archive.read("batch/a.txt") == b"a.txt"
+    assert archive.getinfo("README.txt").date_time == (2026, 1, 1, 0, 0, 0)  # device time, not the host's
     deleted = await gateway.post(
         "/api/v1/files/batch-delete",
         json={"paths": ["/data/aipc/batch/a.txt", "/data/aipc/batch/none", "/etc/passwd"]},

@@ -52,7 +52,7 @@ async def download(backend: Backend, path: str = "") -> Response:
 @router.post("/batch-download")
 async def batch_download(request: Request, backend: Backend) -> Response:
     paths = shapes.string_list(shapes.json_object(await request.body()), "paths", required=True)
-    archive = shapes.zip_of(backend.files.collect(paths))
+    archive = shapes.zip_of(backend.files.collect(paths), backend.system.device_time().unix)
     return Response(archive, media_type="application/zip", headers=shapes.attachment("files.zip"))
 
 
