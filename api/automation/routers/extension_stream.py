@@ -12,10 +12,8 @@ u64 BE, meta length u32 BE, meta JSON (the text envelope without ``data`` and ``
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
-import struct
 from typing import Annotated, Any
 
 from fastapi import Path, WebSocket
@@ -23,57 +21,12 @@ from fastapi.responses import PlainTextResponse
 from starlette.websockets import WebSocketDisconnect
 
 from api.automation.deps import API_KEY_PREFIX
-from hardware.ports.agents import PushFrame, StreamCapability, StreamSession
+from api.automation.schemas.extensions import binary_frame, capability_info, text_frame
+from hardware.ports.agents import StreamSession
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.errors import DomainError
 
-BINARY_KIND = 1
-BINARY_VERSION = 1
-HEADER = struct.Struct(">BBQI")
 ExtensionId = Annotated[str, Path(alias="id")]
-
-
-def capability_info(c: StreamCapability) -> dict[str, Any]:
-    return {
-        "direction": c.direction,
-        "mode": c.mode,
-        "supported_data_types": list(c.supported_data_types),
-        "max_chunk_size": c.max_chunk_size,
-        "preferred_chunk_size": c.preferred_chunk_size,
-        "max_concurrent_sessions": c.max_concurrent_sessions,
-        "flow_control": {
-            "supports_backpressure": True,
-            "window_size": 8,
-            "supports_throttling": False,
-            "max_rate": None,
-        },
-    }
-
-
-def push_envelope(session_id: str, frame: PushFrame) -> dict[str, Any]:
-    """The text envelope minus ``data`` and ``sequence``: also the binary frame's meta."""
-    meta: dict[str, Any] = {
-        "type": "push_output",
-        "session_id": session_id,
-        "data_type": frame.data_type,
-        "timestamp": frame.timestamp,
-    }
-    if frame.metadata:
-        meta["metadata"] = dict(frame.metadata)
-    return meta
-
-
-def binary_frame(session_id: str, frame: PushFrame) -> bytes:
-    meta = json.dumps(push_envelope(session_id, frame), separators=(",", ":")).encode()
-    return HEADER.pack(BINARY_KIND, BINARY_VERSION, frame.sequence, len(meta)) + meta + frame.data
-
-
-def text_frame(session_id: str, frame: PushFrame) -> dict[str, Any]:
-    return {
-        **push_envelope(session_id, frame),
-        "sequence": frame.sequence,
-        "data": base64.b64encode(frame.data).decode(),
-    }
 
 
 def _authenticated(backend: AutomationBackend, token: str | None) -> bool:

@@ -5,76 +5,21 @@ enable/uninstall, the component marketplace, and the stream session route
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, StrictBool
 
 from api.automation.deps import Backend
 from api.automation.routers.agents import Route, release_router
-from api.automation.routers.extension_stream import ExtensionId, capability_info, stream
+from api.automation.routers.extension_stream import ExtensionId, stream
 from api.automation.schemas import ok
-from hardware.ports.agents import Extension
+from api.automation.schemas.extensions import (
+    CommandBody,
+    EnabledBody,
+    InstallBody,
+    capability_info,
+    extension_info,
+)
 from hardware.ports.errors import DomainError
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class CommandBody(_Body):
-    command: str
-    args: dict[str, Any] = {}
-
-
-class EnabledBody(_Body):
-    enabled: StrictBool
-
-
-class InstallBody(_Body):
-    component_id: str | None = None
-    id: str | None = None
-
-
-# Wire shapes -----------------------------------------------------------------------------------
-def extension_info(e: Extension) -> dict[str, Any]:
-    return {
-        "id": e.id,
-        "name": e.name,
-        "version": e.version,
-        "description": e.description,
-        "author": e.author,
-        "extension_type": e.extension_type,
-        "state": e.state,
-        "file_path": e.file_path,
-        "loaded_at": int(e.loaded_at),
-        "health_status": e.health_status,
-        "enabled": e.enabled,
-        "commands": [
-            {
-                "id": c.id,
-                "display_name": c.display_name,
-                "description": c.description,
-                "input_schema": dict(c.input_schema),
-                "output_fields": [dict(f) for f in c.output_fields],
-                "config": {},
-                "disabled": False,
-            }
-            for c in e.commands
-        ],
-        "metrics": [
-            {
-                "name": m.name,
-                "display_name": m.display_name,
-                "data_type": m.data_type,
-                "unit": m.unit,
-                "required": False,
-            }
-            for m in e.metrics
-        ],
-        "disabled_commands": [],
-    }
 
 
 # HTTP routes -----------------------------------------------------------------------------------
