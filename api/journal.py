@@ -74,8 +74,8 @@ _SECRET = re.compile(r"((?:^|&)[^=&]*(?:token|key|password|secret)[^=&]*=)[^&]*"
 def query_of(raw: bytes) -> str:
     """The query string, with the values of token, key, password and secret parameters masked."""
     query = raw.decode("latin-1")
-    if not query:
-        return query
+    if not (b"token" in raw or b"key" in raw or b"pass" in raw or b"secret" in raw):
+        return query  # the common case: nothing to mask, no regex
     return _SECRET.sub(r"\1***", query)
 
 
@@ -104,23 +104,24 @@ class JournalMiddleware:
         at = journal.now()
         status = 0
         retry_after: str | None = None
+        route = ""
         paged = polled = False
         tail = head = b""
 
         async def watch(message: Message) -> None:
-            nonlocal status, retry_after, paged, polled, tail, head
-            kind = message["type"]
-            if kind == "http.response.start":
+            nonlocal status, retry_after, route, paged, polled, tail, head
+            if message["type"] == "http.response.start":
                 status = message["status"]
-                for name, value in message.get("headers", ()):
-                    if name.lower() == b"retry-after":
-                        retry_after = value.decode("latin-1")
+                if status == 429 or status == 503:
+                    for name, value in message.get("headers", ()):
+                        if name.lower() == b"retry-after":
+                            retry_after = value.decode("latin-1")
                 route = route_template(scope)
                 paged = route.endswith("/telemetry")
                 polled = route.endswith(STATUS_ROUTES)
-            elif paged and kind == "http.response.body":
+            elif paged:
                 tail = (tail + message.get("body", b""))[-_TAIL:]
-            elif polled and kind == "http.response.body" and len(head) < _HEAD:
+            elif polled and len(head) < _HEAD:
                 head += message.get("body", b"")
             await send(message)
 
@@ -136,7 +137,7 @@ class JournalMiddleware:
                 at,
                 self.server,
                 scope["method"],
-                route_template(scope),
+                route or route_template(scope),
                 scope["path"],
                 query_of(scope.get("query_string", b"")),
                 0 if failed else status,

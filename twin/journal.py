@@ -62,7 +62,8 @@ class JournalEntry:
 class RequestJournal:
     def __init__(self, world: World, maxlen: int = MAX_ENTRIES) -> None:
         self.world = world
-        self.entries: deque[JournalEntry] = deque(maxlen=maxlen)
+        self._rows: deque[tuple] = deque(maxlen=maxlen)
+        """Plain tuples on the request path; :class:`JournalEntry` objects are made when read."""
         self.dropped = 0
         self._seq = itertools.count(1)
 
@@ -85,10 +86,11 @@ class RequestJournal:
         fault: str | None = None,
         state: str | None = None,
     ) -> None:
-        if len(self.entries) == self.entries.maxlen:
+        rows = self._rows
+        if len(rows) == rows.maxlen:
             self.dropped += 1
-        self.entries.append(
-            JournalEntry(
+        rows.append(
+            (
                 next(self._seq),
                 at,
                 self.world.env.now,
@@ -107,7 +109,12 @@ class RequestJournal:
         )
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self._rows)
+
+    @property
+    def entries(self) -> list[JournalEntry]:
+        """Every kept entry, oldest first."""
+        return [JournalEntry(*row) for row in self._rows]
 
     def select(
         self,
@@ -120,20 +127,20 @@ class RequestJournal:
     ) -> list[JournalEntry]:
         """Entries with ``seq > since``, oldest first, filtered, at most ``limit``."""
         out: list[JournalEntry] = []
-        for entry in self.entries:
-            if entry.seq <= since:
+        for row in self._rows:
+            if row[0] <= since:
                 continue
-            if server is not None and entry.server != server:
+            if server is not None and row[3] != server:
                 continue
-            if route is not None and entry.route != route:
+            if route is not None and row[5] != route:
                 continue
-            if status is not None and entry.status != status:
+            if status is not None and row[8] != status:
                 continue
-            out.append(entry)
+            out.append(JournalEntry(*row))
             if len(out) >= limit:
                 break
         return out
 
     def clear(self) -> None:
-        self.entries.clear()
+        self._rows.clear()
         self.dropped = 0
