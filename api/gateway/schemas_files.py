@@ -125,11 +125,12 @@ async def read_form(request: Request) -> Form:
 
 
 # Files ------------------------------------------------------------------------------------------
-def mod_time(unix: float) -> str:
-    return datetime.fromtimestamp(int(unix), UTC).strftime("%Y-%m-%d %H:%M:%S")
+def mod_time(unix: float, offset_s: int = 0) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` in the device's local time (Go formats in the process's zone)."""
+    return datetime.fromtimestamp(int(unix) + offset_s, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def listing(path: str, entries: list[FileEntry]) -> dict[str, Any]:
+def listing(path: str, entries: list[FileEntry], offset_s: int = 0) -> dict[str, Any]:
     return {
         "path": path,
         "files": [
@@ -138,7 +139,7 @@ def listing(path: str, entries: list[FileEntry]) -> dict[str, Any]:
                 "path": e.path,
                 "is_dir": e.is_dir,
                 "size": e.size,
-                "mod_time": mod_time(e.mod_time),
+                "mod_time": mod_time(e.mod_time, offset_s),
                 "mode": e.mode,
             }
             for e in entries
@@ -187,14 +188,14 @@ def attachment(name: str) -> dict[str, str]:
 
 
 # Logs -------------------------------------------------------------------------------------------
-def log_files(files: list[LogFile]) -> dict[str, Any]:
+def log_files(files: list[LogFile], offset_s: int = 0) -> dict[str, Any]:
     rows = []
     for f in files:
         row: dict[str, Any] = {
             "path": f.path,
             "name": f.name,
             "size": f.size,
-            "modified_time": mod_time(f.modified_time),
+            "modified_time": mod_time(f.modified_time, offset_s),
         }
         if f.service:
             row["service"] = f.service
@@ -202,9 +203,9 @@ def log_files(files: list[LogFile]) -> dict[str, Any]:
     return {"files": rows or None}
 
 
-def debug_files(files: list[LogFile]) -> list[dict[str, Any]]:
+def debug_files(files: list[LogFile], offset_s: int = 0) -> list[dict[str, Any]]:
     return [
-        {"path": f.path, "name": f.name, "size": f.size, "modified_time": mod_time(f.modified_time)}
+        {"path": f.path, "name": f.name, "size": f.size, "modified_time": mod_time(f.modified_time, offset_s)}
         for f in files
     ]
 

@@ -416,3 +416,10 @@ async def test_files_written_by_clients_survive_a_restart_with_a_state_dir(tmp_p
     assert not camera.fs.exists("/tmp/b.bin") and not camera.fs.exists("/tmp/gone.txt")
     assert camera.storage.partition("data").used == used
     second.world.store.close()
+
+
+async def test_times_are_in_the_devices_timezone(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    zone = await gateway.put("/api/v1/system/time/timezone", json={"timezone": "Asia/Shanghai"}, headers=auth)
+    assert zone.status_code == 200
+    listing = (await gateway.get("/api/v1/files", headers=auth)).json()["data"]["files"]
+    assert {f["mod_time"] for f in listing} == {"2026-01-01 08:00:00"}

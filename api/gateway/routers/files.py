@@ -19,7 +19,8 @@ MAX_CONTENT = 1024 * 1024
 @router.get("")
 async def list_files(backend: Backend, path: str = "") -> JSONResponse:
     path = path or backend.files.default_dir
-    return schemas.ok(shapes.listing(path, backend.files.list(path)))
+    entries = backend.files.list(path)
+    return schemas.ok(shapes.listing(path, entries, backend.system.device_time().offset_s))
 
 
 @router.get("/content")

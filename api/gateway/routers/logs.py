@@ -31,7 +31,7 @@ async def services(backend: Backend) -> JSONResponse:
 
 @router.get("/logs/files")
 async def files(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.log_files(backend.logs.files()))
+    return schemas.ok(shapes.log_files(backend.logs.files(), backend.system.device_time().offset_s))
 
 
 @router.get("/logs/content")
@@ -53,7 +53,7 @@ async def debug_services(backend: Backend) -> JSONResponse:
 
 @router.get("/debug-logs/files")
 async def debug_files(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.debug_files(backend.logs.debug_files()))
+    return schemas.ok(shapes.debug_files(backend.logs.debug_files(), backend.system.device_time().offset_s))
 
 
 @router.post("/debug-logs/export")
