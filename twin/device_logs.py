@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import simpy
@@ -77,7 +76,8 @@ class DeviceLogs:
 
     # Writing -------------------------------------------------------------------------------
     def _stamp(self) -> str:
-        return datetime.fromtimestamp(self.camera.clock.now(), UTC).strftime("%b %d %H:%M:%S")
+        """Syslog's stamp, in the device's local time."""
+        return self.camera.clock.local().strftime("%b %d %H:%M:%S")
 
     def write(self, service: str, message: str) -> None:
         """One journal line for ``service``, also appended to its log file and to syslog."""
