@@ -42,6 +42,7 @@ from twin.gateway import TwinGateway
 from twin.journal import RequestJournal
 from twin.scenario import load_scenario
 from twin.scenario.actions import describe
+from twin.scenario.runner import attach
 from twin.settings import Settings
 from twin.store import Store
 from twin.world import World
@@ -394,6 +395,7 @@ async def serve(settings: Settings) -> None:
         loop.add_signal_handler(sig, stop_requested.set)
     with tempfile.TemporaryDirectory(prefix="twin-tls-") as cert_dir:
         running = await start(twin, Path(cert_dir))
+        attach(running, load_scenario(settings.scenario) if settings.scenario else None)  # timeline, broker
         log.info("%s", banner(running))
         try:
             await stop_requested.wait()

@@ -165,3 +165,30 @@ async def test_broker_switch_takes_the_broker_down_and_back_on_its_port() -> Non
     await switch.settle()
     assert await reachable() and running.broker is not broker
     await running.broker.stop()
+
+
+async def test_twin_run_puts_the_timeline_on_the_clock(tmp_path: Path) -> None:
+    from tests.sockets import socket_settings
+    from twin.scenario import load_scenario
+    from twin.scenario.runner import attach
+    from twin.serve import build, start, stop
+
+    path = tmp_path / "timeline.yaml"
+    path.write_text(
+        "name: timeline\nclock: {mode: step}\nfleet:\n  sensors:\n    - type: env_sensor\n      count: 1\n"
+        "      metrics: {t: {kind: constant, mean: 1}}\ntimeline:\n"
+        "  - {at: 10, do: rate_limit_storm, params: {limit: 2}, for: 20}\n"
+        "  - {at: 15, do: device_delete, params: {device: nope}}\n"
+    )
+    twin = build(socket_settings(scenario=path))
+    running = await start(twin, tmp_path)
+    try:
+        errors = attach(running, load_scenario(path))
+        assert twin.control.broker is not None
+        twin.clock.advance(12)
+        assert twin.control.actions_run[0][2] == "rate_limit_storm" and twin.control.active_actions()
+        twin.clock.advance(20)
+        assert not twin.control.active_actions()
+        assert errors == ["t=15 device_delete: Device nope not found"]
+    finally:
+        await stop(running)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 import sys
@@ -30,6 +31,8 @@ from hardware.ports.types import ClockMode
 from twin.scenario.expectations import RunRecord, Verdict, judge_all
 from twin.scenario.model import Scenario, Step, load_scenario
 from twin.settings import Settings
+
+log = logging.getLogger("twin")
 
 NO_CLIENT_SLICES = 200
 NO_BROKER = "mqtt://127.0.0.1:1"
@@ -140,6 +143,51 @@ class BrokerSwitch:
                 await self._last
 
 
+def schedule(scenario: Scenario, control, errors: list[str]) -> _Recorder:
+    """Put the scenario's timeline on the world clock: ``at`` steps as SimPy processes, ``after``
+    steps when their event is published. A step that fails is appended to ``errors`` (with its
+    sim time) and the timeline goes on. Returns the recorder of world events."""
+    world = control.world
+
+    def do(step: Step) -> None:
+        try:
+            control.run_action(step.do, step.params, step.for_)
+        except Exception as err:
+            errors.append(f"t={world.env.now:g} {step.do}: {getattr(err, 'message', err)}")
+
+    def later(step: Step, delay: float):
+        if delay > 0:
+            yield world.env.timeout(delay)
+        do(step)
+
+    def fire(step: Step, delay: float) -> None:
+        world.env.process(later(step, delay))
+
+    recorder = _Recorder(world, [s for s in scenario.timeline if s.after is not None], fire)
+    for s in scenario.timeline:
+        if s.at is not None:
+            world.env.process(later(s, s.at - world.env.now))
+    return recorder
+
+
+def attach(running, scenario: Scenario | None) -> list[str]:
+    """For ``twin run``: the broker switch for the control plane, and the scenario's timeline on
+    the world clock (its failures are logged, not judged). Returns the list failures go to."""
+    control = running.twin.control
+    if running.broker is not None:
+        control.broker = BrokerSwitch(running)
+    errors: list[str] = _LoggedList()
+    if scenario is not None and scenario.timeline:
+        schedule(scenario, control, errors)
+    return errors
+
+
+class _LoggedList(list):
+    def append(self, item: str) -> None:
+        log.warning("twin: scenario step failed: %s", item)
+        super().append(item)
+
+
 def runner_settings(source: Path, opts: RunOptions, mqtt: bool = True) -> Settings:
     """Every server on a free loopback port; the scenario's clock unless overridden."""
     return Settings(
@@ -192,25 +240,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
     if step_mode:
         control.stop_at = stop_at
     errors: list[str] = []
-
-    def do(step: Step) -> None:
-        try:
-            control.run_action(step.do, step.params, step.for_)
-        except Exception as err:
-            errors.append(f"t={world.env.now:g} {step.do}: {getattr(err, 'message', err)}")
-
-    def later(step: Step, delay: float):
-        if delay > 0:
-            yield world.env.timeout(delay)
-        do(step)
-
-    def fire(step: Step, delay: float) -> None:
-        world.env.process(later(step, delay))
-
-    recorder = _Recorder(world, [s for s in scenario.timeline if s.after is not None], fire)
-    for s in scenario.timeline:
-        if s.at is not None:
-            world.env.process(later(s, s.at - world.env.now))
+    recorder = schedule(scenario, control, errors)
 
     wall0 = time.monotonic()
     client_exit: int | None = None
