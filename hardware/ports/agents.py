@@ -391,6 +391,8 @@ class Extension:
     components: tuple[Mapping[str, Any], ...]
     assets: tuple[str, ...]
     stream: StreamCapability | None = None
+    disabled_commands: tuple[str, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,3 +470,21 @@ class Extensions(Protocol):
 
     def sessions(self, extension_id: str) -> list[Mapping[str, Any]]:
         """Open stream sessions: ``session_id``, ``frames`` sent, ``dropped``."""
+
+    def set_command_enabled(self, extension_id: str, command: str, enabled: bool) -> Extension:
+        """A disabled command is refused (``Conflict``) until enabled again."""
+
+    def reload(self, extension_id: str) -> Extension: ...
+
+    def descriptor(self, extension_id: str) -> Mapping[str, Any]:
+        """The installed manifest (asset names, not their contents)."""
+
+    def set_config(self, extension_id: str, config: Mapping[str, Any]) -> Extension: ...
+
+    def logs(self, extension_id: str, limit: int = 100) -> list[Mapping[str, Any]]:
+        """Newest last: ``timestamp``, ``level``, ``message``."""
+
+    def clear_logs(self, extension_id: str) -> int: ...
+
+    def sync_status(self) -> Mapping[str, Any]:
+        """The last directory scan: when, and what it found."""

@@ -205,6 +205,59 @@ async def test_enable_disable_uninstall_and_the_component_market(
     assert_error(resp, 503, "SERVICE_UNAVAILABLE")
 
 
+async def test_administration_routes(automation: httpx.AsyncClient, auth: dict, twin: Twin) -> None:
+    url = "/api/extensions/weather-forecast"
+    body = {"command": "get_current", "args": {"city": "Oslo"}}
+    resp = await automation.patch(
+        f"{url}/commands/get_current/enabled", json={"enabled": False}, headers=auth
+    )
+    assert resp.json()["data"] == {"id": "weather-forecast", "command": "get_current", "enabled": False}
+    assert_error(await automation.post(f"{url}/command", json=body, headers=auth), 409, "CONFLICT")
+    detail = (await automation.get(url, headers=auth)).json()["data"]
+    assert detail["disabled_commands"] == ["get_current"] and detail["commands"][0]["disabled"] is True
+    await automation.patch(f"{url}/commands/get_current/enabled", json={"enabled": True}, headers=auth)
+    invoked = await automation.post(f"{url}/invoke", json=body, headers=auth)
+    assert invoked.json()["data"]["output"]["city"] == "Oslo"
+    resp = await automation.patch(f"{url}/commands/launch/enabled", json={"enabled": False}, headers=auth)
+    assert_error(resp, 404, "NOT_FOUND")
+
+    assert (await automation.post(f"{url}/stop", headers=auth)).json()["data"]["state"] == "Stopped"
+    assert (await automation.post(f"{url}/start", headers=auth)).json()["data"]["state"] == "Running"
+    twin.clock.advance(30)
+    reloaded = (await automation.post(f"{url}/reload", headers=auth)).json()["data"]
+    assert reloaded["loaded_at"] == 1767225630
+
+    config = {"units": "metric", "refresh_s": 600}
+    resp = await automation.put(f"{url}/config", json={"config": config}, headers=auth)
+    assert resp.json()["data"] == {"id": "weather-forecast", "config": config}
+    assert (await automation.get(f"{url}/config", headers=auth)).json()["data"]["config"] == config
+    assert_error(
+        await automation.put(f"{url}/config", json={"config": [1]}, headers=auth), 422, "VALIDATION_ERROR"
+    )
+
+    logs = (await automation.get(f"{url}/logs", headers=auth)).json()["data"]
+    messages = [line["message"] for line in logs["logs"]]
+    assert messages[0].startswith("installed weather-forecast") and "reloaded" in messages
+    assert "command get_current disabled" in messages and "configuration updated" in messages
+    assert (await automation.delete(f"{url}/logs", headers=auth)).json()["data"]["cleared"] == logs["count"]
+    assert (await automation.get(f"{url}/logs", headers=auth)).json()["data"]["count"] == 0
+
+    desc = (await automation.get("/api/extensions/camera-stream/descriptor", headers=auth)).json()["data"]
+    assert desc["assets"] == ["live-view.js"] and desc["stream"]["mode"] == "push"
+    subs = (await automation.get(f"{url}/event-subscriptions", headers=auth)).json()["data"]
+    assert subs == {"extension_id": "weather-forecast", "subscriptions": [], "count": 0}
+    caps = (await automation.get("/api/extensions/capabilities", headers=auth)).json()["data"]
+    assert [c["extension_id"] for c in caps["capabilities"]] == ["camera-stream"]
+    status = (await automation.get("/api/extensions/sync-status", headers=auth)).json()["data"]
+    assert status["synced_at"] is None
+    await automation.post("/api/extensions/sync", headers=auth)
+    status = (await automation.get("/api/extensions/sync-status", headers=auth)).json()["data"]
+    assert status["synced_at"] == 1767225630 and status["installed"] == ["energy-meter"]
+    for method, path in [("POST", "/api/extensions/nope/reload"), ("GET", "/api/extensions/nope/logs")]:
+        assert_error(await automation.request(method, path, headers=auth), 404, "NOT_FOUND")
+    assert_error(await automation.post(f"{url}/reload"), 401, "UNAUTHORIZED")
+
+
 # The stream session over a real socket ----------------------------------------------------------
 @dataclasses.dataclass
 class Server:

@@ -8,7 +8,7 @@ valid manifest not installed yet, before answering.
 
 - ``weather-forecast`` (stateless tool): deterministic weather from the world's seed.
 - ``camera-stream`` (push-mode video): a stream session renders the simulated camera's scene (the
-  same scene as its gateway's video) as JPEG frames at :data:`PUSH_FPS` frames per world second.
+  same scene as its gateway's video) as JPEG frames (:mod:`twin.automation.extension_stream`).
 - Manifest-only extensions answer their declared commands with the declared ``response`` merged
   with the arguments.
 
@@ -19,22 +19,17 @@ The marketplace of frontend components is a fixed simulated catalogue; a compone
 
 from __future__ import annotations
 
-import asyncio
 import math
 import uuid
 from collections import deque
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-import cv2
-import simpy
 
 from hardware.ports.agents import (
     CommandResult,
     Extension,
     ExtensionCommand,
     ExtensionMetric,
-    PushFrame,
     StreamCapability,
     SyncReport,
 )
@@ -50,90 +45,14 @@ from twin.automation.extension_manifests import (
     MAX_SESSIONS,
     check_manifest,
 )
+from twin.automation.extension_stream import FRAME_SIZE, PushSession
 from twin.rng import hash_uniform
-from twin.video.render import Renderer, View
 from twin.video.scene import Scene
+
+LOG_LINES = 200
 
 if TYPE_CHECKING:
     from twin.world import World
-
-PUSH_FPS = 5
-FRAME_SIZE = (320, 180)
-SESSION_QUEUE = 8
-JPEG_QUALITY = 80
-
-
-class PushSession:
-    """A push stream session: frames from a SimPy process onto a bounded queue (drop oldest)."""
-
-    def __init__(self, registry: ExtensionRegistry, extension_id: str, session_id: str) -> None:
-        self.registry = registry
-        self.world = registry.world
-        self.extension_id = extension_id
-        self.session_id = session_id
-        self.dropped = 0
-        self.closed = False
-        self.sequence = 0
-        self._queue: deque[PushFrame] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        camera_id = min(self.world.cameras) if self.world.cameras else "ext-camera"
-        self.renderer = Renderer(Scene(self.world.streams.key(f"{camera_id}/scene")), *FRAME_SIZE, camera_id)
-        self.process = self.world.env.process(self._run())
-
-    def _run(self) -> Generator[Any, Any, None]:
-        env = self.world.env
-        start, k = env.now, 0
-        try:
-            while not self.closed:
-                k += 1
-                yield env.timeout(max(0.0, start + k / PUSH_FPS - env.now))
-                if not self.closed:
-                    self._push()
-        except simpy.Interrupt:
-            return
-
-    def _push(self) -> None:
-        image = self.renderer.render(self.world.env.now, View(self.world.now(), self.renderer.camera_id))
-        ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
-        if not ok:
-            return
-        boxes = self.renderer.scene.boxes(self.world.env.now)
-        frame = PushFrame(
-            sequence=self.sequence,
-            data=jpeg.tobytes(),
-            data_type="image/jpeg",
-            timestamp=self.world.now(),
-            metadata={"width": FRAME_SIZE[0], "height": FRAME_SIZE[1], "objects": len(boxes)},
-        )
-        self.sequence += 1
-        if len(self._queue) >= SESSION_QUEUE:
-            self._queue.popleft()
-            self.dropped += 1
-        self._queue.append(frame)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    async def next_frame(self) -> PushFrame:
-        while not self._queue:
-            if self.closed:
-                raise Unavailable("the stream session was closed", resource="stream")
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self._queue.popleft()
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self._queue.clear()
-        if self.process.is_alive:
-            self.process.interrupt("closed")
-        self.registry.open_sessions.pop(self.session_id, None)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
 
 
 class ExtensionRegistry:
@@ -146,6 +65,9 @@ class ExtensionRegistry:
         self.components = world.store.collection("frontend_components")
         self.open_sessions: dict[str, PushSession] = {}
         self.marketplace_online = True
+        self.log: dict[str, deque[dict[str, Any]]] = {}
+        """Recent log lines per extension (in memory, bounded)."""
+        self.last_sync: dict[str, Any] | None = None
         for manifest in BUILTINS:
             if self.installed.get(manifest["id"]) is None:
                 self._install(manifest, f"{DIRECTORY}/{manifest['id']}.json")
@@ -178,11 +100,19 @@ class ExtensionRegistry:
             else:
                 self._install(manifest, f"{DIRECTORY}/{name}")
                 installed.append(manifest["id"])
-        return SyncReport(len(files), tuple(installed), tuple(skipped), tuple(failed))
+        report = SyncReport(len(files), tuple(installed), tuple(skipped), tuple(failed))
+        self.last_sync = {
+            "synced_at": self.world.now(),
+            "scanned": report.scanned,
+            "installed": list(installed),
+        }
+        self.last_sync["failed"] = [{"file": f, "reason": why} for f, why in failed]
+        return report
 
     def _install(self, manifest: Mapping[str, Any], path: str) -> None:
         doc = {"manifest": dict(manifest), "file_path": path, "loaded_at": self.world.now(), "enabled": True}
         self.installed.put(manifest["id"], doc)
+        self._log(manifest["id"], f"installed {manifest['id']} {manifest['version']} from {path}")
 
     # Reading ----------------------------------------------------------------------------------
     def list_extensions(self) -> list[Extension]:
@@ -221,6 +151,8 @@ class ExtensionRegistry:
         spec = next((c for c in manifest.get("commands", []) if c.get("id") == command), None)
         if spec is None:
             raise NotFound(f"Command {command} of extension {extension_id}", resource="command")
+        if command in doc.get("disabled_commands", ()):
+            raise Conflict(f"Command {command} of extension {extension_id} is disabled", resource="command")
         for name in spec.get("input_schema", {}).get("required", []):
             if name not in args:
                 raise InvalidInput(f"Missing required argument '{name}'", field=name)
@@ -235,6 +167,7 @@ class ExtensionRegistry:
             duration_ms=duration,
             timestamp=self.world.now(),
         )
+        self._log(extension_id, f"command {command} completed in {duration} ms")
         return CommandResult(extension_id, command, True, output, duration)
 
     def _run_command(
@@ -331,10 +264,58 @@ class ExtensionRegistry:
         doc = self._doc(extension_id)
         doc["enabled"] = enabled
         self.installed.put(extension_id, doc)
+        self._log(extension_id, "started" if enabled else "stopped")
         if not enabled:
             for session in [s for s in self.open_sessions.values() if s.extension_id == extension_id]:
                 session.close()
         return self._value(doc)
+
+    def set_command_enabled(self, extension_id: str, command: str, enabled: bool) -> Extension:
+        doc = self._doc(extension_id)
+        if command not in {c.get("id") for c in doc["manifest"].get("commands", [])}:
+            raise NotFound(f"Command {command} of extension {extension_id}", resource="command")
+        disabled = set(doc.get("disabled_commands", ())) - {command} | (set() if enabled else {command})
+        doc["disabled_commands"] = sorted(disabled)
+        self.installed.put(extension_id, doc)
+        self._log(extension_id, f"command {command} {'enabled' if enabled else 'disabled'}")
+        return self._value(doc)
+
+    def reload(self, extension_id: str) -> Extension:
+        doc = self._doc(extension_id)
+        doc["loaded_at"] = self.world.now()
+        self.installed.put(extension_id, doc)
+        self._log(extension_id, "reloaded")
+        return self._value(doc)
+
+    def descriptor(self, extension_id: str) -> Mapping[str, Any]:
+        manifest = dict(self._doc(extension_id)["manifest"])
+        manifest["assets"] = sorted(manifest.get("assets") or {})
+        manifest.pop("builtin", None)
+        return manifest
+
+    def set_config(self, extension_id: str, config: Mapping[str, Any]) -> Extension:
+        doc = self._doc(extension_id)
+        doc["config"] = dict(config)
+        self.installed.put(extension_id, doc)
+        self._log(extension_id, "configuration updated")
+        return self._value(doc)
+
+    def logs(self, extension_id: str, limit: int = 100) -> list[Mapping[str, Any]]:
+        self._doc(extension_id)
+        return list(self.log.get(extension_id, ()))[-limit:]
+
+    def clear_logs(self, extension_id: str) -> int:
+        self._doc(extension_id)
+        cleared = len(self.log.get(extension_id, ()))
+        self.log.pop(extension_id, None)
+        return cleared
+
+    def sync_status(self) -> Mapping[str, Any]:
+        return self.last_sync or {"synced_at": None, "scanned": 0, "installed": [], "failed": []}
+
+    def _log(self, extension_id: str, message: str, level: str = "info") -> None:
+        lines = self.log.setdefault(extension_id, deque(maxlen=LOG_LINES))
+        lines.append({"timestamp": self.world.now(), "level": level, "message": message})
 
     def uninstall(self, extension_id: str) -> None:
         self.set_enabled(extension_id, False)
@@ -393,4 +374,6 @@ class ExtensionRegistry:
             components=tuple(m.get("components", ())),
             assets=tuple(sorted(m.get("assets", {}))),
             stream=StreamCapability(**stream) if stream else None,
+            disabled_commands=tuple(doc.get("disabled_commands", ())),
+            config=doc.get("config", {}),
         )

@@ -14,6 +14,7 @@ from api.automation.routers.extension_stream import ExtensionId, stream
 from api.automation.schemas import ok
 from api.automation.schemas.extensions import (
     CommandBody,
+    ConfigBody,
     EnabledBody,
     InstallBody,
     capability_info,
@@ -102,6 +103,72 @@ async def component_market(backend: Backend) -> JSONResponse:
     return ok({"components": rows, "count": len(rows)}, backend.clock.now())
 
 
+async def set_command_enabled(
+    extension_id: ExtensionId, cmd: str, body: EnabledBody, backend: Backend
+) -> JSONResponse:
+    ext = backend.extensions.set_command_enabled(extension_id, cmd, body.enabled)
+    data = {"id": ext.id, "command": cmd, "enabled": cmd not in ext.disabled_commands}
+    return ok(data, backend.clock.now())
+
+
+async def start(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
+    ext = backend.extensions.set_enabled(extension_id, True)
+    return ok({"id": ext.id, "state": ext.state}, backend.clock.now())
+
+
+async def stop(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
+    ext = backend.extensions.set_enabled(extension_id, False)
+    return ok({"id": ext.id, "state": ext.state}, backend.clock.now())
+
+
+async def reload(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
+    ext = backend.extensions.reload(extension_id)
+    return ok({"id": ext.id, "reloaded": True, "loaded_at": int(ext.loaded_at)}, backend.clock.now())
+
+
+async def descriptor(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
+    return ok(dict(backend.extensions.descriptor(extension_id)), backend.clock.now())
+
+
+async def get_config(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
+    ext = backend.extensions.get_extension(extension_id)
+    return ok({"id": ext.id, "config": dict(ext.config)}, backend.clock.now())
+
+
+async def put_config(extension_id: ExtensionId, body: ConfigBody, backend: Backend) -> JSONResponse:
+    ext = backend.extensions.set_config(extension_id, body.config)
+    return ok({"id": ext.id, "config": dict(ext.config)}, backend.clock.now())
+
+
+async def get_logs(extension_id: ExtensionId, backend: Backend, limit: int = 100) -> JSONResponse:
+    rows = [dict(r) for r in backend.extensions.logs(extension_id, max(1, min(limit, 1000)))]
+    return ok({"extension_id": extension_id, "logs": rows, "count": len(rows)}, backend.clock.now())
+
+
+async def clear_logs(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
+    cleared = backend.extensions.clear_logs(extension_id)
+    return ok({"extension_id": extension_id, "cleared": cleared}, backend.clock.now())
+
+
+async def event_subscriptions(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
+    subscriptions = list(backend.extensions.descriptor(extension_id).get("event_subscriptions", []))
+    data = {"extension_id": extension_id, "subscriptions": subscriptions, "count": len(subscriptions)}
+    return ok(data, backend.clock.now())
+
+
+async def all_capabilities(backend: Backend) -> JSONResponse:
+    rows = [
+        {"extension_id": e.id, "capability": capability_info(e.stream)}
+        for e in backend.extensions.list_extensions()
+        if e.stream is not None
+    ]
+    return ok({"capabilities": rows, "count": len(rows)}, backend.clock.now())
+
+
+async def sync_status(backend: Backend) -> JSONResponse:
+    return ok(dict(backend.extensions.sync_status()), backend.clock.now())
+
+
 async def sync(backend: Backend) -> JSONResponse:
     r = backend.extensions.sync()
     data = {
@@ -138,6 +205,19 @@ ROUTES: list[Route] = [
     ("GET", "/extensions/{id}/assets/{asset_path:path}", asset),
     ("GET", "/extensions/{id}/stream/capability", stream_capability),
     ("GET", "/extensions/{id}/stream/sessions", stream_sessions),
+    ("GET", "/extensions/capabilities", all_capabilities),
+    ("GET", "/extensions/sync-status", sync_status),
+    ("PATCH", "/extensions/{id}/commands/{cmd}/enabled", set_command_enabled),
+    ("POST", "/extensions/{id}/invoke", run_command),
+    ("POST", "/extensions/{id}/start", start),
+    ("POST", "/extensions/{id}/stop", stop),
+    ("POST", "/extensions/{id}/reload", reload),
+    ("GET", "/extensions/{id}/descriptor", descriptor),
+    ("GET", "/extensions/{id}/config", get_config),
+    ("PUT", "/extensions/{id}/config", put_config),
+    ("GET", "/extensions/{id}/logs", get_logs),
+    ("DELETE", "/extensions/{id}/logs", clear_logs),
+    ("GET", "/extensions/{id}/event-subscriptions", event_subscriptions),
     ("PATCH", "/extensions/{id}/enabled", set_enabled),
     ("DELETE", "/extensions/{id}", uninstall),
     ("DELETE", "/extensions/{id}/uninstall", uninstall),

@@ -31,6 +31,10 @@ class EnabledBody(_Body):
     enabled: StrictBool
 
 
+class ConfigBody(_Body):
+    config: dict[str, Any]
+
+
 class InstallBody(_Body):
     component_id: str | None = None
     id: str | None = None
@@ -58,7 +62,7 @@ def extension_info(e: Extension) -> dict[str, Any]:
                 "input_schema": dict(c.input_schema),
                 "output_fields": [dict(f) for f in c.output_fields],
                 "config": {},
-                "disabled": False,
+                "disabled": c.id in e.disabled_commands,
             }
             for c in e.commands
         ],
@@ -72,7 +76,8 @@ def extension_info(e: Extension) -> dict[str, Any]:
             }
             for m in e.metrics
         ],
-        "disabled_commands": [],
+        "config_parameters": dict(e.config),
+        "disabled_commands": list(e.disabled_commands),
     }
 
 
