@@ -121,6 +121,14 @@ class AiRuntime:
     def start_camera_service(self) -> None:
         self.camera_service_running = True
 
+    def power_cycle(self) -> None:
+        """A reboot: the accelerator forgets every loaded model; the camera daemon starts again."""
+        for model in self.models.values():
+            self._release(model)
+            model.users.clear()
+        self.subscriptions.clear()
+        self.camera_service_running = True
+
     def stream_names(self) -> tuple[str, ...]:
         return tuple(c.stream_id for c in DEFAULT_STREAMS)
 

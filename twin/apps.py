@@ -374,6 +374,30 @@ class AppManager:
         done.callbacks.append(_settle)
         return done
 
+    # Power -------------------------------------------------------------------------------------
+    def power_down(self) -> None:
+        """The device goes down: every container with it; the platform's services come back fresh."""
+        self._power_down()
+
+    def power_up(self) -> None:
+        """The device is up again: apps whose manifest says ``autostart`` start."""
+        for app in list(self.apps.values()):
+            if app.manifest.autostart:
+                self.begin_start(app.id)
+
+    def _power_down(self) -> None:
+        runtime = self.camera.containers
+        for container in list(runtime.containers.values()):
+            runtime.kill(container.id)
+        now = self.camera.clock.now()
+        for app in self.apps.values():
+            self._detach(app)
+            if app.state == "running":
+                app.state, app.stopped_at = "stopped", now
+        self.camera.ai.power_cycle()
+        self.camera.events.start()
+        self.camera.monitor.killed.clear()
+
     def container_exited(self, app_id: str, reason: str) -> None:
         """The app's container went away under it (killed, crashed, out of memory)."""
         app = self.apps.get(app_id)

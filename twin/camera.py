@@ -158,6 +158,7 @@ class Camera:
         self.down_until = self.world.env.now + BOOT_S
         self.drop_sessions(reason)
         self.logs.power_down()
+        self.apps.power_down()
         self.world.emit(EventKind.CAMERA_POWER_DOWN, self.id, reason=reason)
         yield from self._boot(BOOT_S)
 
@@ -167,6 +168,7 @@ class Camera:
         self.down_until = None
         self.boot_count += 1
         self.booted_at = self.world.env.now
+        self.apps.power_up()
         self.world.emit(EventKind.CAMERA_POWER_UP, self.id, boot=self.boot_count)
 
     def uptime(self) -> float:

@@ -401,3 +401,28 @@ async def test_store_failures(
 ) -> None:
     resp = await gateway.request(method, path, headers=auth, **kwargs)
     assert (resp.status_code, resp.json()["code"]) == (status, code), resp.text
+
+
+# A reboot ---------------------------------------------------------------------------------------------
+async def test_a_reboot_stops_apps_and_autostart_brings_them_back(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    await install(
+        gateway, twin, auth, manifest=MANIFEST.replace("  resources:\n", "  autostart: true\n  resources:\n")
+    )
+    await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
+    camera = twin.world.cameras["cam-01"]
+    camera.ai.stop_camera_service()
+    assert camera.ai.get("yolov8n").status == "loaded"
+    await gateway.post("/api/v1/system/restart", headers=auth)
+    twin.clock.advance(5)
+    assert not camera.powered
+    assert camera.containers.containers["aipc-people-counter"].state == "stopped"
+    assert camera.ai.camera_service_running and camera.ai.subscriptions == {}
+    assert camera.ai.get("yolov8n").status == "uploaded"  # the accelerator forgot it
+    twin.clock.advance(60)
+    assert camera.powered
+    auth = {"Authorization": await gateway_token(gateway)}  # the reboot dropped the session
+    twin.clock.advance(5)
+    info = (await gateway.get("/api/v1/apps/people-counter", headers=auth)).json()["data"]
+    assert info["state"] == "running" and info["pid"] > 0
