@@ -18,7 +18,7 @@ import simpy
 from hardware.ports.camera_hw import DeviceStatus, GpioPin, GpioRead, PtzCommand, Switched
 from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
 from hardware.ports.events import EventKind
-from twin.lens import Motor
+from twin.motor import Motor
 from twin.rng import hash_uniform
 from twin.thermal import Thermal
 from twin.video.scene import Scene, daylight
