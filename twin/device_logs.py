@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import simpy
 
-from hardware.ports.errors import InvalidInput, NotFound, Unavailable
+from hardware.ports.errors import DomainError, InvalidInput, NotFound, Unavailable
 
 if TYPE_CHECKING:
     from twin.camera import Camera
@@ -69,6 +69,8 @@ class DeviceLogs:
         self.world = camera.world
         self.journals: dict[str, deque[str]] = {s: deque(maxlen=JOURNAL_LINES) for s in SERVICES}
         self._followers: list[Follower] = []
+        self.dropped = 0
+        """Lines that could not be written to a log file."""
         self._rng = self.world.streams.get(f"{camera.id}/logs")
         for service in SERVICES:
             self.write(service, "Started " + SERVICE_NAMES[service] + ".")
@@ -83,12 +85,15 @@ class DeviceLogs:
         """One journal line for ``service``, also appended to its log file and to syslog."""
         line = f"{self._stamp()} {self.camera.id} {service}[{100 + SERVICES.index(service)}]: {message}"
         self.journals[service].append(line)
-        fs = self.camera.fs
         data = (line + "\n").encode()
-        fs.append(f"/var/log/aipc/{service}.log", data, keep=FILE_KEEP_BYTES)
-        fs.append(SYSLOG, data, keep=FILE_KEEP_BYTES)
+        targets = [f"/var/log/aipc/{service}.log", SYSLOG]
         if service == "sshd":
-            fs.append("/var/log/auth.log", data, keep=FILE_KEEP_BYTES)
+            targets.append("/var/log/auth.log")
+        for path in targets:
+            try:
+                self.camera.fs.append(path, data, keep=FILE_KEEP_BYTES)
+            except DomainError:  # a full root or a removed log directory: the file misses the line
+                self.dropped += 1
         for follower in list(self._followers):
             follower.offer(service, line)
 

@@ -72,7 +72,7 @@ class OsUpgrade:
             self._process.interrupt(f"power lost while {self.job['status']}")
         self.camera.restart(delay=0.0, reason="power_loss")
 
-    # Helpers ---------------------------------------------------------------------------------
+    # Internals -------------------------------------------------------------------------------
     def _now(self) -> str:
         return datetime.fromtimestamp(int(self.camera.clock.now()), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

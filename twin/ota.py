@@ -13,6 +13,7 @@ stage fails) and :meth:`Ota.power_loss` (power is cut now, mid-stage).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import tarfile
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from hardware.ports.errors import Conflict, InvalidInput, NotFound
+from hardware.ports.errors import Conflict, DomainError, InvalidInput, NotFound
 from hardware.ports.events import EventKind
 from hardware.ports.gateway_files import FirmwareInfo
 from hardware.ports.types import OtaStatus
@@ -183,6 +184,7 @@ class Ota:
             "boot_id": self.camera.boot_id(),
             "log_path": LOG_FILE,
         }
+        self.camera.fs.mkdir(LOG_FILE.rsplit("/", 1)[0])
         self.camera.fs.write(LOG_FILE, b"")
         self._log(f"starting upgrade from {package}")
         self._job = {"first": first, "package": package, "owned": owned}
@@ -240,13 +242,18 @@ class Ota:
         except FirmwareError as err:
             self._fail(err.stage, str(err))
             self._cleanup(package, owned)
+        except DomainError as err:  # the package or a target file vanished, a partition filled up
+            self._fail(self.status.get("current_step", ""), err.message)
+            self._cleanup(package, owned)
         except simpy.Interrupt as stop:
             self._fail(self.status.get("current_step", ""), f"interrupted: {stop.cause}")
             self._cleanup(package, owned)
 
     def _fail(self, stage: str, error: str) -> None:
         self._log(f"{stage} failed: {error}")
-        log = self.camera.fs.read(LOG_FILE)
+        log = b""
+        with contextlib.suppress(DomainError):
+            log = self.camera.fs.read(LOG_FILE)
         self.status.update(
             status="failed",
             message="Upgrade failed",
@@ -260,7 +267,8 @@ class Ota:
 
     def _cleanup(self, package: str, owned: bool) -> None:
         if owned and self.camera.fs.exists(package):
-            self.camera.fs.remove(package)
+            with contextlib.suppress(DomainError):
+                self.camera.fs.remove(package)
         self._persist()
 
     def _emit(self) -> None:
@@ -274,12 +282,15 @@ class Ota:
         )
 
     def _log(self, message: str) -> None:
-        self.camera.fs.append(LOG_FILE, f"[{int(self.camera.clock.now())}] {message}\n".encode())
+        """The OTA log and the platform-api journal; a full or missing directory loses the line."""
+        with contextlib.suppress(DomainError):
+            self.camera.fs.append(LOG_FILE, f"[{int(self.camera.clock.now())}] {message}\n".encode())
         self.camera.logs.write("platform-api", f"ota: {message}")
         self._persist()
 
     def _persist(self) -> None:
-        self.camera.fs.write(STATUS_FILE, json.dumps(self.status, sort_keys=True).encode())
+        with contextlib.suppress(DomainError):
+            self.camera.fs.write(STATUS_FILE, json.dumps(self.status, sort_keys=True).encode())
 
     # Reading ---------------------------------------------------------------------------------
     def _rebooted(self) -> bool:

@@ -13,6 +13,7 @@ import tarfile
 import zipfile
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Request
 from python_multipart.multipart import MultipartParser, parse_options_header
@@ -183,8 +184,12 @@ def tar_gz_of(files: list[FileData], mtime: float) -> bytes:
 
 
 def attachment(name: str) -> dict[str, str]:
+    """``Content-Disposition`` like Go's ``FileAttachment``: a quoted ASCII name, or RFC 5987
+    ``filename*=UTF-8''…`` for any other name."""
     safe = name.replace('"', "").replace("\r", "").replace("\n", "")
-    return {"Content-Disposition": f'attachment; filename="{safe}"'}
+    if safe.isascii():
+        return {"Content-Disposition": f'attachment; filename="{safe}"'}
+    return {"Content-Disposition": f"attachment; filename*=UTF-8''{quote(name, safe='')}"}
 
 
 # Logs -------------------------------------------------------------------------------------------

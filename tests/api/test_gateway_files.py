@@ -423,3 +423,13 @@ async def test_times_are_in_the_devices_timezone(gateway: httpx.AsyncClient, aut
     assert zone.status_code == 200
     listing = (await gateway.get("/api/v1/files", headers=auth)).json()["data"]["files"]
     assert {f["mod_time"] for f in listing} == {"2026-01-01 08:00:00"}
+
+
+async def test_a_non_ascii_name_downloads_with_an_rfc5987_header(
+    gateway: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    path = "/tmp/報告 1.txt"
+    await gateway.post("/api/v1/files/content", json={"path": path, "content": "x"}, headers=auth)
+    resp = await gateway.get("/api/v1/files/download", params={"path": path}, headers=auth)
+    assert resp.status_code == 200
+    assert resp.headers["content-disposition"] == "attachment; filename*=UTF-8''%E5%A0%B1%E5%91%8A%201.txt"

@@ -306,3 +306,26 @@ def test_transitions_are_world_events(world: World, camera: Camera) -> None:
     ]
     os_states = [e.data["status"] for e in events if e.kind is EventKind.CAMERA_OS_UPGRADE_STATE]
     assert os_states == ["validating"]
+
+
+def test_a_package_removed_mid_install_fails_the_install_not_the_world(world: World, camera: Camera) -> None:
+    camera.fs.write("/data/aipc/uploads/fw.tar.gz", firmware())
+    camera.ota.install_from_path("/data/aipc/uploads/fw.tar.gz")
+    camera.fs.remove("/data/aipc/uploads/fw.tar.gz")
+    run(world, 60)  # a crashed process would raise here
+    s = camera.ota.report()
+    assert (s.status, s.current_step) == ("failed", "extract") and "no such file" in s.error
+
+
+def test_full_disks_and_removed_directories_do_not_stop_the_machines(world: World, camera: Camera) -> None:
+    camera.ota.install("fw.tar.gz", firmware())
+    run(world, 3)
+    camera.storage.fill("root")
+    camera.storage.fill("data")
+    camera.fs.remove("/var/log/aipc")
+    camera.fs.remove("/data/aipc-data")
+    run(world, 600)
+    assert camera.logs.dropped > 0 and len(camera.logs.journals["platform-api"]) > 1
+    s = camera.ota.report()
+    assert (s.status, s.current_step) == ("failed", "extract")  # its package went with the directory
+    assert "no such file" in s.error and s.finished_at > 0 and not camera.ota.busy
