@@ -278,3 +278,13 @@ def test_cooldown_outlives_a_restore(twin: Twin) -> None:
     assert twin.world.rules.get_rule(created.id).trigger_count == 1
     twin.clock.advance(10)
     assert twin.world.rules.get_rule(created.id).trigger_count == 2
+
+
+def test_notify_can_name_its_channels(twin: Twin) -> None:
+    for name in ("ops", "oncall"):
+        twin.world.messages.create_channel(name, "webhook", {"url": f"http://127.0.0.1:9/{name}"})
+    twin.world.rules.create_rule(rule(actions=[{"type": "notify", "message": "m", "channels": ["oncall"]}]))
+    twin.world.rules.create_rule(rule(name="all", actions=[{"type": "notify", "message": "m"}]))
+    twin.clock.advance(80)
+    jobs = twin.world.outbox.take()
+    assert sorted(j["owner_id"] for j in jobs) == ["oncall", "oncall", "ops"]

@@ -113,7 +113,8 @@ class MessageCenter:
         return str(uuid.UUID(bytes=self.world.streams.get("automation.messages").bytes(16), version=4))
 
     # Messages --------------------------------------------------------------------------------
-    def send_message(self, new: NewMessage) -> Message:
+    def send_message(self, new: NewMessage, channels: list[str] | None = None) -> Message:
+        """``channels``: deliver only to these (by name; a rule's notify action may name them)."""
         if new.category not in MESSAGE_CATEGORIES:
             raise InvalidInput(f"Invalid category '{new.category}'", field="category")
         if new.severity not in SEVERITIES:
@@ -144,7 +145,7 @@ class MessageCenter:
             timestamp=int(doc["timestamp"]),
         )
         for channel in self.channels.values():
-            if channel["enabled"]:
+            if channel["enabled"] and (channels is None or channel["name"] in channels):
                 self._enqueue(channel, doc)
         return _message(doc)
 

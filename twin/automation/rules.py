@@ -225,7 +225,8 @@ class RuleEngine:
                     source=doc["name"],
                     source_type="rule",
                     metadata={"rule_id": doc["id"], "trigger_value": value},
-                )
+                ),
+                channels=action.get("channels"),
             )
             return f"notify:{message.id}"
         if kind == "execute":
