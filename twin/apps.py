@@ -34,6 +34,7 @@ from twin.app_store import AppStore
 from twin.containers import Container, Volume
 from twin.event_bus_device import covered
 from twin.storage import remove_file, write_file
+from twin.workbench import Workbench
 
 if TYPE_CHECKING:
     from twin.camera import Camera
@@ -111,6 +112,7 @@ class AppManager:
         self.tasks: dict[str, Task] = {}
         self.apps: dict[str, App] = {}
         self.store = AppStore(camera)
+        self.workbench = Workbench(camera)
 
     # Staging -------------------------------------------------------------------------------
     def _stage(self, filename: str, data: bytes, suffixes: tuple[str, ...], keep: bool) -> Staged:

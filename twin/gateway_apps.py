@@ -369,7 +369,7 @@ class TwinGatewayMonitor(_Area):
 
 
 class AppAreas:
-    """Builds the seven areas for one camera and hangs them on a gateway backend."""
+    """Builds the eight areas for one camera and hangs them on a gateway backend."""
 
     def __init__(self, world: World, clock: SimClock, camera_id: str) -> None:
         self.ai = TwinGatewayAi(world, clock, camera_id)
@@ -379,9 +379,10 @@ class AppAreas:
         self.storage = TwinGatewayStorage(world, clock, camera_id)
         self.monitor = TwinGatewayMonitor(world, clock, camera_id)
         self.admin = TwinGatewayAdmin(world, clock, camera_id)
+        self.workbench = TwinGatewayWorkbench(world, clock, camera_id)
 
     def attach(self, backend: Any) -> None:
-        for name in ("ai", "apps", "containers", "events", "storage", "monitor", "admin"):
+        for name in ("ai", "apps", "containers", "events", "storage", "monitor", "admin", "workbench"):
             setattr(backend, name, getattr(self, name))
 
 
@@ -452,3 +453,42 @@ class TwinGatewayAdmin(_Area):
 
     def cleanup_event_logs(self, before: str) -> int:
         return self.camera.admin.cleanup(before)
+
+
+class TwinGatewayWorkbench(_Area):
+    @property
+    def _bench(self) -> Any:
+        return self.camera.apps.workbench
+
+    def base_images(self) -> list[dict[str, object]]:
+        return self._bench.base_images()
+
+    def projects(self) -> list[dict[str, object]]:
+        return [p.view() for _, p in sorted(self._bench.projects.items())]
+
+    def project(self, project_id: str) -> dict[str, object]:
+        return self._bench.project(project_id).view()
+
+    def create(self, name: str, description: str, base_image: str) -> dict[str, object]:
+        return self._bench.create(name, description, base_image).view()
+
+    def update(self, project_id: str, fields: dict[str, object]) -> dict[str, object]:
+        return self._bench.update(project_id, fields).view()
+
+    def delete(self, project_id: str) -> None:
+        self._bench.delete(project_id)
+
+    def write(self, project_id: str, path: str, data: bytes) -> dict[str, object]:
+        return self._bench.write(project_id, path, data)
+
+    def read(self, project_id: str, path: str) -> dict[str, object]:
+        return self._bench.read(project_id, path)
+
+    def files(self, project_id: str) -> list[dict[str, object]]:
+        return self._bench.files(project_id)
+
+    def builds(self, project_id: str) -> list[dict[str, object]]:
+        return self._bench.builds(project_id)
+
+    def build(self, project_id: str, version: str) -> dict[str, object]:
+        return self._bench.build(project_id, version)

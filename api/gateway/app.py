@@ -29,6 +29,7 @@ from api.gateway.routers import (
     system,
     terminal,
     upgrade,
+    workbench,
 )
 from api.routing import finish, mount
 from hardware.ports.gateway import GatewayBackend
@@ -60,6 +61,7 @@ def create_app(backend: GatewayBackend) -> FastAPI:
         mount(app, router)
     mount(app, device.router)
     mount(app, store.router)
+    mount(app, workbench.router)
     app.router.routes.extend(not_simulated.routes_for(app))
     finish(app, area_depth=3)  # areas are /api/v1/<first segment>
     return app

@@ -18,6 +18,7 @@ from hardware.ports.gateway_apps import (
     GatewayEvents,
     GatewayMonitor,
     GatewayStorage,
+    GatewayWorkbench,
 )
 from hardware.ports.gateway_files import GatewayFiles, GatewayLogs, GatewayShell, GatewayUpgrade
 from hardware.ports.media import GatewayMedia
@@ -129,3 +130,4 @@ class GatewayBackend(Protocol):
     storage: GatewayStorage
     monitor: GatewayMonitor
     admin: GatewayAdmin
+    workbench: GatewayWorkbench

@@ -1,0 +1,97 @@
+"""``/api/v1/dev/*``: the development workbench. Projects, their files (paths relative to the
+project), uploads, and builds that produce an image archive and manifest for ``apps/install-package``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from api.gateway import schemas
+from api.gateway.deps import Backend, require_session
+from api.gateway.schemas_files import field, json_object, read_form
+from hardware.ports.errors import InvalidInput
+
+router = APIRouter(prefix="/api/v1/dev", tags=["workbench"], dependencies=[Depends(require_session)])
+
+
+@router.get("/base-images")
+async def base_images(backend: Backend) -> JSONResponse:
+    return schemas.ok({"images": backend.workbench.base_images()})
+
+
+@router.get("/projects")
+async def projects(backend: Backend) -> JSONResponse:
+    items = backend.workbench.projects()
+    return schemas.ok({"projects": items, "total": len(items)})
+
+
+@router.post("/projects")
+async def create_project(request: Request, backend: Backend) -> JSONResponse:
+    body = json_object(await request.body())
+    name = field(body, "name", str, required=True)
+    project = backend.workbench.create(name, field(body, "description", str), field(body, "base_image", str))
+    return schemas.ok(project)
+
+
+@router.get("/projects/{project_id}")
+async def get_project(project_id: str, backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.workbench.project(project_id))
+
+
+@router.put("/projects/{project_id}")
+async def update_project(project_id: str, request: Request, backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.workbench.update(project_id, json_object(await request.body())))
+
+
+@router.delete("/projects/{project_id}")
+async def delete_project(project_id: str, backend: Backend) -> JSONResponse:
+    backend.workbench.delete(project_id)
+    return schemas.ok({"message": f"Project {project_id} deleted"})
+
+
+@router.post("/projects/{project_id}/upload")
+async def upload(project_id: str, request: Request, backend: Backend) -> JSONResponse:
+    form = await read_form(request)
+    filename, data = form.file("file")
+    directory = form.fields.get("path", "").strip("/")
+    path = f"{directory}/{filename}" if directory else filename
+    return schemas.ok(backend.workbench.write(project_id, path, data))
+
+
+@router.post("/projects/{project_id}/source")
+async def source(project_id: str, request: Request, backend: Backend) -> JSONResponse:
+    """``{files: {"<relative path>": "<content>", …}}``: write several source files at once."""
+    files = json_object(await request.body()).get("files")
+    if not isinstance(files, dict) or not files or not all(isinstance(v, str) for v in files.values()):
+        raise InvalidInput("files must be an object of path -> text content")
+    written = [backend.workbench.write(project_id, str(path), text.encode()) for path, text in files.items()]
+    return schemas.ok({"files": written, "count": len(written)})
+
+
+@router.get("/projects/{project_id}/files")
+async def files(project_id: str, backend: Backend) -> JSONResponse:
+    return schemas.ok({"files": backend.workbench.files(project_id)})
+
+
+@router.get("/projects/{project_id}/file")
+async def read_file(project_id: str, backend: Backend, path: str = "") -> JSONResponse:
+    return schemas.ok(backend.workbench.read(project_id, path))
+
+
+@router.post("/projects/{project_id}/file")
+async def write_file(project_id: str, request: Request, backend: Backend) -> JSONResponse:
+    body = json_object(await request.body())
+    path = field(body, "path", str, required=True)
+    return schemas.ok(backend.workbench.write(project_id, path, field(body, "content", str).encode()))
+
+
+@router.get("/projects/{project_id}/builds")
+async def builds(project_id: str, backend: Backend) -> JSONResponse:
+    return schemas.ok({"builds": backend.workbench.builds(project_id)})
+
+
+@router.post("/projects/{project_id}/build")
+async def build(project_id: str, request: Request, backend: Backend) -> JSONResponse:
+    raw = await request.body()
+    version = field(json_object(raw), "version", str) if raw.strip() else ""
+    return schemas.ok(backend.workbench.build(project_id, version))
