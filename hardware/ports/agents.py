@@ -269,6 +269,9 @@ class ModelBackends(Protocol):
 
     async def test_backend(self, backend_id: str) -> BackendTest: ...
 
+    async def generate(self, prompt: str, backend_id: str | None = None) -> Mapping[str, Any]:
+        """One completion without tools: ``text``, ``backend_id``, ``model``."""
+
     async def ollama_models(self, endpoint: str | None = None) -> list[Mapping[str, Any]]:
         """The models a local Ollama server has (``GET {endpoint}/api/tags``)."""
 
@@ -335,6 +338,10 @@ class Dashboards(Protocol):
         """What a shared dashboard's component fetches through the link (read-only data)."""
 
     def duplicate(self, dashboard_id: str) -> Dashboard: ...
+
+    def add_component(self, dashboard_id: str, component: Mapping[str, Any]) -> Dashboard: ...
+
+    def remove_component(self, dashboard_id: str, component_id: str) -> Dashboard: ...
 
     def reorder(self, dashboard_ids: Sequence[str]) -> list[Dashboard]:
         """Give the listed dashboards ``sort_order`` 0, 1, 2... in that order."""
@@ -464,6 +471,14 @@ class Extensions(Protocol):
         """The marketplace's components (``Unavailable`` when it cannot be reached)."""
 
     def set_enabled(self, extension_id: str, enabled: bool) -> Extension: ...
+
+    def components_installed(self) -> list[Mapping[str, Any]]:
+        """Frontend components installed from the marketplace."""
+
+    def component_bundle(self, component_id: str) -> bytes:
+        """The JavaScript bundle of an installed component."""
+
+    def remove_component(self, component_id: str) -> None: ...
 
     def uninstall(self, extension_id: str) -> None:
         """Remove an installed extension (a later sync installs it again from the directory)."""

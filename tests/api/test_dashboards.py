@@ -213,3 +213,25 @@ async def test_default_duplicate_reorder_and_templates(automation: httpx.AsyncCl
     assert_error(await automation.get("/api/dashboards/templates/nope", headers=auth), 404, "NOT_FOUND")
     assert_error(await automation.post("/api/dashboards/nope/duplicate", headers=auth), 404, "NOT_FOUND")
     assert_error(await automation.post(f"/api/dashboards/{first['id']}/default"), 401, "UNAUTHORIZED")
+
+
+async def test_add_and_remove_components(automation: httpx.AsyncClient, auth: dict) -> None:
+    board = await create(automation, auth)
+    gauge = {"id": "g1", "type": "gauge", "position": {"x": 6, "y": 0, "w": 3, "h": 3}}
+    resp = await automation.post(f"/api/dashboards/{board['id']}/components", json=gauge, headers=auth)
+    assert [c["id"] for c in resp.json()["data"]["components"]] == ["c1", "g1"]
+    resp = await automation.post(f"/api/dashboards/{board['id']}/components", json=gauge, headers=auth)
+    assert_error(resp, 400, "BAD_REQUEST")  # duplicate id
+    resp = await automation.delete(f"/api/dashboards/{board['id']}/components?component_id=c1", headers=auth)
+    assert [c["id"] for c in resp.json()["data"]["components"]] == ["g1"]
+    resp = await automation.request(
+        "DELETE", f"/api/dashboards/{board['id']}/components", json={"component_id": "g1"}, headers=auth
+    )
+    assert resp.json()["data"]["components"] == []
+    resp = await automation.delete(f"/api/dashboards/{board['id']}/components?component_id=g1", headers=auth)
+    assert_error(resp, 404, "NOT_FOUND")
+    resp = await automation.post(f"/api/dashboards/{board['id']}/components", json={"id": "x"}, headers=auth)
+    assert_error(resp, 400, "BAD_REQUEST")
+    assert_error(
+        await automation.post("/api/dashboards/nope/components", json=gauge, headers=auth), 404, "NOT_FOUND"
+    )

@@ -164,6 +164,31 @@ async def test_marketplace_install_returns_real_error_statuses(
     assert_error(await automation.post(url, json={"component_id": "gauge-pro"}), 401, "UNAUTHORIZED")
 
 
+async def test_installed_frontend_components(automation: httpx.AsyncClient, auth: dict) -> None:
+    await automation.post(
+        "/api/frontend-components/market/install", json={"component_id": "heatmap"}, headers=auth
+    )
+    listed = (await automation.get("/api/frontend-components", headers=auth)).json()["data"]
+    assert [c["id"] for c in listed["components"]] == ["heatmap"]
+    one = (await automation.get("/api/frontend-components/heatmap", headers=auth)).json()["data"]
+    assert one["version"] == "1.1.0" and one["installed_at"] == 1767225600
+    bundle = await automation.get("/api/frontend-components/heatmap/bundle", headers=auth)
+    assert (
+        bundle.headers["content-type"].startswith("application/javascript") and b"Heatmap" in bundle.content
+    )
+    updates = (await automation.get("/api/frontend-components/updates", headers=auth)).json()["data"]
+    assert updates == {"updates": [], "count": 0}
+    resp = await automation.delete("/api/frontend-components/heatmap", headers=auth)
+    assert resp.json()["data"] == {"id": "heatmap", "deleted": True}
+    for method, path in [
+        ("GET", "/api/frontend-components/heatmap"),
+        ("DELETE", "/api/frontend-components/heatmap"),
+        ("GET", "/api/frontend-components/heatmap/bundle"),
+    ]:
+        assert_error(await automation.request(method, path, headers=auth), 404, "NOT_FOUND")
+    assert_error(await automation.get("/api/frontend-components"), 401, "UNAUTHORIZED")
+
+
 async def test_release_0917_answered_install_failures_with_200(settings: Settings) -> None:
     twin = build(dataclasses.replace(settings, release="0.9.17"))
     async with _client(twin.automation_app, "http://automation") as client:

@@ -321,3 +321,33 @@ async def test_protected_routes_need_auth(automation: httpx.AsyncClient) -> None
     assert_error(
         await automation.get("/api/llm-backends/nope", headers={"X-API-Key": "nmk_bad"}), 401, "UNAUTHORIZED"
     )
+
+
+async def test_stats_and_one_shot_generation(automation: httpx.AsyncClient, auth: dict, stub: Stub) -> None:
+    backend = await add(
+        automation, auth, name="Local", backend_type="ollama", model="qwen3:8b", endpoint=stub.url
+    )
+    stats = (await automation.get("/api/llm-backends/stats", headers=auth)).json()["data"]
+    assert stats == {
+        "total_backends": 2, "healthy_backends": 2, "active_id": "simulated",
+        "by_type": {"simulated": 1, "ollama": 1},
+    }  # fmt: skip
+    resp = await automation.post("/api/llm/generate", json={"prompt": "Say hi"}, headers=auth)
+    assert resp.json()["data"] == {
+        "text": "Acknowledged: Say hi",
+        "backend_id": "simulated",
+        "model": "twin-sim-1",
+    }
+    resp = await automation.post(
+        "/api/llm/generate", json={"prompt": "Hi", "backend_id": backend["id"]}, headers=auth
+    )
+    assert resp.json()["data"]["text"] == "Ollama says OK"
+    assert_error(
+        await automation.post("/api/llm/generate", json={"prompt": " "}, headers=auth), 400, "BAD_REQUEST"
+    )
+    assert_error(await automation.post("/api/llm/generate", json={}, headers=auth), 422, "VALIDATION_ERROR")
+    resp = await automation.post(
+        "/api/llm/generate", json={"prompt": "x", "backend_id": "nope"}, headers=auth
+    )
+    assert_error(resp, 404, "NOT_FOUND")
+    assert_error(await automation.post("/api/llm/generate", json={"prompt": "x"}), 401, "UNAUTHORIZED")

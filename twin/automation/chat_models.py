@@ -122,7 +122,7 @@ class SimulatedModel:
     @staticmethod
     def _conclude(prompt: str, results: Sequence[Mapping[str, Any]], u: float) -> str:
         if not results:
-            return f"Nothing to observe for: {prompt[:80]}".strip()
+            return f"Acknowledged: {prompt[:80]}".strip()
         parts = []
         for message in results:
             try:

@@ -170,6 +170,17 @@ class DashboardRegistry:
         )
         return copy
 
+    def add_component(self, dashboard_id: str, component: Mapping[str, Any]) -> Dashboard:
+        doc = self._doc(dashboard_id)
+        return self.update_dashboard(dashboard_id, {"components": [*doc["components"], dict(component)]})
+
+    def remove_component(self, dashboard_id: str, component_id: str) -> Dashboard:
+        doc = self._doc(dashboard_id)
+        kept = [c for c in doc["components"] if c.get("id") != component_id]
+        if len(kept) == len(doc["components"]):
+            raise NotFound(f"Component {component_id}", resource="component")
+        return self.update_dashboard(dashboard_id, {"components": kept})
+
     def reorder(self, dashboard_ids: Sequence[str]) -> list[Dashboard]:
         docs = [self._doc(d) for d in dashboard_ids]
         for order, doc in enumerate(docs):

@@ -259,6 +259,20 @@ class ExtensionRegistry:
             raise Unavailable("The component marketplace cannot be reached", resource="marketplace")
         return [{**item, "installed": self.components.get(cid) is not None} for cid, item in MARKET.items()]
 
+    def components_installed(self) -> list[Mapping[str, Any]]:
+        return self.components.values()
+
+    def component_bundle(self, component_id: str) -> bytes:
+        item = self.components.get(component_id)
+        if item is None:
+            raise NotFound(f"Component {component_id}", resource="component")
+        name = "".join(p.capitalize() for p in component_id.split("-"))
+        return f"export default function {name}(){{return null}}\n".encode()
+
+    def remove_component(self, component_id: str) -> None:
+        if not self.components.delete(component_id):
+            raise NotFound(f"Component {component_id}", resource="component")
+
     # Lifecycle --------------------------------------------------------------------------------
     def set_enabled(self, extension_id: str, enabled: bool) -> Extension:
         doc = self._doc(extension_id)

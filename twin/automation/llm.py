@@ -165,6 +165,13 @@ class ModelBackendRegistry:
             return BackendTest(doc["id"], False, _ms_since(started), error=err.message)
         return BackendTest(doc["id"], True, _ms_since(started), reply=reply.content or "OK")
 
+    async def generate(self, prompt: str, backend_id: str | None = None) -> Mapping[str, Any]:
+        if not prompt.strip():
+            raise InvalidInput("prompt must not be empty", field="prompt")
+        doc = self._doc(backend_id or self.active_id())
+        reply = await self.model(doc["id"]).chat([{"role": "user", "content": prompt}], (), Hints())
+        return {"text": reply.content, "backend_id": doc["id"], "model": doc["model"]}
+
     async def ollama_models(self, endpoint: str | None = None) -> list[Mapping[str, Any]]:
         if endpoint is None:
             local = next((d for d in self.docs.values() if d["backend_type"] == "ollama"), None)

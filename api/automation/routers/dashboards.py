@@ -6,7 +6,7 @@ live data for a shared dashboard's components: ``GET`` only (other methods 405).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
@@ -15,6 +15,7 @@ from api.automation.deps import Backend
 from api.automation.routers.agents import Route, release_router
 from api.automation.schemas import ok
 from api.automation.schemas.dashboards import (
+    ComponentRef,
     CreateDashboard,
     ReorderBody,
     ShareBody,
@@ -84,6 +85,20 @@ async def get_template(template_id: DashboardId, backend: Backend) -> JSONRespon
     return ok(found, backend.clock.now())
 
 
+async def add_component(dashboard_id: DashboardId, body: dict[str, Any], backend: Backend) -> JSONResponse:
+    return ok(dashboard_info(backend.dashboards.add_component(dashboard_id, body)), backend.clock.now())
+
+
+async def remove_component(
+    dashboard_id: DashboardId,
+    backend: Backend,
+    component_id: str | None = None,
+    body: ComponentRef | None = None,
+) -> JSONResponse:
+    wanted = component_id or (body.component_id if body else None) or ""
+    return ok(dashboard_info(backend.dashboards.remove_component(dashboard_id, wanted)), backend.clock.now())
+
+
 async def share(dashboard_id: DashboardId, backend: Backend, body: ShareBody | None = None) -> JSONResponse:
     body = body or ShareBody()
     link = backend.dashboards.share(dashboard_id, body.permissions.model_dump(), body.expires_in_hours)
@@ -125,6 +140,8 @@ ROUTES: list[Route] = [
     ("GET", "/dashboards/templates", list_templates),
     ("GET", "/dashboards/templates/{id}", get_template),
     ("POST", "/dashboards/{id}/default", set_default),
+    ("POST", "/dashboards/{id}/components", add_component),
+    ("DELETE", "/dashboards/{id}/components", remove_component),
     ("POST", "/dashboards/{id}/duplicate", duplicate),
     ("POST", "/dashboards/{id}/share", share),
     ("GET", "/dashboards/{id}/share", list_shares),

@@ -20,7 +20,7 @@ from api.automation.schemas.extensions import (
     capability_info,
     extension_info,
 )
-from hardware.ports.errors import DomainError
+from hardware.ports.errors import DomainError, NotFound
 
 
 # HTTP routes -----------------------------------------------------------------------------------
@@ -169,6 +169,33 @@ async def sync_status(backend: Backend) -> JSONResponse:
     return ok(dict(backend.extensions.sync_status()), backend.clock.now())
 
 
+async def installed_components(backend: Backend) -> JSONResponse:
+    rows = [dict(c) for c in backend.extensions.components_installed()]
+    return ok({"components": rows, "count": len(rows)}, backend.clock.now())
+
+
+async def installed_component(component_id: ExtensionId, backend: Backend) -> JSONResponse:
+    found = next(
+        (dict(c) for c in backend.extensions.components_installed() if c["id"] == component_id), None
+    )
+    if found is None:
+        raise NotFound(f"Component {component_id}", resource="component")
+    return ok(found, backend.clock.now())
+
+
+async def component_bundle(component_id: ExtensionId, backend: Backend) -> Response:
+    return Response(backend.extensions.component_bundle(component_id), media_type="application/javascript")
+
+
+async def remove_component(component_id: ExtensionId, backend: Backend) -> JSONResponse:
+    backend.extensions.remove_component(component_id)
+    return ok({"id": component_id, "deleted": True}, backend.clock.now())
+
+
+async def component_updates(backend: Backend) -> JSONResponse:
+    return ok({"updates": [], "count": 0}, backend.clock.now())
+
+
 async def sync(backend: Backend) -> JSONResponse:
     r = backend.extensions.sync()
     data = {
@@ -222,6 +249,11 @@ ROUTES: list[Route] = [
     ("DELETE", "/extensions/{id}", uninstall),
     ("DELETE", "/extensions/{id}/uninstall", uninstall),
     ("GET", "/frontend-components/market/list", component_market),
+    ("GET", "/frontend-components/updates", component_updates),
+    ("GET", "/frontend-components", installed_components),
+    ("GET", "/frontend-components/{id}", installed_component),
+    ("DELETE", "/frontend-components/{id}", remove_component),
+    ("GET", "/frontend-components/{id}/bundle", component_bundle),
     ("POST", "/frontend-components/market/install", install_component),
 ]
 

@@ -17,6 +17,7 @@ from api.automation.schemas import ok
 from api.automation.schemas.llm_backends import (
     CapabilitiesPatch,
     CreateBackend,
+    GenerateBody,
     UpdateBackend,
     backend_info,
     type_info,
@@ -51,6 +52,24 @@ async def type_schema(backend_type: Annotated[str, Path(alias="type")], backend:
 async def ollama_models(backend: Backend, endpoint: str | None = None) -> JSONResponse:
     models = [dict(m) for m in await backend.llm_backends.ollama_models(endpoint)]
     return ok({"models": models, "count": len(models)}, backend.clock.now())
+
+
+async def stats(backend: Backend) -> JSONResponse:
+    rows = backend.llm_backends.list_backends()
+    by_type: dict[str, int] = {}
+    for b in rows:
+        by_type[b.backend_type] = by_type.get(b.backend_type, 0) + 1
+    data = {
+        "total_backends": len(rows),
+        "healthy_backends": sum(b.healthy for b in rows),
+        "active_id": backend.llm_backends.active_id(),
+        "by_type": by_type,
+    }
+    return ok(data, backend.clock.now())
+
+
+async def generate(body: GenerateBody, backend: Backend) -> JSONResponse:
+    return ok(dict(await backend.llm_backends.generate(body.prompt, body.backend_id)), backend.clock.now())
 
 
 async def list_backends(backend: Backend) -> JSONResponse:
@@ -102,6 +121,8 @@ ROUTES: list[Route] = [
     ("GET", "/llm-backends/types", list_types),
     ("GET", "/llm-backends/types/{type}/schema", type_schema),
     ("GET", "/llm-backends/ollama/models", ollama_models),
+    ("GET", "/llm-backends/stats", stats),
+    ("POST", "/llm/generate", generate),
     ("GET", "/llm-backends", list_backends),
     ("POST", "/llm-backends", create_backend),
     ("GET", "/llm-backends/{id}", get_backend),

@@ -32,6 +32,10 @@ class UpdateDashboard(_Body):
         return {k: getattr(self, k) for k in self.model_fields_set}
 
 
+class ComponentRef(_Body):
+    component_id: str
+
+
 class ReorderBody(_Body):
     dashboard_ids: list[str] | None = None
     order: list[str] | None = None

@@ -47,6 +47,11 @@ class UpdateBackend(_Body):
         return {k: getattr(self, k) for k in self.model_fields_set}
 
 
+class GenerateBody(_Body):
+    prompt: str
+    backend_id: str | None = None
+
+
 class CapabilitiesPatch(_Body):
     multimodal: StrictBool | None = None
 
