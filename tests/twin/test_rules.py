@@ -3,6 +3,8 @@ schedules, actions; and the outbox's sim-time retry schedule. No HTTP."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hardware.ports.errors import InvalidInput, NotFound
@@ -11,6 +13,8 @@ from hardware.ports.rules import DeliveryResult
 from twin.automation.delivery import RetryPolicy
 from twin.automation.rule_spec import Cron, parse
 from twin.serve import Twin
+from twin.store import Store
+from twin.world import World
 
 SENSOR = "env_sensor-0001"
 # humidity of SENSOR in the test scenario: 37.19 at t=0, falling by ~0.01 per 10 s sample; < 37.1 from t=80.
@@ -288,3 +292,17 @@ def test_notify_can_name_its_channels(twin: Twin) -> None:
     twin.clock.advance(80)
     jobs = twin.world.outbox.take()
     assert sorted(j["owner_id"] for j in jobs) == ["oncall", "oncall", "ops"]
+
+
+def test_pending_deliveries_survive_a_restart_with_a_state_dir(tmp_path: Path) -> None:
+    store = Store(tmp_path / "twin.sqlite3")
+    world = World(store=store)
+    world.outbox.enqueue(
+        "channel", "ops", "http", {"url": "http://127.0.0.1:9/"}, {"a": 1}, RetryPolicy(), delay=30
+    )
+    store.close()
+    again = World(store=Store(tmp_path / "twin.sqlite3"))
+    assert again.outbox.pending() == 1 and again.outbox.take() == []
+    again.env.run(until=30.001)
+    (job,) = again.outbox.take()
+    assert job["payload"] == {"a": 1}

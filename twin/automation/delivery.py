@@ -101,7 +101,7 @@ class Outbox:
             "payload": payload,
             "attempts": 0,
             "retry": [retry.max_retries, retry.backoff_secs, retry.max_backoff_secs],
-            "due": self.world.env.now + delay,
+            "due": self.world.now() + delay,  # Unix seconds: a pending job keeps its time across runs
         }
         self.jobs.put(job["id"], job)
         self.live[job["id"]] = owner_kind
@@ -109,7 +109,7 @@ class Outbox:
         return job["id"]
 
     def _schedule(self, job: dict[str, Any]) -> None:
-        delay = max(0.0, job["due"] - self.world.env.now)
+        delay = max(0.0, job["due"] - self.world.now())
         if delay == 0:
             self._ready(job)
             return
@@ -162,7 +162,7 @@ class Outbox:
             self.jobs.delete(job["id"])
             del self.live[job["id"]]
         else:
-            job["due"] = self.world.env.now + retry.delay(job["attempts"])
+            job["due"] = self.world.now() + retry.delay(job["attempts"])
             self.jobs.put(job["id"], job)
             self._schedule(job)
         owner = self.owners.get(job["owner_kind"])
