@@ -10,6 +10,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from api.gateway.routers import media as media_router
+from hardware.ports.media import MediaFrame
 from tests.sockets import socket_settings
 from tests.twin.test_video import decode
 from twin.serve import build, start, stop
@@ -118,3 +120,38 @@ async def test_a_stream_that_cannot_start_says_so_after_the_upgrade(gateway) -> 
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
         rows = (await http.get("/api/v1/media/status")).json()["data"]["streams"]
     assert {r["status"] for r in rows} == {"unknown"} and {r["ms_since_last_frame"] for r in rows} == {None}
+
+
+class _SlowSocket:
+    """Records what the pump sends; each send moves a fake monotonic clock by ``cost``."""
+
+    def __init__(self, costs: list[float]) -> None:
+        self.now = 0.0
+        self.costs = costs
+        self.sent = 0
+        self.closed: tuple[int, str] | None = None
+
+    def clock(self) -> float:
+        return self.now
+
+    async def send_bytes(self, data: bytes) -> None:
+        self.now += self.costs[self.sent % len(self.costs)]
+        self.sent += 1
+
+    async def close(self, code: int, reason: str) -> None:
+        self.closed = (code, reason)
+
+
+class _Frames:
+    async def next_frame(self) -> MediaFrame:
+        return MediaFrame(False, 0, 0, b"\0\0\0\1\x41")
+
+
+@pytest.mark.parametrize(
+    ("costs", "sent"),
+    [([0.06], 5), ([0.06, 0.06, 0.06, 0.06, 0.01, 0.06, 0.06, 0.06, 0.06, 0.06], 10)],
+)
+async def test_five_slow_writes_in_a_row_evict_the_client(costs: list[float], sent: int) -> None:
+    ws = _SlowSocket(costs)
+    await media_router._pump(ws, _Frames(), clock=ws.clock)  # type: ignore[arg-type]
+    assert ws.sent == sent and ws.closed == (1008, "Client too slow")

@@ -12,6 +12,7 @@ The feed, as the device serves it (reference §8):
 - A stream that cannot start (disabled, camera service down): the upgrade, then a text frame
   ``{"error":"Failed to start stream"}`` and a close.
 - At most 5 connections per client IP: a sixth closes the oldest with 1008 "Connection replaced".
+- A write slower than 1 s, or 5 writes in a row slower than 50 ms, evict the client (1008).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import asyncio
 import contextlib
 import json
 import struct
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fastapi import APIRouter, Depends, WebSocket
@@ -40,6 +43,10 @@ FLAGS = 0x01
 HEADER = struct.Struct(">IBBII4x")
 MAX_PER_IP = 5
 REPLACED = (1008, "Connection replaced")
+EVICTED = (1008, "Client too slow")
+WRITE_TIMEOUT_S = 1.0
+SLOW_WRITE_S = 0.05
+SLOW_WRITES = 5
 
 
 def pack(frame: MediaFrame) -> bytes:
@@ -138,11 +145,26 @@ async def _serve(websocket: WebSocket, viewer: MediaViewer, me: _Connection) -> 
         await asyncio.gather(*me.tasks, return_exceptions=True)
 
 
-async def _pump(websocket: WebSocket, viewer: MediaViewer) -> None:
+async def _pump(
+    websocket: WebSocket, viewer: MediaViewer, clock: Callable[[], float] = time.monotonic
+) -> None:
+    """Send frames as they come. Like the device, a client whose writes take longer than
+    :data:`WRITE_TIMEOUT_S`, or :data:`SLOW_WRITES` times in a row longer than :data:`SLOW_WRITE_S`,
+    is evicted (transport time, read on the host's monotonic clock, not the world's)."""
+    slow = 0
     with contextlib.suppress(WebSocketDisconnect, DomainError, RuntimeError):
         while True:
             frame = await viewer.next_frame()
-            await websocket.send_bytes(pack(frame))
+            started = clock()
+            try:
+                await asyncio.wait_for(websocket.send_bytes(pack(frame)), WRITE_TIMEOUT_S)
+            except TimeoutError:
+                await websocket.close(*EVICTED)
+                return
+            slow = slow + 1 if clock() - started > SLOW_WRITE_S else 0
+            if slow >= SLOW_WRITES:
+                await websocket.close(*EVICTED)
+                return
 
 
 async def _drain(websocket: WebSocket) -> None:
