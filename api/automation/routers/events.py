@@ -3,7 +3,8 @@
 Both carry the same envelopes (:mod:`api.automation.realtime`), filtered by ``?category=`` and
 repeated ``?event_type=``. Each connection holds one bus subscription and drains it in batches;
 a connection that falls more than a queue's worth behind loses the oldest events, which the bus
-counts (``/metrics``) and the connection logs when it ends. Neither path is rate limited.
+counts (``/metrics``) and the connection logs as it happens and when it ends. Neither path is rate
+limited.
 
 WebSocket: authenticated by ``?api_key=`` or by a first text frame ``{"type":"Auth","token"}`` (or
 ``"api_key"``); ``?token=`` is ignored. Events come as ``{"batch":true,"events":[…]}`` of at most
