@@ -137,6 +137,8 @@ async def test_release_0917_serves_the_share_proxy_without_credentials(settings:
         ]
         resp = await client.get(f"/api/share/{link['token']}/proxy/devices/{DEVICE}")
         assert resp.status_code == 200 and resp.json()["data"]["device_id"] == DEVICE
+        earlier = await client.get(f"/api/dashboards/shared/{link['token']}")  # the earlier revision's path
+        assert earlier.status_code == 200 and earlier.json()["data"]["dashboard"]["id"] == board["id"]
 
 
 @pytest.mark.parametrize(

@@ -197,6 +197,12 @@ async def test_release_0917_answered_install_failures_with_200(settings: Setting
         resp = await client.post("/api/frontend-components/market/install", json={"id": "nope"}, headers=auth)
         assert resp.status_code == 200 and resp.json()["success"] is False
         assert (await client.get("/api/extensions/camera-stream")).status_code == 200  # public then
+        discovered = (await client.post("/api/extensions/discover", headers=auth)).json()["data"]
+        assert discovered["installed"] == ["energy-meter"]
+        url = "/api/extensions/weather-forecast/commands/get_current"
+        resp = await client.post(url, json={"city": "Oslo"}, headers=auth)
+        assert resp.json()["data"]["output"]["city"] == "Oslo"
+        assert (await client.post(url, json={"city": "Oslo"})).status_code == 401
 
 
 async def test_enable_disable_uninstall_and_the_component_market(

@@ -294,11 +294,11 @@ class AgentRegistry:
 
     async def _run_remote(self, doc: dict[str, Any], run: dict[str, Any], data: Any) -> None:
         try:
-            outcome = await conduct(self.world, doc, data)
+            outcome, error = await conduct(self.world, doc, data), None
         except DomainError as err:
-            self._finish(doc, run, None, err.message)
-            return
-        self._finish(doc, run, outcome, None)
+            outcome, error = None, err.message
+        if self.world.agents is self:  # the world was not reset or restored meanwhile
+            self._finish(doc, run, outcome, error)
 
     def _begin(self, doc: dict[str, Any], trigger_type: str) -> dict[str, Any]:
         run = {

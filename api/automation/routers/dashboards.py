@@ -152,4 +152,8 @@ ROUTES: list[Route] = [
 
 
 def router_for(release: str) -> APIRouter:
-    return release_router(ROUTES, release, "dashboards")
+    """The dashboards routes; release 0.9.17 also serves the earlier ``GET /dashboards/shared/:token``."""
+    router = release_router(ROUTES, release, "dashboards")
+    if release == "0.9.17":
+        router.add_api_route("/dashboards/shared/{token}", shared, methods=["GET"])
+    return router

@@ -5,10 +5,12 @@ enable/uninstall, the component marketplace, and the stream session route
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
-from api.automation.deps import Backend
+from api.automation.deps import Backend, current_user
 from api.automation.routers.agents import Route, release_router
 from api.automation.routers.extension_stream import ExtensionId, stream
 from api.automation.schemas import ok
@@ -258,7 +260,22 @@ ROUTES: list[Route] = [
 ]
 
 
+async def legacy_command(
+    extension_id: ExtensionId, cmd: str, backend: Backend, body: dict[str, Any] | None = None
+) -> JSONResponse:
+    """The earlier revision's ``POST /extensions/:id/commands/:cmd``: the body is the arguments."""
+    return await run_command(extension_id, CommandBody(command=cmd, args=body or {}), backend)
+
+
 def router_for(release: str) -> APIRouter:
+    """The extensions routes and the stream; release 0.9.17 also serves the earlier revision's
+    ``POST /extensions/discover`` and ``POST /extensions/:id/commands/:cmd``."""
     router = release_router(ROUTES, release, "extensions")
     router.add_api_websocket_route("/extensions/{id}/stream", stream)
+    if release == "0.9.17":
+        auth = [Depends(current_user)]
+        router.add_api_route("/extensions/discover", sync, methods=["POST"], dependencies=auth)
+        router.add_api_route(
+            "/extensions/{id}/commands/{cmd}", legacy_command, methods=["POST"], dependencies=auth
+        )
     return router
