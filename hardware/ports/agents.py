@@ -457,6 +457,13 @@ class Extensions(Protocol):
     def asset(self, extension_id: str, path: str) -> tuple[bytes, str]:
         """(content, media type); ``NotFound`` for anything outside the extension's own assets."""
 
+    def upload(self, file_name: str, content: bytes) -> Extension:
+        """Store an uploaded manifest in the extensions directory and install it (``InvalidInput``
+        for anything but a valid ``.json`` manifest; ``Conflict`` when the id is installed)."""
+
+    def register(self, file_name: str) -> Extension:
+        """Install the manifest the extensions directory holds under ``file_name``."""
+
     def sync(self) -> SyncReport:
         """Scan the extensions directory and install what is new, before returning."""
 

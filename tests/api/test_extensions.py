@@ -419,3 +419,41 @@ async def test_stream_refusals(server: Server) -> None:
         await open_session(ws, None)
         await ws.send(b"\x00" * 12)
         assert json.loads(await ws.recv())["code"] == "INVALID_MODE"
+
+
+async def test_upload_and_register_manifests(automation: httpx.AsyncClient, auth: dict, twin: Twin) -> None:
+    manifest = {
+        "id": "lamp",
+        "name": "Lamp",
+        "version": "0.2.0",
+        "commands": [{"id": "on", "response": {"on": True}}],
+    }
+    files = {"file": ("lamp.json", json.dumps(manifest).encode(), "application/json")}
+    resp = await automation.post("/api/extensions/upload/file", files=files, headers=auth)
+    assert resp.json()["data"] == {
+        "id": "lamp", "installed": True, "file_path": "/var/lib/neomind/extensions/lamp.json",
+    }  # fmt: skip
+    said = await automation.post("/api/extensions/lamp/command", json={"command": "on"}, headers=auth)
+    assert said.json()["data"]["output"] == {"on": True, "args": {}}
+    resp = await automation.post("/api/extensions/upload/file", files=files, headers=auth)
+    assert_error(resp, 409, "CONFLICT")
+    bad = {"file": ("x.json", b"{nope", "application/json")}
+    assert_error(
+        await automation.post("/api/extensions/upload/file", files=bad, headers=auth), 400, "BAD_REQUEST"
+    )
+    wrong = {"file": ("x.zip", json.dumps(manifest | {"id": "z"}).encode(), "application/zip")}
+    assert_error(
+        await automation.post("/api/extensions/upload/file", files=wrong, headers=auth), 400, "BAD_REQUEST"
+    )
+    resp = await automation.post("/api/extensions/upload/file", json={"file": "x"}, headers=auth)
+    assert_error(resp, 400, "BAD_REQUEST")
+
+    path = {"file_path": "/var/lib/neomind/extensions/energy-meter.json"}
+    resp = await automation.post("/api/extensions", json=path, headers=auth)
+    assert resp.json()["data"]["id"] == "energy-meter"
+    assert_error(await automation.post("/api/extensions", json=path, headers=auth), 409, "CONFLICT")
+    for escape in ("/etc/passwd", "../../etc/passwd", "/var/lib/neomind/extensions/../../../etc/passwd"):
+        resp = await automation.post("/api/extensions", json={"file_path": escape}, headers=auth)
+        assert_error(resp, 404, "NOT_FOUND")
+    assert_error(await automation.post("/api/extensions", json={}, headers=auth), 422, "VALIDATION_ERROR")
+    assert_error(await automation.post("/api/extensions/upload/file", files=files), 401, "UNAUTHORIZED")

@@ -19,6 +19,7 @@ The marketplace of frontend components is a fixed simulated catalogue; a compone
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from collections import deque
@@ -86,6 +87,30 @@ class ExtensionRegistry:
                 "a manifest is a .json file directly in the extensions directory", field="file"
             )
         self.dropped_files.put(file_name, {"manifest": manifest})
+
+    def upload(self, file_name: str, content: bytes) -> Extension:
+        try:
+            manifest = json.loads(content)
+        except ValueError as err:
+            raise InvalidInput("the uploaded manifest is not valid JSON", field="file") from err
+        reason = check_manifest(manifest)
+        if reason is not None:
+            raise InvalidInput(f"invalid manifest: {reason}", field="file")
+        self.place_manifest(file_name, manifest)
+        return self.register(file_name)
+
+    def register(self, file_name: str) -> Extension:
+        name = file_name.removeprefix(DIRECTORY + "/")  # a name lookup: other paths name nothing
+        manifest = self.directory().get(name)
+        if manifest is None:
+            raise NotFound(f"No manifest {file_name} in {DIRECTORY}", resource="extension_file")
+        reason = check_manifest(manifest)
+        if reason is not None:
+            raise InvalidInput(f"invalid manifest: {reason}", field="file_path")
+        if self.installed.get(manifest["id"]) is not None:
+            raise Conflict(f"Extension {manifest['id']} is already installed", resource="extension")
+        self._install(manifest, f"{DIRECTORY}/{name}")
+        return self.get_extension(manifest["id"])
 
     def sync(self) -> SyncReport:
         installed, skipped, failed = [], [], []

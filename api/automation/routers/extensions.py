@@ -19,10 +19,13 @@ from api.automation.schemas.extensions import (
     ConfigBody,
     EnabledBody,
     InstallBody,
+    RegisterBody,
     capability_info,
     extension_info,
 )
-from hardware.ports.errors import DomainError, NotFound
+from hardware.ports.errors import DomainError, InvalidInput, NotFound
+
+MAX_UPLOAD = 512 * 1024 * 1024
 
 
 # HTTP routes -----------------------------------------------------------------------------------
@@ -198,6 +201,26 @@ async def component_updates(backend: Backend) -> JSONResponse:
     return ok({"updates": [], "count": 0}, backend.clock.now())
 
 
+async def upload(request: Request, backend: Backend) -> JSONResponse:
+    try:
+        form = await request.form(max_files=1, max_fields=4)
+    except Exception as err:  # not multipart, or malformed
+        raise InvalidInput("Expected multipart form data with field 'file'") from err
+    upload = form.get("file")
+    if upload is None or isinstance(upload, str):
+        raise InvalidInput("No file uploaded", field="file")
+    data = await upload.read(MAX_UPLOAD + 1)
+    if len(data) > MAX_UPLOAD:
+        raise InvalidInput("File too large", field="file")
+    ext = backend.extensions.upload(upload.filename or "", data)
+    return ok({"id": ext.id, "installed": True, "file_path": ext.file_path}, backend.clock.now())
+
+
+async def register(body: RegisterBody, backend: Backend) -> JSONResponse:
+    ext = backend.extensions.register(body.file_path)
+    return ok({"id": ext.id, "installed": True, "file_path": ext.file_path}, backend.clock.now())
+
+
 async def sync(backend: Backend) -> JSONResponse:
     r = backend.extensions.sync()
     data = {
@@ -226,6 +249,8 @@ ROUTES: list[Route] = [
     ("GET", "/extensions/types", list_types),
     ("GET", "/extensions/dashboard-components", dashboard_components),
     ("POST", "/extensions/sync", sync),
+    ("POST", "/extensions/upload/file", upload),
+    ("POST", "/extensions", register),
     ("GET", "/extensions/{id}", get_extension),
     ("GET", "/extensions/{id}/health", health),
     ("GET", "/extensions/{id}/commands", list_commands),

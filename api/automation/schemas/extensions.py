@@ -35,6 +35,11 @@ class ConfigBody(_Body):
     config: dict[str, Any]
 
 
+class RegisterBody(_Body):
+    file_path: str
+    """A manifest of the (virtual) extensions directory: its file name or full path there."""
+
+
 class InstallBody(_Body):
     component_id: str | None = None
     id: str | None = None
