@@ -208,6 +208,8 @@ class Camera:
             "fs": self.fs.state(),
             "ota": self.ota.state(),
             "os_upgrade": self.os_upgrade.state(),
+            "lens": self.lens.state(),
+            "peripherals": self.peripherals.state(),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -222,5 +224,8 @@ class Camera:
             self.fs.set_state(state["fs"])
             self.ota.set_state(state["ota"])
             self.os_upgrade.set_state(state["os_upgrade"])
+        if "lens" in state:
+            self.lens.set_state(state["lens"])
+            self.peripherals.set_state(state["peripherals"])
         if not self.powered and self.down_until is not None:
             self.world.env.process(self._boot(max(0.0, self.down_until - self.world.env.now)))

@@ -202,12 +202,21 @@ class Lens(Autofocus):
 
     # Snapshot --------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
+        motors = {"zoom": self.zoom_motor, "focus": self.focus_motor, "iris": self.iris_motor}
         return {
-            "zoom": self.zoom_motor.position(),
-            "focus": self.focus_motor.position(),
-            "iris": self.iris_motor.position(),
+            **{name: m.position() for name, m in motors.items()},
+            "limits": {name: [m.limit.min_pos, m.limit.max_pos] for name, m in motors.items()},
             "autofocus": self.autofocus_enabled,
         }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Motors stopped where the snapshot had them (a move in progress is not resumed)."""
+        motors = {"zoom": self.zoom_motor, "focus": self.focus_motor, "iris": self.iris_motor}
+        for name, motor in motors.items():
+            lo, hi = state["limits"][name]
+            motor.limit = MotorLimit(lo, hi)
+            motor.place(state[name])
+        self.autofocus_enabled = state["autofocus"]
 
 
 def _check_speed(speed: int) -> None:

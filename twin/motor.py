@@ -64,6 +64,12 @@ class Motor:
         else:
             self.move_to(self.limit.max_pos if speed > 0 else self.limit.min_pos, abs(speed) / 100)
 
+    def place(self, pos: float) -> None:
+        """Put the motor at ``pos``, stopped (restoring a snapshot)."""
+        self._halt()
+        self._pos0 = self._target = float(pos)
+        self.state = MOTOR_STOPPED
+
     def stop(self) -> None:
         self._halt()
         self.state = MOTOR_STOPPED

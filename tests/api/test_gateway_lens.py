@@ -186,3 +186,25 @@ async def test_bad_bodies_answer_1001(gateway, auth, method: str, path: str, bod
 async def test_not_json_answers_1001(gateway, auth) -> None:
     resp = await gateway.post("/api/v1/device/zoom", content=b"speed=5", headers=auth)
     assert resp.status_code == 400 and resp.json()["code"] == 1001
+
+
+async def test_lens_and_peripherals_survive_snapshot_and_restore(gateway, auth, twin: Twin) -> None:
+    await gateway.put(LENS + "/zoom-level", json={"level": 2.5}, headers=auth)
+    await gateway.put(LENS + "/limits", json={"focus_limit": {"min_pos": 10, "max_pos": 2900}}, headers=auth)
+    await gateway.post("/api/v1/device/light", json={"level": 40}, headers=auth)
+    await gateway.post("/api/v1/device/ir-cut", json={"mode": "day"}, headers=auth)
+    twin.clock.advance(5)
+    before = await status(gateway, auth)
+    device = (await gateway.get("/api/v1/device/status", headers=auth)).json()["data"]
+    snap = twin.world.snapshot()
+    await gateway.put(LENS + "/zoom-level", json={"level": 1}, headers=auth)
+    await gateway.post("/api/v1/device/light", json={"level": 0}, headers=auth)
+    twin.clock.advance(5)
+    twin.world.restore(snap)
+    twin.clock.rebased()
+    auth = {"Authorization": await gateway_token(gateway)}  # sessions travel too, but a fresh one is simpler
+    assert await status(gateway, auth) == before
+    again = (await gateway.get("/api/v1/device/status", headers=auth)).json()["data"]
+    assert (again["white_light_level"], again["ircut_mode"], again["zoom_pos"]) == (
+        device["white_light_level"], device["ircut_mode"], device["zoom_pos"],
+    )  # fmt: skip
