@@ -69,7 +69,6 @@ def scenario_main(argv: list[str]) -> int:
         speed=args.speed,
         step=args.step,
         client=args.client,
-        report_dir=args.report,
         progress=show,
         stop_at=args.until,
     )

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import itertools
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
@@ -60,6 +61,9 @@ class TwinControl:
         self.stop_at: float | None = None
         """Set by a step-mode scenario run: a client's world sleep never goes past it."""
         self.stopped = asyncio.Event()
+        self.settle: Callable[[], Awaitable[None]] | None = None
+        """Awaited after a client's world sleep: lets sockets catch up with the world (a camera
+        that went down closes its listeners, one that booted opens them) before the client goes on."""
         self.broker: BrokerSwitch | None = None
         """Takes the embedded MQTT broker down and up (set by whoever runs the broker)."""
 
@@ -192,6 +196,8 @@ class TwinControl:
                 self.stopped.set()
                 await asyncio.Event().wait()  # held until the run ends and the client is stopped
             self.clock.run_to(target)
+            if self.settle is not None:
+                await self.settle()
         else:
             await self.clock.sleep(seconds)
         return self.clock.state()

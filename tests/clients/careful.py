@@ -72,17 +72,19 @@ class Careful:
 
     def follow(self) -> int:
         """Keep the device's event stream open: when it drops, open it again at once (and every
-        few seconds until the device takes it)."""
+        few seconds until the device takes it), logging in again if the session is gone."""
         gateway = Gateway(self.env)
         gateway.login()
-        ws = gateway.stream()
+        ws, _ = gateway.stream()
         for _ in range(STREAM_ROUNDS):
             self.env.pause(5)
             if ws is not None and not gateway.alive(ws):
                 ws.close()
                 ws = None
             if ws is None:
-                ws = gateway.stream()
+                ws, status = gateway.stream()
+                if status == 401 and gateway.login():  # the session went with the drop
+                    ws, _ = gateway.stream()
         if ws is not None:
             ws.close()
         return 0

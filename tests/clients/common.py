@@ -124,15 +124,19 @@ class Gateway:
         return self.call("POST", "/api/v1/system/ota/install", files=files)
 
     def stream(self):
-        """The device event bus relay (a WebSocket), or ``None`` if it cannot be opened."""
+        """The device event bus relay (a WebSocket) and 101, or ``None`` and the refusal's status
+        (0 when the device refused the connection itself)."""
+        from websockets.exceptions import InvalidStatus
         from websockets.sync.client import connect
 
         raw = (self.token or "").removeprefix("Bearer ")
         url = self.base.replace("http", "ws", 1) + f"/api/v1/events/stream?token={raw}"
         try:
-            return connect(url, open_timeout=5)
+            return connect(url, open_timeout=5), 101
+        except InvalidStatus as err:
+            return None, err.response.status_code
         except (OSError, Exception):
-            return None
+            return None, 0
 
     @staticmethod
     def alive(ws) -> bool:

@@ -58,7 +58,7 @@ class Naive:
         """Open the device's event stream once; when it drops, carry on without it."""
         gateway = Gateway(self.env)
         gateway.login()
-        ws = gateway.stream()
+        ws, _ = gateway.stream()
         for _ in range(STREAM_ROUNDS):
             self.env.pause(5)
             if ws is not None and not gateway.alive(ws):

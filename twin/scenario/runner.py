@@ -39,7 +39,7 @@ NO_BROKER = "mqtt://127.0.0.1:1"
 """Where a run without MQTT points the bridge, which is then never started."""
 POLL_WALL_S = 0.002
 MAX_EVENTS = 200_000
-_TRACE_KINDS = frozenset(k for k in EventKind if k is not EventKind.DEVICE_TELEMETRY)
+_TELEMETRY = EventKind.DEVICE_TELEMETRY
 
 
 @dataclass
@@ -47,7 +47,6 @@ class RunOptions:
     speed: float | None = None
     step: bool | None = None
     client: str | None = None
-    report_dir: Path | None = None
     progress: Callable[[dict[str, Any]], None] | None = None
     stop_at: float | None = None
     """Stop earlier than the file says (fast runs of the library in the test suite)."""
@@ -79,17 +78,19 @@ class RunResult:
 
 class _Recorder:
     """Keeps every non-telemetry world event (bounded) and starts ``after`` steps when their event
-    is published: synchronously, inside the SimPy step that emitted it, so they fire on time."""
+    is emitted: synchronously (a world observer), inside the SimPy step that emitted it, so they
+    fire on time."""
 
     def __init__(self, world, steps: list[Step], fire: Callable[[Step, float], None]) -> None:
+        self.world = world
         self.events: list[Event] = []
         self.pending = list(steps)
         self.fire = fire
-        self.sub = world.bus.subscribe(_TRACE_KINDS, maxlen=1)
-        self.sub.offer = self.offer  # type: ignore[method-assign]
+        world.observers.append(self.observe)
 
-    def offer(self, item: tuple[int, Event]) -> None:
-        event = item[1]
+    def observe(self, event: Event) -> None:
+        if event.kind is _TELEMETRY:
+            return
         if len(self.events) < MAX_EVENTS:
             self.events.append(event)
         for step in list(self.pending):
@@ -103,7 +104,8 @@ class _Recorder:
                 self.fire(step, after.delay)
 
     def close(self) -> None:
-        self.sub.close()
+        if self.observe in self.world.observers:
+            self.world.observers.remove(self.observe)
 
 
 class BrokerSwitch:
@@ -248,6 +250,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
     with tempfile.TemporaryDirectory(prefix="twin-run-") as tmp:
         running = await start(twin, Path(tmp))
         switch = control.broker = BrokerSwitch(running) if running.broker is not None else None
+        control.settle = lambda: _listeners_settled(running)
         proc = None
         log_path = Path(tmp) / "client.log"
         try:
@@ -313,6 +316,30 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         watched=_watched(scenario, world, record.end),
         events_published=world.bus.published,
     )
+
+
+SETTLE_WALL_S = 10.0
+
+
+async def _listeners_settled(running) -> None:
+    """Wait (at most ``SETTLE_WALL_S`` of wall time) until every camera's gateway listeners match
+    its power: closed while it is down, serving once it is up."""
+
+    def settled() -> bool:
+        for camera_id, camera in running.twin.world.cameras.items():
+            for name in (f"{camera_id}/http", f"{camera_id}/https"):
+                listener = running.listeners.get(name)
+                if listener is None:
+                    continue
+                task = listener.task
+                serving = task is not None and not task.done() and listener.server.started
+                if serving != camera.powered:
+                    return False
+        return True
+
+    deadline = time.monotonic() + SETTLE_WALL_S
+    while not settled() and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
 
 
 async def _no_bridge() -> None:
