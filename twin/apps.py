@@ -1,5 +1,4 @@
-"""The camera's app manager: staged uploads, install tasks, installed apps and what they do while
-running.
+"""The camera's app manager: staged uploads, install tasks, installed apps, their lifecycle.
 
 Install in three steps: ``upload_image`` and ``upload_manifest`` stage files under
 ``/tmp/aipc-upload`` (the root partition: a root full of stale logs refuses the upload),
@@ -8,11 +7,7 @@ Install in three steps: ``upload_image`` and ``upload_manifest`` stage files und
 ``complete`` (100), or ``error`` with the percent where it stopped. Staged files are consumed by
 the install; uninstall gives back every byte the app held.
 
-A running app logs newline-delimited JSON lines. It subscribes to the inference results its
-manifest names (``permissions.inference.models`` and ``video``, or ``MODEL_ID``/``STREAM_ID`` in
-its env): a name the device does not know is logged as ``NOT_FOUND``; without the camera service
-it runs in simulation mode with zero detections. It subscribes to the event topics of
-``SUBSCRIBE_TOPICS`` (comma separated): one its manifest does not declare is refused.
+What a running app does (its workload, health probes, restarts) is ``twin.app_runtime``.
 """
 
 from __future__ import annotations
@@ -26,13 +21,13 @@ from typing import TYPE_CHECKING
 import simpy
 import yaml
 
-from hardware.ports.errors import Conflict, DomainError, InternalError, InvalidInput, NotFound, Unavailable
+from hardware.ports.errors import Conflict, DomainError, InternalError, InvalidInput, NotFound
 from hardware.ports.gateway_apps import AppInfo, AppStats, InstallResult, InstallTask, LogLine
 from twin import app_manifest
 from twin.app_manifest import Manifest
+from twin.app_runtime import AppRuntime
 from twin.app_store import AppStore
-from twin.containers import Container, Volume
-from twin.event_bus_device import covered
+from twin.containers import Volume
 from twin.storage import remove_file, write_file
 from twin.workbench import Workbench
 
@@ -48,7 +43,6 @@ GZIP_EXPANSION = 2.6
 IMPORT_RATE = 40_000_000
 PHASE_STEP_S = 0.2
 TASK_TTL_S = 1800.0
-TICK_S = 5.0
 
 
 def _rpc_not_found(app_id: str) -> InternalError:
@@ -89,6 +83,8 @@ class App:
     last_error: str = ""
     frames: int = 0
     subscribed: list[str] = field(default_factory=list)
+    unhealthy: bool = False
+    restarts_in_row: int = 0
 
     @property
     def id(self) -> str:
@@ -103,7 +99,7 @@ class App:
         return f"{APPS_DIR}/{self.id}"
 
 
-class AppManager:
+class AppManager(AppRuntime):
     def __init__(self, camera: Camera) -> None:
         self.camera = camera
         self.world = camera.world
@@ -400,15 +396,6 @@ class AppManager:
         self.camera.events.start()
         self.camera.monitor.killed.clear()
 
-    def container_exited(self, app_id: str, reason: str) -> None:
-        """The app's container went away under it (killed, crashed, out of memory)."""
-        app = self.apps.get(app_id)
-        if app is None or app.state != "running":
-            return
-        self._detach(app)
-        app.state = "failed" if reason in ("crashed", "OOMKilled") else "stopped"
-        app.stopped_at, app.last_error = self.camera.clock.now(), reason
-
     def count_restart(self, app_id: str) -> None:
         self._app(app_id).restart_count += 1
 
@@ -437,67 +424,3 @@ class AppManager:
         for pattern in app.subscribed:
             self.camera.events.unsubscribe(app.id, pattern)
         app.subscribed.clear()
-
-    # What a running app does ---------------------------------------------------------------
-    def _workload(self, container: Container):
-        app = self.apps[container.app_id]
-        m = app.manifest
-        log = self.camera.containers.log
-        ai, bus = self.camera.ai, self.camera.events
-        log(container, "info", f"Starting {m.name} v{m.version}")
-        model = container.env.get("MODEL_ID") or (m.models[0] if m.models else "")
-        stream = container.env.get("STREAM_ID") or (m.video[0] if m.video else "main")
-        inference = False
-        if model:
-            try:
-                ai.subscribe(app.id, model, stream)
-                inference = True
-                log(container, "info", f"Subscribed to inference results of model {model} on stream {stream}")
-            except NotFound as err:
-                log(
-                    container,
-                    "error",
-                    f"inference subscription failed: rpc error: code = NotFound desc = {err.message}",
-                )
-            except DomainError as err:
-                log(container, "error", f"inference subscription failed: {err.message}")
-        self._subscribe_topics(app, container)
-        if inference and not ai.camera_service_running:
-            log(container, "warning", "No video stream available, running in simulation mode")
-        topic = f"app/{app.id}/detections"
-        may_publish = covered(topic, m.publish)
-        while True:
-            yield self.env.timeout(TICK_S)
-            if not inference:
-                log(container, "info", "heartbeat: idle, no inference subscription")
-                continue
-            app.frames += 1
-            count = ai.detections(app.id)
-            mode = "" if ai.camera_service_running else " (simulation mode)"
-            log(container, "info", f"frame {app.frames}: detections={count}{mode}")
-            if may_publish:
-                try:
-                    bus.emit(
-                        topic, {"app_id": app.id, "frame": app.frames, "detections": count}, source=app.id
-                    )
-                except Unavailable as err:
-                    log(container, "error", f"event publish failed: {err.message}")
-
-    def _subscribe_topics(self, app: App, container: Container) -> None:
-        log = self.camera.containers.log
-        wanted = [t.strip() for t in container.env.get("SUBSCRIBE_TOPICS", "").split(",") if t.strip()]
-        for topic in wanted:
-            if not covered(topic, app.manifest.subscribe):
-                log(
-                    container,
-                    "error",
-                    f"event subscribe {topic} failed: permission denied: topic not declared in "
-                    "permissions.events.subscribe",
-                )
-                continue
-            try:
-                self.camera.events.subscribe(app.id, topic)
-                app.subscribed.append(topic)
-                log(container, "info", f"Subscribed to events {topic}")
-            except Unavailable as err:
-                log(container, "error", f"event subscribe {topic} failed: {err.message}")

@@ -426,3 +426,49 @@ async def test_a_reboot_stops_apps_and_autostart_brings_them_back(
     twin.clock.advance(5)
     info = (await gateway.get("/api/v1/apps/people-counter", headers=auth)).json()["data"]
     assert info["state"] == "running" and info["pid"] > 0
+
+
+# Health probes and automatic restarts -----------------------------------------------------------------
+RESTARTING = MANIFEST.replace(
+    "  healthcheck:\n",
+    "  auto_restart:\n    enabled: true\n    max_retries: 2\n    retry_delay_seconds: 5\n"
+    "    backoff_multiplier: 2\n  healthcheck:\n    interval: 10s\n    retries: 2\n",
+)
+
+
+async def test_an_unhealthy_app_is_stopped_and_restarted_with_backoff(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    await install(gateway, twin, auth, manifest=RESTARTING)
+    await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
+    apps = twin.world.cameras["cam-01"].apps
+    apps.break_health("people-counter")
+    twin.clock.advance(20)  # two failed probes, 10 s apart
+    info = (await gateway.get("/api/v1/apps/people-counter", headers=auth)).json()["data"]
+    assert info["state"] == "failed"
+    logs = (await gateway.get("/api/v1/apps/people-counter/logs", headers=auth, params={"max_lines": 5})).text
+    assert "GET http://127.0.0.1:8080/health: status 503 (2/2)" in logs and "unhealthy" in logs
+    twin.clock.advance(7)  # restart 5 s later (+ start time)
+    info = (await gateway.get("/api/v1/apps/people-counter", headers=auth)).json()["data"]
+    assert info["state"] == "running" and info["restart_count"] == 1
+    twin.clock.advance(20 + 10 + 2)  # fails again; the second restart waits 10 s
+    info = (await gateway.get("/api/v1/apps/people-counter", headers=auth)).json()["data"]
+    assert info["state"] == "running" and info["restart_count"] == 2
+    twin.clock.advance(60)  # max_retries reached: it stays down
+    info = (await gateway.get("/api/v1/apps/people-counter", headers=auth)).json()["data"]
+    assert info["state"] == "failed" and info["restart_count"] == 2
+
+
+async def test_a_crash_is_restarted_and_a_healthy_app_stays_up(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    await install(gateway, twin, auth, manifest=RESTARTING)
+    await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
+    camera = twin.world.cameras["cam-01"]
+    twin.clock.advance(100)  # healthy probes: nothing happens
+    assert camera.apps.info("people-counter").restart_count == 0
+    camera.containers.kill("aipc-people-counter", reason="OOMKilled")
+    assert camera.apps.info("people-counter").state == "failed"
+    twin.clock.advance(10)
+    info = camera.apps.info("people-counter")
+    assert info.state == "running" and info.restart_count == 1
