@@ -38,6 +38,8 @@ def auth_of(route: APIRoute) -> str:
         return JWT_ONLY
     if current_user in calls:
         return HYBRID
+    if "realtime" in (route.tags or ()):  # SSE: the handler authenticates (query token or key)
+        return WS
     return WEBHOOK if route.path.endswith("/webhook") else PUBLIC
 
 

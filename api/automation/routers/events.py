@@ -85,8 +85,8 @@ async def publish_event(body: PublishEvent, user: CurrentUser, backend: Backend)
 
 
 # SSE -------------------------------------------------------------------------------------------
-@router.get("/events/stream")
-@legacy.get("/events")
+@router.get("/events/stream", tags=["realtime"])
+@legacy.get("/events", tags=["realtime"])
 async def event_stream(request: Request, backend: Backend) -> Response:
     query = request.query_params
     if try_authenticate(backend, query.get("token"), query.get("api_key")) is None:
