@@ -3,8 +3,9 @@
 
 Per server: latency with jitter (per path prefix), a 5xx burst (a status for the next N requests or
 until cleared), packet loss (a fraction of connections reset), resets of the next N requests, a hang
-(requests get no answer until the hang is lifted, then their connection closes) and a bandwidth cap
-on response bodies. A reset sends the status line and closes the connection before the body, which
+(requests get no answer until the hang is lifted, then their connection closes), truncated bodies
+(the next N responses stop halfway, then the connection closes) and a bandwidth cap on response
+bodies. A reset sends the status line and closes the connection before the body, which
 a client sees as a peer that closed without a complete message. Random draws (jitter, loss) come
 from a counter-based generator seeded per server, so the same run draws the same numbers.
 """
@@ -70,6 +71,8 @@ class FaultSet:
     loss: float = 0.0
     """Fraction of requests whose connection is reset."""
     reset_next: int = 0
+    truncate_next: int = 0
+    """The next N responses are cut off halfway through their body, then the connection closes."""
     hang: bool = False
     bandwidth: float | None = None
     """Response body bytes per world second."""
@@ -83,7 +86,13 @@ class FaultSet:
     @property
     def active(self) -> bool:
         return bool(
-            self.latency or self.errors or self.loss or self.reset_next or self.hang or self.bandwidth
+            self.latency
+            or self.errors
+            or self.loss
+            or self.reset_next
+            or self.truncate_next
+            or self.hang
+            or self.bandwidth
         )
 
     def delay_for(self, path: str) -> float:
@@ -140,6 +149,7 @@ class FaultSet:
             ],
             "loss": self.loss,
             "reset_next": self.reset_next,
+            "truncate_next": self.truncate_next,
             "hang": self.hang,
             "bandwidth": self.bandwidth,
         }
@@ -149,6 +159,7 @@ class FaultSet:
         self.errors.clear()
         self.loss = 0.0
         self.reset_next = 0
+        self.truncate_next = 0
         self.hang = False
         self.bandwidth = None
 
@@ -190,6 +201,11 @@ class FaultMiddleware:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
+        if faults.truncate_next > 0:
+            faults.truncate_next -= 1
+            scope[FAULT_KEY] = "truncated"
+            await self.app(scope, receive, self._truncated(send))
+            return
         if faults.bandwidth:
             await self.app(scope, receive, self._throttled(send, faults.bandwidth))
             return
@@ -204,6 +220,17 @@ class FaultMiddleware:
             await send(message)
 
         return throttled
+
+    @staticmethod
+    def _truncated(send: Send) -> Send:
+        async def truncated(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                body = message.get("body", b"")
+                await send({"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True})
+                raise InjectedReset("response truncated by the fault layer")
+            await send(message)
+
+        return truncated
 
     @staticmethod
     async def _reset(send: Send) -> None:

@@ -130,3 +130,36 @@ async def test_action_catalogue_and_undo(control: httpx.AsyncClient, twin: Twin)
     assert twin.faults["automation"].delay_for("/api") == 0
     again = await control.delete(f"/actions/{run['id']}")
     assert again.status_code == 404 and again.json()["error"]["code"] == "not_found"
+
+
+async def test_truncated_body_stops_halfway_and_is_journalled(
+    twin: Twin, control: httpx.AsyncClient, automation: httpx.AsyncClient
+) -> None:
+    resp = await control.post("/actions/truncated_body", json={"params": {"count": 1}})
+    assert resp.status_code == 200
+    with pytest.raises(InjectedReset):
+        await automation.get("/api/health")
+    assert (await automation.get("/api/health")).status_code == 200
+    entries = (await control.get("/journal")).json()["entries"]
+    assert [(e["status"], e["fault"]) for e in entries] == [(0, "truncated"), (200, None)]
+
+
+async def test_reset_and_truncation_over_a_real_socket(tmp_path) -> None:
+    from tests.sockets import socket_settings
+    from twin.serve import build, start, stop
+
+    live = build(socket_settings())
+    running = await start(live, tmp_path)
+    try:
+        base = running.url("automation")
+        live.control.run_action("network_reset", {"count": 1})
+        live.control.run_action("truncated_body", {"count": 1})
+        async with httpx.AsyncClient(base_url=base) as client:
+            for _ in range(2):
+                with pytest.raises(httpx.RemoteProtocolError):
+                    await client.get("/api/health")
+            assert (await client.get("/api/health")).status_code == 200
+    finally:
+        await stop(running)
+    faults = [e.fault for e in live.journal.entries]
+    assert faults == ["reset", "truncated", None]

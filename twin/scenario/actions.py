@@ -148,6 +148,10 @@ def _reset(c: TwinControl, p: ResetParams) -> None:
     c.fault_set(p.server).reset_next += p.count
 
 
+def _truncate(c: TwinControl, p: ResetParams) -> None:
+    c.fault_set(p.server).truncate_next += p.count
+
+
 def _hang(c: TwinControl, p: ServerParams) -> Undo:
     faults = c.fault_set(p.server)
     faults.hang = True
@@ -310,6 +314,7 @@ ACTIONS: dict[str, Action] = {
         Action("http_errors", ErrorParams, _errors, "a 5xx burst: answer requests with a server error"),
         Action("network_loss", LossParams, _loss, "reset a fraction of connections"),
         Action("network_reset", ResetParams, _reset, "reset the next N connections"),
+        Action("truncated_body", ResetParams, _truncate, "the next N responses stop halfway"),
         Action("network_hang", ServerParams, _hang, "requests get no answer until undone, then close"),
         Action("bandwidth", BandwidthParams, _bandwidth, "cap response bytes per world second"),
         Action("device_delete", DeviceParams, _device_delete, "delete a device (history stays archived)"),
