@@ -130,6 +130,10 @@ async def test_action_catalogue_and_undo(control: httpx.AsyncClient, twin: Twin)
     assert twin.faults["automation"].delay_for("/api") == 0
     again = await control.delete(f"/actions/{run['id']}")
     assert again.status_code == 404 and again.json()["error"]["code"] == "not_found"
+    bad = await control.delete("/actions/first")
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_input"
+    wrong = await control.post("/actions/latency", json={"params": [1, 2]})
+    assert wrong.status_code == 400
 
 
 async def test_truncated_body_stops_halfway_and_is_journalled(

@@ -88,3 +88,11 @@ def test_schema_errors_name_line_and_key(text: str, where: str) -> None:
     with pytest.raises(ScenarioError) as err:
         parse_scenario(text, "s.yaml")
     assert where in str(err.value)
+
+
+def test_cli_refuses_a_missing_file_and_bad_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scenario", "run", str(tmp_path / "nope.yaml"), "--quiet"]) == 2
+    assert "nope.yaml: cannot read" in capsys.readouterr().err
+    assert main(["scenario", "validate", str(tmp_path / "nope.yaml")]) == 2
+    with pytest.raises(SystemExit):
+        main(["scenario", "run", str(SCENARIOS / "test.yaml"), "--speed", "2", "--step"])
