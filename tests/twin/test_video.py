@@ -136,3 +136,21 @@ async def test_detections_follow_ground_truth_feed_the_bus_and_stop_without_the_
     perfect = sum(len(Detector(7, 0.0, 0.0).detect(gm._scene, t / 5)) for t in range(2000))
     assert len(seen) / perfect == pytest.approx(1 - MISS_RATE, abs=0.03)  # a seeded miss rate
     assert Detector(7).detect(gm._scene, 12.3) == Detector(7).detect(gm._scene, 12.3)
+
+
+async def test_a_frame_that_fails_to_render_is_skipped_and_the_stream_goes_on(media, monkeypatch) -> None:
+    gm, clock = media
+    viewer = gm.open_viewer("main")
+    await viewer.start()
+    original, calls = Renderer.render, []
+
+    def flaky(self, t, view):
+        calls.append(t)
+        if len(calls) == 3:
+            raise ValueError("bad frame")
+        return original(self, t, view)
+
+    monkeypatch.setattr(Renderer, "render", flaky)
+    clock.advance(1)
+    await gm.stream("main").settle()
+    assert viewer.pending() == 1 + 29  # the primed key frame, then 29 of 30

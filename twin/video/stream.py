@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import queue
 import threading
 import time
@@ -35,6 +36,8 @@ from twin.video.scene import Scene
 
 if TYPE_CHECKING:
     from twin.world import World
+
+log = logging.getLogger(__name__)
 
 QUEUE_FRAMES = 60
 DEFAULT_STREAMS = (
@@ -359,7 +362,16 @@ class _Worker:
             try:
                 if job is None:
                     return
-                self._encode(job)
+                try:
+                    self._encode(job)
+                except Exception:  # one bad frame must not end the stream for every viewer
+                    log.exception(
+                        "video %s/%s: frame at t=%.3f failed",
+                        self.stream.camera_id,
+                        self.stream.config.stream_id,
+                        job.t,
+                    )
+                    continue
                 try:
                     self.loop.call_soon_threadsafe(self._handoff)  # type: ignore[union-attr]
                 except RuntimeError:  # the loop is closed: nobody is left to watch
