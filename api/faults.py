@@ -4,14 +4,17 @@
 Per server: latency with jitter (per path prefix), a 5xx burst (a status for the next N requests or
 until cleared), packet loss (a fraction of connections reset), resets of the next N requests, a hang
 (requests get no answer until the hang is lifted, then their connection closes), truncated bodies
-(the next N responses stop halfway, then the connection closes) and a bandwidth cap on response
-bodies. A reset sends the status line and closes the connection before the body, which
-a client sees as a peer that closed without a complete message. Random draws (jitter, loss) come
-from a counter-based generator seeded per server, so the same run draws the same numbers.
+(the next N responses stop halfway, then the connection closes), a bandwidth cap on response
+bodies, and dropping every open WebSocket (closed by the server with 1012). A reset sends the
+status line and closes the connection before the body, which a client sees as a peer that closed
+without a complete message. Random draws (jitter, loss) come from a counter-based generator seeded
+per server, so the same run draws the same numbers.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -78,6 +81,10 @@ class FaultSet:
     """Response body bytes per world second."""
     seed: int = 0
     draws: int = 0
+    streams: dict[int, Send] = field(default_factory=dict)
+    """Open WebSockets (their ``send``), so that :meth:`drop_streams` can close them."""
+    _stream_ids: int = 0
+    _closing: set = field(default_factory=set)
 
     def _draw(self) -> float:
         self.draws += 1
@@ -137,6 +144,17 @@ class FaultSet:
             return True
         return self.loss > 0 and self._draw() < self.loss
 
+    def drop_streams(self, code: int = 1012) -> int:
+        """Close every open WebSocket from the server side (1012: service restart); the number
+        closed. The close is sent on the event loop; the apps then see the client go away."""
+        sends = list(self.streams.values())
+        self.streams.clear()
+        for send in sends:
+            task = asyncio.ensure_future(_close(send, code))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        return len(sends)
+
     def describe(self) -> dict:
         return {
             "latency": [
@@ -152,6 +170,7 @@ class FaultSet:
             "truncate_next": self.truncate_next,
             "hang": self.hang,
             "bandwidth": self.bandwidth,
+            "open_streams": len(self.streams),
         }
 
     def clear(self) -> None:
@@ -162,6 +181,11 @@ class FaultSet:
         self.truncate_next = 0
         self.hang = False
         self.bandwidth = None
+
+
+async def _close(send: Send, code: int) -> None:
+    with contextlib.suppress(Exception):  # already closed by either side
+        await send({"type": "websocket.close", "code": code, "reason": "dropped by the fault layer"})
 
 
 _ERROR_TEXT = {500: b"Internal Server Error", 502: b"Bad Gateway", 503: b"Service Unavailable"}
@@ -175,16 +199,16 @@ class FaultMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         faults = self.faults
-        if scope["type"] not in ("http", "websocket") or not faults.active:
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+            return
+        if scope["type"] != "http" or not faults.active:
             await self.app(scope, receive, send)
             return
         path = scope["path"]
         delay = faults.delay_for(path)
         if delay > 0:
             await self.sleep(delay)
-        if scope["type"] == "websocket":
-            await self.app(scope, receive, send)
-            return
         if faults.hang:
             scope[FAULT_KEY] = "hang"
             while faults.hang:
@@ -210,6 +234,26 @@ class FaultMiddleware:
             await self.app(scope, receive, self._throttled(send, faults.bandwidth))
             return
         await self.app(scope, receive, send)
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """WebSockets: injected latency before the handshake, and registration so that a drop
+        can close them; the scope is marked when the fault layer closed the connection."""
+        faults = self.faults
+        delay = faults.delay_for(scope["path"]) if faults.latency else 0.0
+        if delay > 0:
+            await self.sleep(delay)
+        faults._stream_ids += 1
+        key = faults._stream_ids
+
+        async def closer(message: Message) -> None:
+            scope[FAULT_KEY] = "dropped"
+            await send(message)
+
+        faults.streams[key] = closer
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            faults.streams.pop(key, None)
 
     def _throttled(self, send: Send, rate: float) -> Send:
         async def throttled(message: Message) -> None:

@@ -167,3 +167,32 @@ async def test_reset_and_truncation_over_a_real_socket(tmp_path) -> None:
         await stop(running)
     faults = [e.fault for e in live.journal.entries]
     assert faults == ["reset", "truncated", None]
+
+
+async def test_drop_streams_closes_open_websockets_with_1012(tmp_path) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    from tests.sockets import socket_settings, until
+    from twin.serve import build, start, stop
+
+    live = build(socket_settings())
+    running = await start(live, tmp_path)
+    try:
+        base = running.url("cam-01/http")
+        async with httpx.AsyncClient(base_url=base) as client:
+            login = await client.post("/api/login", json={"username": "admin", "password": "password"})
+        token = login.json()["data"]["token"].removeprefix("Bearer ")
+        url = base.replace("http", "ws", 1) + f"/api/v1/events/stream?token={token}"
+        async with connect(url) as ws:
+            await until(lambda: len(live.faults["cam-01"].streams) == 1)
+            assert live.control.run_action("drop_streams", {"server": "cam-01"})["undo_at"] is None
+            with pytest.raises(ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), timeout=10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
+        await until(lambda: any(e.method == "WS" for e in live.journal.entries))
+        assert live.faults["cam-01"].streams == {}
+    finally:
+        await stop(running)
+    (entry,) = [e for e in live.journal.entries if e.method == "WS"]
+    assert (entry.status, entry.fault) == (101, "dropped")

@@ -152,6 +152,10 @@ def _truncate(c: TwinControl, p: ResetParams) -> None:
     c.fault_set(p.server).truncate_next += p.count
 
 
+def _drop_streams(c: TwinControl, p: ServerParams) -> None:
+    c.fault_set(p.server).drop_streams()
+
+
 def _hang(c: TwinControl, p: ServerParams) -> Undo:
     faults = c.fault_set(p.server)
     faults.hang = True
@@ -315,6 +319,7 @@ ACTIONS: dict[str, Action] = {
         Action("network_loss", LossParams, _loss, "reset a fraction of connections"),
         Action("network_reset", ResetParams, _reset, "reset the next N connections"),
         Action("truncated_body", ResetParams, _truncate, "the next N responses stop halfway"),
+        Action("drop_streams", ServerParams, _drop_streams, "close every open WebSocket (1012)"),
         Action("network_hang", ServerParams, _hang, "requests get no answer until undone, then close"),
         Action("bandwidth", BandwidthParams, _bandwidth, "cap response bytes per world second"),
         Action("device_delete", DeviceParams, _device_delete, "delete a device (history stays archived)"),
