@@ -53,6 +53,7 @@ def test_rate_limit_storm_cli_fails_the_naive_client_and_passes_the_careful_one(
         ("ota_power_loss", "polls_ota_to_terminal", " --ota"),
         ("event_bus_down", "reconnects_stream", " --stream"),
         ("camera_reboot", "event stream back after the reboot", " --stream"),
+        ("stream_drop", "reconnects_stream", " --stream"),
     ],
 )
 def test_naive_fails_what_it_should_and_careful_passes(
