@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import padding
 from hardware.ports.errors import InvalidInput, TimestampSkew, Unauthenticated
 from hardware.ports.events import EventKind
 from hardware.ports.types import DeviceTime, GatewayInfo, OtaStatus, PublicKey, SystemStats
+from twin import platform_state
 from twin.ai_runtime import AiRuntime
 from twin.apps import AppManager
 from twin.camera_stats import accelerator_stats
@@ -210,6 +211,7 @@ class Camera:
             "os_upgrade": self.os_upgrade.state(),
             "lens": self.lens.state(),
             "peripherals": self.peripherals.state(),
+            "platform": platform_state.dump(self),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -227,5 +229,7 @@ class Camera:
         if "lens" in state:
             self.lens.set_state(state["lens"])
             self.peripherals.set_state(state["peripherals"])
+        if "platform" in state:
+            platform_state.load(self, state["platform"])
         if not self.powered and self.down_until is not None:
             self.world.env.process(self._boot(max(0.0, self.down_until - self.world.env.now)))

@@ -361,6 +361,13 @@ class ContainerRuntime:
         except simpy.Interrupt:
             return
 
+    def resume(self, container: Container, pid: int, workload: Workload | None) -> None:
+        """Running again at once (a restored snapshot): no unpack, no start time."""
+        container.state, container.pid = "running", pid
+        self._next_pid = max(self._next_pid, pid)
+        if workload is not None:
+            container.workload = self.env.process(self._guard(container, workload))
+
     def stop(self, container_id: str) -> simpy.Event:
         container = self.get(container_id)
         done = self.env.event()

@@ -472,3 +472,33 @@ async def test_a_crash_is_restarted_and_a_healthy_app_stays_up(
     twin.clock.advance(10)
     info = camera.apps.info("people-counter")
     assert info.state == "running" and info.restart_count == 1
+
+
+# Snapshot and restore ---------------------------------------------------------------------------------
+async def test_a_world_snapshot_keeps_the_app_platform(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    await install(gateway, twin, auth)
+    await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
+    await gateway.put("/api/v1/device-info", headers=auth, json={"device_name": "gate-7"})
+    twin.clock.advance(10)
+    before = usage(twin)
+    apps_before = (await gateway.get("/api/v1/apps", headers=auth)).json()["data"]
+    snap = twin.world.snapshot()
+    twin.world.reset()
+    twin.clock.rebased()
+    auth = {"Authorization": await gateway_token(gateway)}
+    assert (await gateway.get("/api/v1/apps", headers=auth)).json()["data"] == []
+    twin.world.restore(snap)
+    twin.clock.rebased()
+    auth = {"Authorization": await gateway_token(gateway)}
+    assert (await gateway.get("/api/v1/apps", headers=auth)).json()["data"] == apps_before
+    assert usage(twin) == before
+    assert (await gateway.get("/api/v1/device-info", headers=auth)).json()["data"]["device_name"] == "gate-7"
+    twin.clock.advance(6)
+    logs = (await gateway.get("/api/v1/apps/people-counter/logs", headers=auth, params={"max_lines": 1})).text
+    assert "detections=" in logs
+    images = (await gateway.get("/api/v1/images", headers=auth)).json()["data"]["images"]
+    assert [i["name"] for i in images] == ["people-counter:1.2.0"]
+    resp = await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/stop", headers=auth))
+    assert resp.status_code == 200, resp.text
