@@ -136,3 +136,11 @@ async def test_cors_preflight_is_answered_before_auth(gateway: httpx.AsyncClient
     )
     assert resp.status_code == 200
     assert resp.headers["access-control-allow-origin"] == "*"
+
+
+async def test_the_devices_api_description_is_public_and_byte_identical(gateway) -> None:
+    from api.gateway.routers.auth import SWAGGER
+
+    resp = await gateway.get("/api/v1/swagger.yaml")
+    assert resp.status_code == 200 and resp.headers["content-type"].startswith("application/yaml")
+    assert resp.content == SWAGGER.read_bytes() and resp.text.startswith("openapi: 3.0.3")

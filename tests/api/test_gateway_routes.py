@@ -6,9 +6,14 @@ from __future__ import annotations
 import re
 
 import httpx
+from fastapi import FastAPI
 
+from api.gateway import errors
 from api.gateway.catalogue import device_routes
-from tests.conftest import gateway_token
+from api.gateway.routers import not_simulated
+from api.routing import finish
+from tests.conftest import _client, gateway_token
+from twin.serve import Twin
 
 
 def concrete(path: str) -> str:
@@ -29,14 +34,27 @@ async def test_every_route_checks_the_token_like_the_device(gateway: httpx.Async
             assert resp.json()["code"] == 2000, where
 
 
-async def test_routes_not_simulated_yet_answer_501_after_the_token(gateway: httpx.AsyncClient) -> None:
-    auth = {"Authorization": await gateway_token(gateway)}
-    for path in ("/api/v1/swagger.yaml",):  # the last device route the twin does not serve
-        resp = await gateway.get(path, headers=auth)
-        assert resp.status_code == 501, path
-        body = resp.json()
-        assert body["code"] == 1000 and body["message"] == "Unknown error"
-        assert body["error"] == {"type": "system", "detail": f"GET {path} is not simulated by this twin yet"}
+async def test_every_device_route_is_served(twin: Twin) -> None:
+    app = twin.gateway_apps["cam-01"]
+    assert [r.path for r in app.state.routes if getattr(r, "name", "").startswith("not_simulated:")] == []
+
+
+async def test_a_route_no_router_serves_answers_501_after_the_token(twin: Twin) -> None:
+    """The fallback still guards any route a router stops serving: the token first, then a 501."""
+    app = FastAPI()
+    app.state.backend = twin.gateways["cam-01"]
+    errors.install(app)
+    app.router.routes.extend(not_simulated.routes_for(app))
+    finish(app, area_depth=3)
+    token = twin.gateways["cam-01"].auth.login("admin", "password", 0)
+    async with _client(app, "http://gateway") as c:
+        assert (await c.get("/api/v1/system/info")).status_code == 401
+        resp = await c.get("/api/v1/system/info", headers={"Authorization": f"Bearer {token}"})
+    assert resp.status_code == 501
+    body = resp.json()
+    assert body["code"] == 1000 and body["message"] == "Unknown error"
+    detail = "GET /api/v1/system/info is not simulated by this twin yet"
+    assert body["error"] == {"type": "system", "detail": detail}
 
 
 async def test_served_routes_are_not_shadowed(gateway: httpx.AsyncClient) -> None:

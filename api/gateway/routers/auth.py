@@ -1,12 +1,17 @@
-"""Login, logout and the public key."""
+"""The public routes: login, logout, the public key and the device's API description."""
+
+from pathlib import Path
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 
 from api.gateway import schemas
 from api.gateway.deps import Backend, request_token
 
 router = APIRouter(tags=["auth"])
+
+SWAGGER = Path(__file__).resolve().parent.parent / "swagger.yaml"
+"""The device's ``docs/api/swagger.yaml``, byte for byte (stale in places; the reference says where)."""
 
 
 @router.post("/api/login")
@@ -25,3 +30,8 @@ async def logout(request: Request, backend: Backend) -> JSONResponse:
 @router.get("/api/v1/auth/public-key")
 async def public_key(backend: Backend) -> JSONResponse:
     return schemas.ok(schemas.public_key(backend.auth.public_key()))
+
+
+@router.get("/api/v1/swagger.yaml")
+async def swagger() -> FileResponse:
+    return FileResponse(SWAGGER, media_type="application/yaml")
