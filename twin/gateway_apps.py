@@ -467,10 +467,10 @@ class TwinGatewayWorkbench(_Area):
         return [p.view() for _, p in sorted(self._bench.projects.items())]
 
     def project(self, project_id: str) -> dict[str, object]:
-        return self._bench.project(project_id).view()
+        return self._bench.detail(project_id)
 
-    def create(self, name: str, description: str, base_image: str) -> dict[str, object]:
-        return self._bench.create(name, description, base_image).view()
+    def create(self, fields: dict[str, object]) -> dict[str, object]:
+        return self._bench.create(fields).view()
 
     def update(self, project_id: str, fields: dict[str, object]) -> dict[str, object]:
         return self._bench.update(project_id, fields).view()
@@ -481,11 +481,14 @@ class TwinGatewayWorkbench(_Area):
     def write(self, project_id: str, path: str, data: bytes) -> dict[str, object]:
         return self._bench.write(project_id, path, data)
 
+    def source(self, project_id: str, filename: str, data: bytes) -> dict[str, object]:
+        return self._bench.source(project_id, filename, data)
+
     def read(self, project_id: str, path: str) -> dict[str, object]:
         return self._bench.read(project_id, path)
 
-    def files(self, project_id: str) -> list[dict[str, object]]:
-        return self._bench.files(project_id)
+    def files(self, project_id: str, path: str) -> list[dict[str, object]]:
+        return self._bench.files(project_id, path)
 
     def builds(self, project_id: str) -> list[dict[str, object]]:
         return self._bench.builds(project_id)

@@ -466,15 +466,18 @@ class GatewayAdmin(Protocol):
 
 @runtime_checkable
 class GatewayWorkbench(Protocol):
-    """Development projects (files, uploads) and builds that produce an installable image."""
+    """Development projects (files, uploads) and builds that produce an installable image.
+    Project ids are the device's integers, given as path text (``InvalidInput`` when not a number)."""
 
     def base_images(self) -> list[dict[str, object]]: ...
 
     def projects(self) -> list[dict[str, object]]: ...
 
-    def project(self, project_id: str) -> dict[str, object]: ...
+    def project(self, project_id: str) -> dict[str, object]:
+        """``{project, base_image}``."""
 
-    def create(self, name: str, description: str, base_image: str) -> dict[str, object]: ...
+    def create(self, fields: dict[str, object]) -> dict[str, object]:
+        """``name`` and ``key`` required; ``description``, ``base_image_id``, ``language``."""
 
     def update(self, project_id: str, fields: dict[str, object]) -> dict[str, object]: ...
 
@@ -483,9 +486,12 @@ class GatewayWorkbench(Protocol):
     def write(self, project_id: str, path: str, data: bytes) -> dict[str, object]:
         """``path`` relative to the project, without ``..``."""
 
+    def source(self, project_id: str, filename: str, data: bytes) -> dict[str, object]:
+        """Unpack a ``.zip``/``.tar``/``.tar.gz`` source archive into the project."""
+
     def read(self, project_id: str, path: str) -> dict[str, object]: ...
 
-    def files(self, project_id: str) -> list[dict[str, object]]: ...
+    def files(self, project_id: str, path: str) -> list[dict[str, object]]: ...
 
     def builds(self, project_id: str) -> list[dict[str, object]]: ...
 

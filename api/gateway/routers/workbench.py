@@ -1,5 +1,6 @@
 """``/api/v1/dev/*``: the development workbench. Projects, their files (paths relative to the
-project), uploads, and builds that produce an image archive and manifest for ``apps/install-package``."""
+project), uploads and source archives, and builds that produce an image archive and manifest for
+``apps/install-package``. Shapes as the device's swagger: ``{project}``, ``{build}``, integer ids."""
 
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ async def projects(backend: Backend) -> JSONResponse:
 @router.post("/projects")
 async def create_project(request: Request, backend: Backend) -> JSONResponse:
     body = json_object(await request.body())
-    name = field(body, "name", str, required=True)
-    project = backend.workbench.create(name, field(body, "description", str), field(body, "base_image", str))
-    return schemas.ok(project)
+    field(body, "name", str, required=True)
+    field(body, "key", str, required=True)
+    return schemas.ok({"project": backend.workbench.create(body)})
 
 
 @router.get("/projects/{project_id}")
@@ -40,7 +41,7 @@ async def get_project(project_id: str, backend: Backend) -> JSONResponse:
 
 @router.put("/projects/{project_id}")
 async def update_project(project_id: str, request: Request, backend: Backend) -> JSONResponse:
-    return schemas.ok(backend.workbench.update(project_id, json_object(await request.body())))
+    return schemas.ok({"project": backend.workbench.update(project_id, json_object(await request.body()))})
 
 
 @router.delete("/projects/{project_id}")
@@ -53,24 +54,21 @@ async def delete_project(project_id: str, backend: Backend) -> JSONResponse:
 async def upload(project_id: str, request: Request, backend: Backend) -> JSONResponse:
     form = await read_form(request)
     filename, data = form.file("file")
-    directory = form.fields.get("path", "").strip("/")
+    directory = form.fields.get("path", "").rstrip("/")
     path = f"{directory}/{filename}" if directory else filename
     return schemas.ok(backend.workbench.write(project_id, path, data))
 
 
 @router.post("/projects/{project_id}/source")
 async def source(project_id: str, request: Request, backend: Backend) -> JSONResponse:
-    """``{files: {"<relative path>": "<content>", …}}``: write several source files at once."""
-    files = json_object(await request.body()).get("files")
-    if not isinstance(files, dict) or not files or not all(isinstance(v, str) for v in files.values()):
-        raise InvalidInput("files must be an object of path -> text content")
-    written = [backend.workbench.write(project_id, str(path), text.encode()) for path, text in files.items()]
-    return schemas.ok({"files": written, "count": len(written)})
+    """A ``.zip``, ``.tar`` or ``.tar.gz`` archive in form field ``file``, unpacked into the project."""
+    filename, data = (await read_form(request)).file("file")
+    return schemas.ok(backend.workbench.source(project_id, filename, data))
 
 
 @router.get("/projects/{project_id}/files")
-async def files(project_id: str, backend: Backend) -> JSONResponse:
-    return schemas.ok({"files": backend.workbench.files(project_id)})
+async def files(project_id: str, backend: Backend, path: str = "") -> JSONResponse:
+    return schemas.ok({"files": backend.workbench.files(project_id, path)})
 
 
 @router.get("/projects/{project_id}/file")
@@ -82,7 +80,9 @@ async def read_file(project_id: str, backend: Backend, path: str = "") -> JSONRe
 async def write_file(project_id: str, request: Request, backend: Backend) -> JSONResponse:
     body = json_object(await request.body())
     path = field(body, "path", str, required=True)
-    return schemas.ok(backend.workbench.write(project_id, path, field(body, "content", str).encode()))
+    if not isinstance(body.get("content"), str):
+        raise InvalidInput("Invalid request body: content is required and must be a string")
+    return schemas.ok(backend.workbench.write(project_id, path, body["content"].encode()))
 
 
 @router.get("/projects/{project_id}/builds")
@@ -94,4 +94,4 @@ async def builds(project_id: str, backend: Backend) -> JSONResponse:
 async def build(project_id: str, request: Request, backend: Backend) -> JSONResponse:
     raw = await request.body()
     version = field(json_object(raw), "version", str) if raw.strip() else ""
-    return schemas.ok(backend.workbench.build(project_id, version))
+    return schemas.ok({"build": backend.workbench.build(project_id, version)})
