@@ -198,21 +198,28 @@ class AppStore:
         app_id, name = fields.get("app_id"), fields.get("name")
         if not isinstance(app_id, str) or not app_id or not isinstance(name, str) or not name:
             raise InvalidInput("app_id and name are required")
+        for key in ("store_app_id", "app_detail_id"):
+            value = fields.get(key)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise InvalidInput(f"{key} must be an integer")
+        for key in ("version", "description", "image", "config"):
+            if fields.get(key) is not None and not isinstance(fields[key], str):
+                raise InvalidInput(f"{key} must be a string")
         if app_id in self.installs and not replace:
             raise Conflict(f"install record for {app_id} already exists")
         old = self.installs.get(app_id, {})
         rec = {
             "id": old.get("id") or self._take_id(),
-            "store_app_id": int(fields.get("store_app_id") or 0),
-            "app_detail_id": int(fields.get("app_detail_id") or 0),
+            "store_app_id": fields.get("store_app_id") or 0,
+            "app_detail_id": fields.get("app_detail_id") or 0,
             "app_id": app_id,
             "name": name,
-            "version": str(fields.get("version") or ""),
-            "description": str(fields.get("description") or ""),
-            "image": str(fields.get("image") or ""),
+            "version": fields.get("version") or "",
+            "description": fields.get("description") or "",
+            "image": fields.get("image") or "",
             "status": "installing",
             "message": "",
-            "config": str(fields.get("config") or "{}"),
+            "config": fields.get("config") or "{}",
             "installed_at": self._now(),
         }
         self.installs[app_id] = rec
@@ -245,11 +252,20 @@ class AppStore:
         rec = self.installs.get(app_id)
         if rec is None:
             raise NotFound(f"install record not found: {app_id}")
-        for key in ("status", "message", "version", "config", "description"):
-            if key in fields:
-                if not isinstance(fields[key], str):
-                    raise InvalidInput(f"{key} must be a string")
-                rec[key] = fields[key]
+        changes: dict[str, Any] = {}
+        for key in ("status", "message", "version", "config", "description", "container_id", "pid"):
+            value = fields.get(key)
+            if value is None:
+                continue
+            kind_ok = (
+                isinstance(value, int) and not isinstance(value, bool)
+                if key == "pid"
+                else isinstance(value, str)
+            )
+            if not kind_ok:
+                raise InvalidInput(f"{key} must be {'an integer' if key == 'pid' else 'a string'}")
+            changes[key] = value
+        rec.update(changes)  # the app manager's own state wins in the view while the app exists
         return self.view(app_id)
 
     def delete(self, app_id: str) -> None:
