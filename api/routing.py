@@ -173,6 +173,28 @@ def finish(app: FastAPI, area_depth: int) -> None:
     app.router.routes[:] = [AreaIndex(app.state.routes, area_depth)]
 
 
+# Route tables built once per process -----------------------------------------------------------
+_TABLES: dict[object, tuple[tuple[BaseRoute, ...], list[BaseRoute]]] = {}
+
+
+def reuse_routes(app: FastAPI, key: object) -> bool:
+    """Give ``app`` the finished route table of the first app built under ``key`` (a vendor and
+    release); False if there is none yet. A table depends on code only, never on a backend (routes
+    reach theirs through ``request.app``), and building one costs about a second of FastAPI
+    signature analysis: every world a test or a scenario run builds would pay it again."""
+    table = _TABLES.get(key)
+    if table is None:
+        return False
+    app.state.routes = table[0]
+    app.router.routes[:] = table[1]
+    return True
+
+
+def remember_routes(app: FastAPI, key: object) -> None:
+    """Keep ``app``'s finished route table for :func:`reuse_routes`."""
+    _TABLES[key] = (app.state.routes, list(app.router.routes))
+
+
 # Area dispatch -----------------------------------------------------------------------------------
 def area_of(path: str, depth: int) -> str:
     """``area_of("/api/devices/{id}", 2)`` → ``/api/devices``; shorter paths are their own area."""

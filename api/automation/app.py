@@ -10,8 +10,8 @@ from api.automation.ratelimit import RateLimiter
 from api.automation.routers import (
     agents,
     auth,
-    data_push,
     dashboards,
+    data_push,
     device_types,
     devices,
     docs,
@@ -28,7 +28,7 @@ from api.automation.routers import (
     telemetry,
     webhook,
 )
-from api.routing import NO_TELEMETRY, finish, mount
+from api.routing import NO_TELEMETRY, finish, mount, remember_routes, reuse_routes
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.system import NetworkInfo
 
@@ -62,6 +62,8 @@ def create_app(
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"])
     app.add_middleware(metrics.RequestMetrics, counters=metrics.counters_of(app))
     errors.install(app, release)
+    if reuse_routes(app, ("automation", release)):
+        return app
     for router in (
         health.router,
         auth.router,
@@ -89,4 +91,5 @@ def create_app(
     mount(app, docs.router, API)
     app.router.routes.extend(not_simulated.routes_for(app, release))
     finish(app, area_depth=2)  # areas are /api/<first segment>
+    remember_routes(app, ("automation", release))
     return app

@@ -31,7 +31,7 @@ from api.gateway.routers import (
     upgrade,
     workbench,
 )
-from api.routing import finish, mount
+from api.routing import finish, mount, remember_routes, reuse_routes
 from hardware.ports.gateway import GatewayBackend
 
 
@@ -45,6 +45,8 @@ def create_app(backend: GatewayBackend) -> FastAPI:
         allow_headers=["Content-Type", "Authorization", "X-API-Key"],
     )
     errors.install(app)
+    if reuse_routes(app, "gateway"):
+        return app
     for router in (auth.router, system.public, system.router, media.status_router, media.router):
         mount(app, router)
     for router in (lens.router, peripherals.router, image.router, media_config.router):
@@ -64,4 +66,5 @@ def create_app(backend: GatewayBackend) -> FastAPI:
     mount(app, workbench.router)
     app.router.routes.extend(not_simulated.routes_for(app))
     finish(app, area_depth=3)  # areas are /api/v1/<first segment>
+    remember_routes(app, "gateway")
     return app
