@@ -100,6 +100,8 @@ class AppStore:
         self.camera = camera
         self.installs: dict[str, dict[str, Any]] = {}
         self._next_id = 1
+        self._tasks: dict[str, str] = {}
+        """Store key -> the task of its latest install: one install of an app at a time."""
 
     def _now(self) -> str:
         return dt.datetime.fromtimestamp(self.camera.clock.now(), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -168,6 +170,9 @@ class AppStore:
             raise NotFound(f"version {version} of {key} not found")
         detail_id, version, size = choice
         apps = self.camera.apps
+        running = apps.tasks.get(self._tasks.get(key, ""))
+        if running is not None and running.phase not in ("complete", "error"):
+            raise Conflict(f"an install of {key} is already running (task {running.task_id})")
         image_path = apps.stage_download(f"{key}-{version}.tar.gz", size, f"store/{key}/{version}")
         manifest = {
             "apiVersion": "v1",
@@ -185,6 +190,7 @@ class AppStore:
         }
         manifest_path = apps.stage_manifest(yaml.safe_dump(manifest))
         task_id = apps.install_package(manifest_path, image_path, force=key in self.installs)
+        self._tasks[key] = task_id
         self.record(
             {"app_id": key, "name": a.name, "version": version, "description": a.short_desc,
              "image": a.image(version), "store_app_id": a.id, "app_detail_id": detail_id,

@@ -45,6 +45,8 @@ async def test_a_store_install_lands_in_apps_and_on_the_partitions(
         f"{STORE}/apps/vehicle-counter/install", headers=auth, json={"config": {"lanes": 2}}
     )
     assert resp.status_code == 200, resp.text
+    again = await gateway.post(f"{STORE}/apps/vehicle-counter/install", headers=auth)
+    assert (again.status_code, again.json()["code"]) == (409, 4001), again.text
     task_id = resp.json()["data"]["task_id"]
     assert (await gateway.get(f"{STORE}/installs/vehicle-counter", headers=auth)).json()["data"]["install"][
         "version"
@@ -62,6 +64,8 @@ async def test_a_store_install_lands_in_apps_and_on_the_partitions(
     record = (await gateway.get(f"{STORE}/installs/vehicle-counter", headers=auth)).json()["data"]["install"]
     assert record["status"] == "installed" and '"lanes": 2' in record["config"]
     assert record["app_detail_id"] == 21 and record["image"] == "vehicle-counter:2.0.1"
+    # once the first install is done, the app can be installed again over itself
+    assert (await gateway.post(f"{STORE}/apps/vehicle-counter/install", headers=auth)).status_code == 200
 
 
 async def test_update_install_record_fields(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
