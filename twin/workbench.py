@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import re
 import tarfile
 import zipfile
 from dataclasses import dataclass, field
@@ -79,6 +80,8 @@ BUILD_BASE_S = 20.0
 BUILD_RATE = 4_000_000
 """Bytes a second a build packs (project files and the base image's layers)."""
 MAX_FILE = 1024 * 1024
+VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+"""A build's version is its image tag."""
 MAX_ARCHIVE_MEMBERS = 2000
 MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
 
@@ -326,6 +329,8 @@ class Workbench:
         if any(b.status == "building" for b in project.builds):
             raise Conflict("a build of this project is already running")
         version = version or f"0.{len(project.builds) + 1}.0"
+        if not VERSION.match(version):
+            raise InvalidInput("version: an image tag (letters, digits, '.', '_', '-')", resource="parameter")
         build = Build(self._next_build, project.id, version, "building", self._now())
         self._next_build += 1
         project.builds.append(build)

@@ -252,6 +252,8 @@ async def test_failures(
         ("POST", "/upload", {"files": {"other": ("a", b"1")}}, 400),
         ("POST", "/source", {"data": {"x": "1"}}, 400),
         ("POST", "/build", {"json": {"version": 1}}, 400),
+        ("POST", "/build", {"json": {"version": "../../x"}}, 400),
+        ("POST", "/build", {"json": {"version": "1.0 beta"}}, 400),
     ],
 )
 async def test_bad_requests_on_a_project(
@@ -309,3 +311,16 @@ ROUTES = [
 async def test_routes_need_a_token(gateway: httpx.AsyncClient, method: str, path: str) -> None:
     resp = await gateway.request(method, DEV + path)
     assert resp.status_code == 401 and resp.json()["code"] == 2000
+
+
+async def test_deleting_a_project_frees_its_files(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    before = usage(twin)
+    pid = await new_project(gateway, auth)
+    big = b"x" * 3_000_000
+    up = await gateway.post(f"{DEV}/projects/{pid}/upload", headers=auth, files={"file": ("blob.bin", big)})
+    assert up.status_code == 200, up.text
+    assert usage(twin)["data"] - before["data"] >= len(big)
+    assert (await gateway.delete(f"{DEV}/projects/{pid}", headers=auth)).status_code == 200
+    assert usage(twin) == before
