@@ -10,7 +10,7 @@ from typing import Any
 
 import simpy
 
-from hardware.ports.errors import DomainError, Forbidden, InternalError, InvalidInput, NotFound, Unavailable
+from hardware.ports.errors import DomainError, InternalError, InvalidInput, Unavailable
 from hardware.ports.gateway_apps import (
     AiStats,
     AppInfo,
@@ -275,6 +275,8 @@ class TwinGatewayStorage(_Area):
             }
         ]
         for p in parts:
+            if p.is_removable:
+                continue
             children.append(
                 {
                     "name": p.device.removeprefix("/dev/"),
@@ -297,35 +299,32 @@ class TwinGatewayStorage(_Area):
             "vendor": None,
             "children": children,
         }
-        return {"blockdevices": [disk]}
-
-    def _known(self, device: str) -> PartitionUsage | None:
-        name = device.removeprefix("/dev/")
-        return next((p for p in self.camera.storage.usage() if p.device.removeprefix("/dev/") == name), None)
+        devices = [disk]
+        for p in parts:
+            if p.is_removable:
+                name = p.device.removeprefix("/dev/")
+                child = {"name": name, "size": p.total, "type": "part", "mountpoint": p.mountpoint or None}
+                child |= {"fstype": p.fstype, "model": None, "vendor": None}
+                devices.append(
+                    {"name": name[:-2], "size": p.total + 1024**2, "type": "disk", "mountpoint": None,
+                     "fstype": None, "model": "SD64G", "vendor": None, "children": [child]}
+                )  # fmt: skip
+        return {"blockdevices": devices}
 
     def mount(self, device: str, target: str) -> None:
         if not device or not target:
             raise InvalidInput("device and target are required")
-        part = self._known(device)
-        if part is None:
-            raise NotFound(f"device not found: {device}")
-        raise Forbidden(f"{device} is already mounted at {part.mountpoint}", resource="path")
+        self.camera.storage.mount(device, target)
 
     def unmount(self, target: str) -> None:
         if not target:
             raise InvalidInput("target is required")
-        if any(p.mountpoint == target for p in self.camera.storage.usage()) or target == "/boot":
-            raise Forbidden(f"access denied: {target} is a protected mount point", resource="path")
-        raise NotFound(f"not mounted: {target}")
+        self.camera.storage.unmount(target)
 
     def format(self, device: str, fstype: str) -> None:
         if not device or not fstype:
             raise InvalidInput("device and fstype are required")
-        if fstype not in ("ext4", "vfat", "exfat"):
-            raise InvalidInput(f"unsupported filesystem {fstype}", resource="parameter")
-        if self._known(device) is not None or device.removeprefix("/dev/").startswith("mmcblk0"):
-            raise Forbidden(f"access denied: {device} holds a system partition", resource="path")
-        raise NotFound(f"device not found: {device}")
+        self.camera.storage.format(device, fstype)
 
 
 class TwinGatewayMonitor(_Area):

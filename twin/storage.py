@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from hardware.ports.errors import InvalidInput, StorageFull
+from hardware.ports.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageFull
 from hardware.ports.gateway_apps import PartitionUsage
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 GB = 1_000_000_000
 MB = 1_000_000
 
-ROOT, DATA = "root", "data"
+ROOT, DATA, SDCARD = "root", "data", "sdcard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +39,18 @@ class PartitionSpec:
     baseline: int
     """Bytes the OS image itself occupies: never charged to an owner, never freed."""
     label: str = ""
+    removable: bool = False
 
 
 # Layout of a legacy device: p1 boot, p2 rootfs, p3 data. Root ≈3.3 GB, data ≈53 GB.
 PARTITIONS: tuple[PartitionSpec, ...] = (
     PartitionSpec(ROOT, "/dev/mmcblk0p2", "/", "ext4", 3_300 * MB, 2_410 * MB, "rootfs"),
     PartitionSpec(DATA, "/dev/mmcblk0p3", "/data", "ext4", 53_000 * MB, 1_180 * MB, "data"),
+    PartitionSpec(SDCARD, "/dev/mmcblk1p1", "", "exfat", 63_864 * MB, 2 * MB, "SDCARD", removable=True),
 )
+"""The SD card in the slot starts unmounted (``mountpoint ""``)."""
+MOUNT_ROOTS = ("/mnt/", "/media/")
+FSTYPES = ("ext4", "vfat", "exfat")
 
 
 class Partition:
@@ -54,6 +59,8 @@ class Partition:
         self.name = spec.name
         self.bytes = simpy.Container(env, capacity=spec.total, init=spec.baseline)
         self.charges: dict[str, int] = defaultdict(int)
+        self.mountpoint = spec.mountpoint
+        self.fstype = spec.fstype
 
     @property
     def used(self) -> int:
@@ -66,7 +73,7 @@ class Partition:
     def charge(self, owner: str, nbytes: int) -> None:
         if nbytes > self.free:
             raise StorageFull(
-                f"no space left on device: {self.spec.mountpoint} needs {nbytes} bytes, {self.free} free",
+                f"no space left on device: {self.mountpoint} needs {nbytes} bytes, {self.free} free",
                 resource="partition",
                 partition=self.name,
                 needed=nbytes,
@@ -92,13 +99,13 @@ class Partition:
         return PartitionUsage(
             name=spec.name,
             device=spec.device,
-            mountpoint=spec.mountpoint,
-            fstype=spec.fstype,
+            mountpoint=self.mountpoint,
+            fstype=self.fstype,
             total=spec.total,
             used=self.used,
             is_system=spec.mountpoint == "/",
-            is_removable=False,
-            is_protected=True,
+            is_removable=spec.removable,
+            is_protected=not spec.removable,
             label=spec.label,
         )
 
@@ -121,7 +128,9 @@ class Storage:
         """The partition an absolute path lives on: the longest matching mountpoint."""
         best, best_len = ROOT, 0
         for p in self.partitions.values():
-            mount = p.spec.mountpoint.rstrip("/")
+            if not p.mountpoint:
+                continue
+            mount = p.mountpoint.rstrip("/")
             if (path == mount or path.startswith(mount + "/")) and len(mount) >= best_len:
                 best, best_len = p.name, len(mount)
         return best
@@ -172,6 +181,50 @@ class Storage:
 
     def free_bytes(self, partition: str) -> int:
         return self.partition(partition).free
+
+    # Removable media -----------------------------------------------------------------------
+    def by_device(self, device: str) -> Partition:
+        name = device.removeprefix("/dev/")
+        for p in self.partitions.values():
+            if p.spec.device.removeprefix("/dev/") == name:
+                return p
+        raise NotFound(f"device not found: {device}")
+
+    def mount(self, device: str, target: str) -> None:
+        p = self.by_device(device)
+        if not p.spec.removable:
+            raise Forbidden(f"access denied: {device} is a system partition", resource="path")
+        if p.mountpoint:
+            raise Conflict(f"{device} is already mounted at {p.mountpoint}")
+        if not target.startswith(MOUNT_ROOTS) or ".." in target.split("/"):
+            raise InvalidInput("target must be a directory under /mnt or /media", resource="parameter")
+        if any(q.mountpoint == target for q in self.partitions.values()):
+            raise Conflict(f"{target} is already a mount point")
+        p.mountpoint = target.rstrip("/")
+
+    def unmount(self, target: str) -> None:
+        p = next(
+            (q for q in self.partitions.values() if q.mountpoint and q.mountpoint == target.rstrip("/")), None
+        )
+        if p is None:
+            if target in ("/boot", "/boot/firmware"):
+                raise Forbidden(f"access denied: {target} is a protected mount point", resource="path")
+            raise NotFound(f"not mounted: {target}")
+        if not p.spec.removable:
+            raise Forbidden(f"access denied: {target} is a protected mount point", resource="path")
+        p.mountpoint = ""
+
+    def format(self, device: str, fstype: str) -> None:
+        if fstype not in FSTYPES:
+            raise InvalidInput(f"unsupported filesystem {fstype}", resource="parameter")
+        if device.removeprefix("/dev/").startswith("mmcblk0"):
+            raise Forbidden(f"access denied: {device} holds a system partition", resource="path")
+        p = self.by_device(device)
+        if p.mountpoint:
+            raise Conflict(f"{device} is mounted at {p.mountpoint}: unmount it first")
+        for owner in list(p.charges):
+            p.release(owner)
+        p.fstype = fstype
 
     # Provoking -----------------------------------------------------------------------------
     def fill(self, partition: str = ROOT, owner: str = "logs:stale", leave: int = 0) -> int:

@@ -49,7 +49,8 @@ async def test_disk_reports_the_partitions(
     gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
 ) -> None:
     disk = await get(gateway, auth, "/api/v1/monitor/disk")
-    root, data = disk["partitions"]
+    root, data, sdcard = disk["partitions"]
+    assert sdcard["mountpoint"] == "" and sdcard["is_removable"] and not sdcard["is_protected"]
     assert root["mountpoint"] == "/" and root["is_system"] and root["is_protected"]
     assert 3.2e9 < root["total"] < 3.4e9 and root["free"] == root["total"] - root["used"]
     assert data["mountpoint"] == "/data" and data["fstype"] == "ext4" and not data["is_removable"]
@@ -99,19 +100,47 @@ async def test_storage_disks_and_protected_partitions(
     gateway: httpx.AsyncClient, auth: dict[str, str]
 ) -> None:
     disks = await get(gateway, auth, "/api/v1/storage/disks")
-    disk = disks["blockdevices"][0]
+    disk, card = disks["blockdevices"]
     assert disk["name"] == "mmcblk0" and disk["type"] == "disk"
     assert [c["mountpoint"] for c in disk["children"]] == ["/boot", "/", "/data"]
+    assert card["name"] == "mmcblk1" and card["children"][0]["mountpoint"] is None
     for path, body, status, code in [
         ("/api/v1/storage/unmount", {"target": "/data"}, 403, 8004),
         ("/api/v1/storage/format", {"device": "/dev/mmcblk0p3", "fstype": "ext4"}, 403, 8004),
+        ("/api/v1/storage/mount", {"device": "/dev/mmcblk0p3", "target": "/mnt/x"}, 403, 8004),
         ("/api/v1/storage/mount", {"device": "/dev/sda1", "target": "/mnt/usb"}, 404, 4000),
+        ("/api/v1/storage/mount", {"device": "/dev/mmcblk1p1", "target": "/etc"}, 400, 1004),
+        ("/api/v1/storage/unmount", {"target": "/mnt/nothing"}, 404, 4000),
         ("/api/v1/storage/format", {"device": "/dev/sda1", "fstype": "ntfs"}, 400, 1004),
         ("/api/v1/storage/mount", {"device": "/dev/sda1"}, 400, 1001),
         ("/api/v1/storage/unmount", {}, 400, 1001),
     ]:
         resp = await gateway.post(path, headers=auth, json=body)
         assert (resp.status_code, resp.json()["code"]) == (status, code), (path, body)
+
+
+async def test_the_sd_card_mounts_formats_and_unmounts(
+    gateway: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    sd = {"device": "/dev/mmcblk1p1", "target": "/mnt/sdcard"}
+    assert (await gateway.post("/api/v1/storage/mount", headers=auth, json=sd)).status_code == 200
+    card = (await get(gateway, auth, "/api/v1/monitor/disk"))["partitions"][2]
+    assert card["mountpoint"] == "/mnt/sdcard"
+    again = await gateway.post("/api/v1/storage/mount", headers=auth, json=sd)
+    assert again.status_code == 409 and again.json()["code"] == 4001
+    busy = await gateway.post(
+        "/api/v1/storage/format", headers=auth, json={"device": "/dev/mmcblk1p1", "fstype": "ext4"}
+    )
+    assert busy.status_code == 409
+    assert (
+        await gateway.post("/api/v1/storage/unmount", headers=auth, json={"target": "/mnt/sdcard"})
+    ).status_code == 200
+    done = await gateway.post(
+        "/api/v1/storage/format", headers=auth, json={"device": "/dev/mmcblk1p1", "fstype": "ext4"}
+    )
+    assert done.status_code == 200
+    card = (await get(gateway, auth, "/api/v1/monitor/disk"))["partitions"][2]
+    assert card["fstype"] == "ext4" and card["mountpoint"] == ""
 
 
 async def test_device_info_settings_network(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
