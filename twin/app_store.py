@@ -20,6 +20,8 @@ from hardware.ports.errors import Conflict, InvalidInput, NotFound
 if TYPE_CHECKING:
     from twin.camera import Camera
 
+INSTALLS_KIND = "store_installs"
+"""Install records are durable: one document per (camera, app id)."""
 CATEGORIES = (
     (1, "security", "Security", "安防", "shield", 1),
     (2, "retail", "Retail", "零售", "cart", 2),
@@ -98,8 +100,14 @@ def _store_app(a: StoreApp, now: str) -> dict[str, Any]:
 class AppStore:
     def __init__(self, camera: Camera) -> None:
         self.camera = camera
-        self.installs: dict[str, dict[str, Any]] = {}
-        self._next_id = 1
+        self._docs = camera.world.store.collection(INSTALLS_KIND)
+        self._prefix = f"{camera.id}:"
+        self.installs: dict[str, dict[str, Any]] = {
+            doc_id.removeprefix(self._prefix): doc
+            for doc_id, doc in self._docs.items()
+            if doc_id.startswith(self._prefix)
+        }
+        self._next_id = max((int(r["id"]) for r in self.installs.values()), default=0) + 1
         self._tasks: dict[str, str] = {}
         """Store key -> the task of its latest install: one install of an app at a time."""
 
@@ -229,6 +237,7 @@ class AppStore:
             "installed_at": self._now(),
         }
         self.installs[app_id] = rec
+        self._docs.put(self._prefix + app_id, rec)
         return self.view(app_id)
 
     def _take_id(self) -> int:
@@ -272,8 +281,10 @@ class AppStore:
                 raise InvalidInput(f"{key} must be {'an integer' if key == 'pid' else 'a string'}")
             changes[key] = value
         rec.update(changes)  # the app manager's own state wins in the view while the app exists
+        self._docs.put(self._prefix + app_id, rec)
         return self.view(app_id)
 
     def delete(self, app_id: str) -> None:
         if self.installs.pop(app_id, None) is None:
             raise NotFound(f"install record not found: {app_id}")
+        self._docs.delete(self._prefix + app_id)

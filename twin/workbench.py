@@ -15,7 +15,7 @@ import io
 import re
 import tarfile
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from twin.camera import Camera
 
 DEV_DIR = "/data/aipc/dev"
+PROJECTS_KIND = "dev_projects"
+"""Projects (with their file index and builds) are durable: one document per project."""
 
 
 @dataclass(frozen=True)
@@ -177,8 +179,26 @@ class Workbench:
         self.camera = camera
         self.env = camera.world.env
         self.projects: dict[int, Project] = {}
-        self._next_project = 1
-        self._next_build = 1
+        self._docs = camera.world.store.collection(PROJECTS_KIND)
+        self._prefix = f"{camera.id}:"
+        self._load()
+        self._next_project = max(self.projects, default=0) + 1
+        self._next_build = max((b.id for p in self.projects.values() for b in p.builds), default=0) + 1
+
+    def _load(self) -> None:
+        for doc_id, doc in self._docs.items():
+            if not doc_id.startswith(self._prefix):
+                continue
+            builds = [Build(**b) for b in doc.pop("builds", [])]
+            project = Project(**doc, builds=builds)
+            for b in builds:
+                if b.status == "building":  # the device went down mid-build
+                    b.status = project.status = "failed"
+                    b.log.append("ERROR: interrupted by a restart")
+            self.projects[project.id] = project
+
+    def _save(self, project: Project) -> None:
+        self._docs.put(f"{self._prefix}{project.id}", asdict(project))
 
     def _now(self) -> float:
         return self.camera.clock.now()
@@ -221,6 +241,7 @@ class Workbench:
         )  # fmt: skip
         self._next_project += 1
         self.projects[project.id] = project
+        self._save(project)
         fs = self._fs()
         if fs is not None:
             fs.mkdir(project.source_path)
@@ -241,6 +262,7 @@ class Workbench:
         for name, value in changes.items():
             setattr(project, name, value)
         project.updated_at = self._now()
+        self._save(project)
         return project
 
     def delete(self, project_id: str | int) -> None:
@@ -253,6 +275,7 @@ class Workbench:
         if fs is not None and fs.exists(project.source_path):
             fs.remove(project.source_path)
         del self.projects[project.id]
+        self._docs.delete(f"{self._prefix}{project.id}")
 
     # Files ---------------------------------------------------------------------------------------
     @staticmethod
@@ -279,6 +302,7 @@ class Workbench:
         rel = self._rel(path)
         self._store(project, rel, data)
         project.updated_at = self._now()
+        self._save(project)
         return {"name": rel.rsplit("/", 1)[-1], "path": rel, "size": len(data)}
 
     def source(self, project_id: str | int, filename: str, data: bytes) -> dict[str, object]:
@@ -289,6 +313,7 @@ class Workbench:
         for rel, content in members:
             self._store(project, rel, content)
         project.updated_at = self._now()
+        self._save(project)
         return {"message": "Source uploaded", "files": len(members)}
 
     def read(self, project_id: str | int, path: str) -> dict[str, object]:
@@ -335,6 +360,7 @@ class Workbench:
         self._next_build += 1
         project.builds.append(build)
         project.status, project.message = "building", ""
+        self._save(project)
         self.env.process(self._build(project, build))
         return build.view()
 
@@ -357,11 +383,13 @@ class Workbench:
             build.status = project.status = "failed"
             build.log.append(f"ERROR: {err.message}")
             project.message = err.message
+            self._save(project)
             return
         build.image_size = size
         build.status = "success"
         build.log.append(f"built {build.image} ({size} bytes)")
         project.status, project.build_image = "built", build.image
+        self._save(project)
 
     def _manifest(self, project: Project, build: Build) -> str:
         text = project.app_config

@@ -7,13 +7,15 @@ from __future__ import annotations
 import io
 import tarfile
 import zipfile
+from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.api.test_gateway_apps import usage, while_time_runs
-from tests.conftest import gateway_token
-from twin.serve import Twin
+from tests.conftest import SCENARIOS, gateway_token
+from twin.serve import Twin, build
+from twin.settings import Settings
 
 DEV = "/api/v1/dev"
 
@@ -324,3 +326,41 @@ async def test_deleting_a_project_frees_its_files(
     assert usage(twin)["data"] - before["data"] >= len(big)
     assert (await gateway.delete(f"{DEV}/projects/{pid}", headers=auth)).status_code == 200
     assert usage(twin) == before
+
+
+async def test_projects_and_store_installs_survive_a_restart_with_a_state_dir(tmp_path: Path) -> None:
+    settings = Settings(scenario=SCENARIOS / "test.yaml", step=True, state_dir=tmp_path / "state")
+
+    def client(twin: Twin) -> httpx.AsyncClient:
+        app = twin.gateway_apps["cam-01"]
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://cam-01")
+
+    first = build(settings)
+    async with client(first) as gateway:
+        auth = {"Authorization": await gateway_token(gateway)}
+        pid = await new_project(gateway, auth, "keeper")
+        await gateway.post(
+            f"{DEV}/projects/{pid}/file", headers=auth, json={"path": "main.py", "content": "1"}
+        )
+        await gateway.post(f"{DEV}/projects/{pid}/build", headers=auth, json={"version": "1.0.0"})
+        first.clock.advance(60)
+        await gateway.post(f"{DEV}/projects/{pid}/build", headers=auth, json={"version": "1.0.1"})
+        record = {"app_id": "custom", "name": "Custom", "version": "3"}
+        assert (await gateway.post("/api/v1/store/installs", headers=auth, json=record)).status_code == 200
+    first.world.store.close()
+
+    second = build(settings)
+    async with client(second) as gateway:
+        auth = {"Authorization": await gateway_token(gateway)}
+        project = (await gateway.get(f"{DEV}/projects/{pid}", headers=auth)).json()["data"]["project"]
+        assert project["key"] == "keeper"
+        files = (await gateway.get(f"{DEV}/projects/{pid}/files", headers=auth)).json()["data"]["files"]
+        assert [f["name"] for f in files] == ["main.py"]
+        builds = (await gateway.get(f"{DEV}/projects/{pid}/builds", headers=auth)).json()["data"]["builds"]
+        assert [(b["version"], b["status"]) for b in builds] == [("1.0.1", "failed"), ("1.0.0", "success")]
+        assert "interrupted" in builds[0]["log"]
+        other = await new_project(gateway, auth, "other")
+        assert other == pid + 1
+        got = await gateway.get("/api/v1/store/installs/custom", headers=auth)
+        assert got.json()["data"]["install"]["version"] == "3"
+    second.world.store.close()
