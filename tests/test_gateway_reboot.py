@@ -20,6 +20,8 @@ async def refused(host: str, port: int) -> bool:
         _, writer = await asyncio.open_connection(host, port)
     except ConnectionRefusedError:
         return True
+    except ConnectionResetError:  # caught the listener mid-close: not refused yet, ask again
+        return False
     writer.close()
     return False
 
