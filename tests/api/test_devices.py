@@ -405,3 +405,42 @@ async def test_pushed_metric_in_milliseconds(automation: httpx.AsyncClient, auth
     assert (await automation.post("/api/devices/lab-1/metrics", json={}, headers=auth)).status_code == 422
     unknown = await automation.post("/api/devices/no/metrics", json={"metric": "a", "value": 1}, headers=auth)
     assert unknown.status_code == 404
+
+
+# Batch reads and the webhook address -----------------------------------------------------------
+async def test_current_batch(automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin) -> None:
+    twin.clock.advance(30)
+    ids = [SENSOR, "env_sensor-0002", "nope", SENSOR]
+    resp = await automation.post("/api/devices/current-batch", json={"device_ids": ids}, headers=auth)
+    assert resp.status_code == 200
+    data = resp.json()["data"]
+    assert data["count"] == 2 and sorted(data["devices"]) == [SENSOR, "env_sensor-0002"]
+    values = data["devices"][SENSOR]
+    assert values["device_id"] == SENSOR and isinstance(values["current_values"]["temperature"], float)
+    for bad in ({}, {"device_ids": "x"}, {"device_ids": [1, {}]}):
+        refused = await automation.post("/api/devices/current-batch", json=bad, headers=auth)
+        assert refused.status_code in (400, 422), bad
+        assert refused.json()["success"] is False
+    assert (await automation.post("/api/devices/current-batch", json={"device_ids": []})).status_code == 401
+
+
+async def test_webhook_url(automation: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    resp = await automation.get(f"/api/devices/{SENSOR}/webhook-url", headers=auth)
+    assert resp.status_code == 200
+    data = resp.json()["data"]
+    assert data["webhook_url"].endswith(f"/api/devices/{SENSOR}/webhook") and data["method"] == "POST"
+    assert data["alternative_url"].endswith("/api/devices/webhook") and data["url_source"] == "fallback"
+    assert data["content_type"] == "application/json" and set(data["payload_example"]) == {
+        "timestamp",
+        "quality",
+        "data",
+    }
+    proxied = await automation.get(
+        f"/api/devices/{SENSOR}/webhook-url",
+        headers={**auth, "X-Forwarded-Proto": "https", "X-Forwarded-Host": "iot.example.com"},
+    )
+    assert proxied.json()["data"]["webhook_url"] == f"https://iot.example.com/api/devices/{SENSOR}/webhook"
+    assert proxied.json()["data"]["url_source"] == "proxy_header" and "hint" not in proxied.json()["data"]
+    unknown = await automation.get("/api/devices/nope/webhook-url", headers=auth)
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "DEVICE_NOT_FOUND"
+    assert (await automation.get(f"/api/devices/{SENSOR}/webhook-url")).status_code == 401

@@ -1,11 +1,12 @@
 """Devices, drafts, commands and pushed metrics (jwt-or-api-key)."""
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from api.automation.deps import Backend, Version, current_user
 from api.automation.schemas import devices as schemas
 from api.automation.schemas import ok
+from api.automation.schemas.system import network_info
 from hardware.ports.devices import KEEP
 from hardware.ports.errors import InternalError, NotFound
 
@@ -30,6 +31,18 @@ async def approve_draft(
         device_name=body.device_name,
     )
     return ok(schemas.approval(approval), backend.clock.now())
+
+
+@router.post("/devices/current-batch")
+async def current_batch(body: schemas.CurrentBatchRequest, backend: Backend) -> JSONResponse:
+    """Unknown ids are left out of ``devices`` (and of ``count``), as a batch read does."""
+    found = []
+    for device_id in dict.fromkeys(body.device_ids):
+        try:
+            found.append(backend.devices.current(device_id))
+        except NotFound:
+            continue
+    return ok(schemas.current_batch(found), backend.clock.now())
 
 
 @router.get("/devices")
@@ -66,6 +79,16 @@ async def get_device(device_id: str, backend: Backend) -> JSONResponse:
 @router.get("/devices/{device_id}/current")
 async def current(device_id: str, backend: Backend) -> JSONResponse:
     return ok(schemas.current_values(backend.devices.current(device_id)), backend.clock.now())
+
+
+@router.get("/devices/{device_id}/webhook-url")
+async def webhook_url(request: Request, device_id: str, backend: Backend) -> JSONResponse:
+    backend.devices.get_device(device_id)  # 404 for an unknown device
+    headers = request.headers
+    net = network_info(
+        request.app.state.network, headers.get("x-forwarded-proto"), headers.get("x-forwarded-host")
+    )
+    return ok(schemas.webhook_url(device_id, net), backend.clock.now())
 
 
 @router.put("/devices/{device_id}")

@@ -56,6 +56,10 @@ class CommandRequest(_Body):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class CurrentBatchRequest(_Body):
+    device_ids: list[str]
+
+
 class MetricWriteRequest(_Body):
     metric: str
     value: Any
@@ -484,3 +488,32 @@ def webhook_payload(content_type: str, body: bytes, form: dict[str, Any] | None 
 def webhook_received(device_id: str, count: int, *, generic: bool) -> dict[str, Any]:
     key = "metrics_processed" if generic else "metrics_received"
     return {"success": True, "device_id": device_id, key: count}
+
+
+def current_batch(found: list[CurrentValues]) -> dict[str, Any]:
+    """``POST /devices/current-batch`` (appendix): each found device's ``/current`` values by id."""
+    devices = {
+        c.device.device_id: {
+            "device_id": c.device.device_id,
+            "current_values": {m.name: m.value for m in c.metrics},
+        }
+        for c in found
+    }
+    return {"devices": devices, "count": len(devices)}
+
+
+def webhook_url(device_id: str, network: dict[str, Any]) -> dict[str, Any]:
+    """``GET /devices/:id/webhook-url`` (reference §4), from the server's network info."""
+    server = network["server_url"]
+    body: dict[str, Any] = {
+        "device_id": device_id,
+        "webhook_url": f"{server}/api/devices/{device_id}/webhook",
+        "alternative_url": f"{server}/api/devices/webhook",
+        "method": "POST",
+        "content_type": "application/json",
+        "payload_example": {"timestamp": 1767225600, "quality": 1.0, "data": {"temperature": 21.5}},
+        "url_source": network["server_url_source"],
+    }
+    if network["server_url_source"] == "fallback":
+        body["hint"] = "Set NEOMIND_SERVER_URL when devices reach this server through another address"
+    return body
