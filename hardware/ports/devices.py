@@ -163,6 +163,21 @@ class CommandSent:
     command_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class CommandRecord:
+    """One command sent to a device, as its history shows it."""
+
+    command_id: str
+    command_name: str
+    parameters: Mapping[str, Any]
+    status: str
+    """``pending|executing|success|failed|timeout``"""
+    result: Any
+    error: str | None
+    created_at: float
+    completed_at: float | None
+
+
 # Webhook and drafts -------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Ingested:
@@ -319,6 +334,9 @@ class AutomationDevices(Protocol):
         """Removes the device; its telemetry stays readable with ``history=True``."""
 
     def send_command(self, device_id: str, command: str, params: Mapping[str, Any]) -> CommandSent: ...
+
+    def command_history(self, device_id: str, limit: int) -> tuple[CommandRecord, ...]:
+        """The device's commands, newest first; ``NotFound`` for an unknown device."""
 
     def push_metric(self, device_id: str, metric: str, value: Any, timestamp: float | None) -> float:
         """Store one sample (``timestamp`` in Unix seconds, default now); returns the timestamp used."""

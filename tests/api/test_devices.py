@@ -444,3 +444,29 @@ async def test_webhook_url(automation: httpx.AsyncClient, auth: dict[str, str]) 
     unknown = await automation.get("/api/devices/nope/webhook-url", headers=auth)
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "DEVICE_NOT_FOUND"
     assert (await automation.get(f"/api/devices/{SENSOR}/webhook-url")).status_code == 401
+
+
+async def test_command_history(automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin) -> None:
+    for interval in (5, 15):
+        body = {"params": {"interval": interval}}
+        await automation.post(f"/api/devices/{SENSOR}/command/set_interval", json=body, headers=auth)
+        twin.clock.advance(10)
+    await automation.post("/api/devices/env_sensor-0002/command/reboot", headers=auth)
+    resp = await automation.get(f"/api/devices/{SENSOR}/commands", headers=auth)
+    assert resp.status_code == 200
+    data = resp.json()["data"]
+    assert data["device_id"] == SENSOR and data["count"] == 2
+    newest = data["commands"][0]
+    assert newest["command_name"] == "set_interval" and newest["parameters"] == {"interval": 15}
+    assert newest["status"] == "success" and newest["completed_at"] == newest["created_at"]
+    assert data["commands"][1]["created_at"] == newest["created_at"] - 10
+    one = await automation.get(f"/api/devices/{SENSOR}/commands?limit=1", headers=auth)
+    assert one.json()["data"]["count"] == 1
+    for bad in ("limit=0", "limit=x"):
+        assert (await automation.get(f"/api/devices/{SENSOR}/commands?{bad}", headers=auth)).status_code in (
+            400,
+            422,
+        )
+    unknown = await automation.get("/api/devices/nope/commands", headers=auth)
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "DEVICE_NOT_FOUND"
+    assert (await automation.get(f"/api/devices/{SENSOR}/commands")).status_code == 401

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from hardware.ports.devices import (
     KEEP,
     Approval,
+    CommandRecord,
     CommandSent,
     CurrentValues,
     DeviceCreated,
@@ -85,6 +86,9 @@ class TwinDevices:
 
     def send_command(self, device_id: str, command: str, params: Mapping[str, Any]) -> CommandSent:
         return self.world.devices.send_command(device_id, command, params)
+
+    def command_history(self, device_id: str, limit: int) -> tuple[CommandRecord, ...]:
+        return self.world.devices.command_history(device_id, limit)
 
     def push_metric(self, device_id: str, metric: str, value: Any, timestamp: float | None) -> float:
         return self.world.ingest.push_metric(device_id, metric, value, timestamp)

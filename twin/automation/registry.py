@@ -19,6 +19,7 @@ from hardware.ports.devices import (
     DEVICE_STATUSES,
     KEEP,
     CommandDef,
+    CommandRecord,
     CommandSent,
     CurrentMetric,
     CurrentValues,
@@ -68,6 +69,7 @@ class DeviceRegistry:
         self.docs = world.store.collection("devices")
         self.overlays = world.store.collection("sensor_overlays")
         self.archive = world.store.collection("archived_devices")
+        self.commands = world.store.collection("device_commands")
 
     # Lookup ----------------------------------------------------------------------------------
     def _sim_doc(self, device_id: str, overlay: dict[str, Any] | None) -> dict[str, Any]:
@@ -334,6 +336,21 @@ class DeviceRegistry:
         topic = doc["connection_config"].get("command_topic") or (
             f"device/{doc['device_type']}/{device_id}/downlink" if dtype else f"{device_id}/command/{command}"
         )
+        now = self.world.now()
+        self.commands.put(
+            command_id,
+            {
+                "device_id": device_id,
+                "command_id": command_id,
+                "command_name": command,
+                "parameters": dict(params),
+                "status": "success" if simulated else "pending",  # a field device has not answered yet
+                "result": {"acknowledged": True} if simulated else None,
+                "error": None,
+                "created_at": now,
+                "completed_at": now if simulated else None,
+            },
+        )
         self.world.emit(
             EventKind.DEVICE_COMMAND_RESULT,
             device_id,
@@ -347,6 +364,13 @@ class DeviceRegistry:
             payload=render_payload(defined.get(command) or CommandDef(command, command), params, command_id),
         )
         return CommandSent(device_id, command, command_id)
+
+    def command_history(self, device_id: str, limit: int) -> tuple[CommandRecord, ...]:
+        self.doc(device_id)  # NotFound for an unknown device
+        mine = [d for d in self.commands.values() if d["device_id"] == device_id]
+        return tuple(
+            CommandRecord(**{k: v for k, v in d.items() if k != "device_id"}) for d in mine[::-1][:limit]
+        )
 
     # Telemetry -------------------------------------------------------------------------------
     def telemetry_source(self, device_id: str, history: bool) -> TelemetrySource:

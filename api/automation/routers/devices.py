@@ -8,7 +8,7 @@ from api.automation.schemas import devices as schemas
 from api.automation.schemas import ok
 from api.automation.schemas.system import network_info
 from hardware.ports.devices import KEEP
-from hardware.ports.errors import InternalError, NotFound
+from hardware.ports.errors import InternalError, InvalidInput, NotFound
 
 router = APIRouter(tags=["devices"], dependencies=[Depends(current_user)])
 
@@ -123,6 +123,14 @@ async def send_command(
     params = body.params if body else {}
     sent = backend.devices.send_command(device_id, command, params)
     return ok({"device_id": sent.device_id, "command": sent.command, "sent": True}, backend.clock.now())
+
+
+@router.get("/devices/{device_id}/commands")
+async def command_history(device_id: str, backend: Backend, limit: int = 50) -> JSONResponse:
+    if not 1 <= limit <= 1000:
+        raise InvalidInput("limit must be between 1 and 1000", field="limit")
+    records = backend.devices.command_history(device_id, limit)
+    return ok(schemas.command_history(device_id, records), backend.clock.now())
 
 
 @router.post("/devices/{device_id}/metrics")

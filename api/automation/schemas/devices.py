@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hardware.ports.devices import (
     Approval,
     CommandDef,
+    CommandRecord,
     CurrentValues,
     DataType,
     Device,
@@ -517,3 +518,21 @@ def webhook_url(device_id: str, network: dict[str, Any]) -> dict[str, Any]:
     if network["server_url_source"] == "fallback":
         body["hint"] = "Set NEOMIND_SERVER_URL when devices reach this server through another address"
     return body
+
+
+def command_history(device_id: str, records: tuple[CommandRecord, ...]) -> dict[str, Any]:
+    """``GET /devices/:id/commands`` (appendix), newest first."""
+    commands = [
+        {
+            "command_id": r.command_id,
+            "command_name": r.command_name,
+            "parameters": dict(r.parameters),
+            "status": r.status,
+            "result": r.result,
+            "error": r.error,
+            "created_at": int(r.created_at),
+            "completed_at": None if r.completed_at is None else int(r.completed_at),
+        }
+        for r in records
+    ]
+    return {"device_id": device_id, "commands": commands, "count": len(commands)}
