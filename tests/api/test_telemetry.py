@@ -264,3 +264,26 @@ async def test_cross_device_query(automation: httpx.AsyncClient, auth: dict[str,
     assert (await get(automation, auth, url, source="nope", metric="x")).status_code == 404
     assert (await get(automation, auth, url, source=SENSOR, metric="humidity", limit=5001)).status_code == 400
     assert (await automation.get(url, params={"source": SENSOR, "metric": "humidity"})).status_code == 401
+
+
+async def test_summary_per_metric_over_the_last_hours(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin
+) -> None:
+    twin.clock.advance(7200)
+    url = f"{URL}/summary"
+    body = (await get(automation, auth, url, hours=1)).json()["data"]
+    assert body["device_id"] == SENSOR and body["end"] == EPOCH + 7200 and body["start"] == EPOCH + 3600
+    temp = body["summary"]["temperature"]
+    assert temp["count"] == 361 and temp["current_timestamp"] == EPOCH + 7200  # every 10 s, inclusive
+    assert temp["min"] <= temp["avg"] <= temp["max"] and temp["data_type"] == "float"
+    raw = await get(automation, auth, metric="temperature", start=EPOCH + 3600, end=EPOCH + 7200, limit=5000)
+    values = [p["value"] for p in raw.json()["data"]["data"]["temperature"]]
+    assert temp["current"] == values[0] and temp["max"] == max(values) and temp["min"] == min(values)
+    assert abs(temp["avg"] - sum(values) / len(values)) < 1e-9
+    assert set(body["summary"]) == {"temperature", "humidity"}
+    for bad in ({"hours": 0}, {"hours": 721}, {"hours": "x"}):
+        resp = await get(automation, auth, url, **bad)
+        assert resp.status_code in (400, 422) and resp.json()["success"] is False, bad
+    unknown = await get(automation, auth, "/api/devices/nope/telemetry/summary")
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "DEVICE_NOT_FOUND"
+    assert (await automation.get(url)).status_code == 401

@@ -9,6 +9,7 @@ from api.automation.deps import Backend, current_user
 from api.automation.schemas import ok
 from api.automation.schemas import telemetry as schemas
 from hardware.ports.devices import SourceQuery, TelemetryQuery
+from hardware.ports.errors import InvalidInput
 
 router = APIRouter(tags=["telemetry"], dependencies=[Depends(current_user)])
 
@@ -33,6 +34,26 @@ async def telemetry(
     if request.app.state.release == "0.9.17":
         query = as_0917(query, backend.clock.now())
     return ok(schemas.telemetry_page(backend.devices.telemetry(device_id, query)), backend.clock.now())
+
+
+@router.get("/devices/{device_id}/telemetry/summary")
+async def telemetry_summary(device_id: str, backend: Backend, hours: int = 24) -> JSONResponse:
+    """Per metric over the last ``hours``: the newest point and avg/min/max/count (appendix)."""
+    if not 1 <= hours <= 720:
+        raise InvalidInput("hours must be between 1 and 720", field="hours")
+    end = backend.clock.now()
+    start = end - hours * 3600
+    summary = {}
+    for metric in backend.devices.current(device_id).metrics:
+        window = TelemetryQuery(metric=metric.name, start=start, end=end, limit=1)
+        newest = backend.devices.telemetry(device_id, window).series
+        numeric = metric.data_type in ("float", "integer")
+        totals = backend.devices.telemetry(device_id, dataclasses.replace(window, aggregate="avg")).series
+        summary[metric.name] = schemas.metric_summary(
+            metric, newest[0] if newest else None, totals[0] if totals and numeric else None
+        )
+    body = {"device_id": device_id, "summary": summary, "start": int(start), "end": int(end)}
+    return ok(body, backend.clock.now())
 
 
 def as_0917(q: TelemetryQuery, now: float) -> TelemetryQuery:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hardware.ports.devices import Series, SourceSeries, TelemetryPage
+from hardware.ports.devices import CurrentMetric, Series, SourceSeries, TelemetryPage
 
 
 def _seconds(t: float | None) -> float | int | None:
@@ -71,4 +71,22 @@ def source_series(s: SourceSeries) -> dict[str, Any]:
         "count": len(s.series),
         "total_count": s.total_count,
         "data": rows(s.series, s.quality),
+    }
+
+
+def metric_summary(metric: CurrentMetric, newest: Series | None, totals: Series | None) -> dict[str, Any]:
+    """One metric of ``GET /devices/:id/telemetry/summary``; no aggregates for non-numeric metrics."""
+    latest = newest is not None and len(newest) > 0
+    counted = totals is not None and len(totals) > 0 and totals.counts[0] > 0
+    return {
+        "display_name": metric.display_name,
+        "unit": metric.unit,
+        "data_type": metric.data_type,
+        "is_virtual": metric.is_virtual,
+        "current": newest.values[0] if latest else metric.value,
+        "current_timestamp": _seconds(newest.timestamps[0]) if latest else None,
+        "avg": totals.values[0] if counted else None,
+        "min": totals.mins[0] if counted else None,
+        "max": totals.maxs[0] if counted else None,
+        "count": int(totals.counts[0]) if counted else (newest.total if newest is not None else 0),
     }
