@@ -199,6 +199,7 @@ class Draft:
     updated_at: float
     generated_type: str | None = None
     original_topic: str | None = None
+    error_message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,6 +370,12 @@ class AutomationDevices(Protocol):
         simulated sensors themselves are ignored (``None``)."""
 
     def list_drafts(self) -> tuple[Draft, ...]: ...
+
+    def get_draft(self, draft_id: str) -> Draft:
+        """``NotFound(resource="draft")`` for an unknown draft."""
+
+    def reject_draft(self, draft_id: str, reason: str) -> Draft:
+        """Mark the draft rejected with ``reason``; its later samples no longer register it."""
 
     def approve_draft(
         self,

@@ -470,3 +470,30 @@ async def test_command_history(automation: httpx.AsyncClient, auth: dict[str, st
     unknown = await automation.get("/api/devices/nope/commands", headers=auth)
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "DEVICE_NOT_FOUND"
     assert (await automation.get(f"/api/devices/{SENSOR}/commands")).status_code == 401
+
+
+async def test_a_draft_by_id_and_rejected(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin
+) -> None:
+    await automation.post("/api/devices/field-8/webhook", json={"level": 1.0})
+    twin.clock.advance(10)
+    draft = await automation.get("/api/devices/drafts/field-8", headers=auth)
+    assert draft.status_code == 200 and draft.json()["data"]["status"] == "collecting"
+    assert "error_message" not in draft.json()["data"]
+    url = "/api/devices/drafts/field-8/reject"
+    rejected = await automation.post(url, json={"reason": "not ours"}, headers=auth)
+    assert rejected.status_code == 200
+    assert (
+        rejected.json()["data"]["status"] == "rejected"
+        and rejected.json()["data"]["error_message"] == "not ours"
+    )
+    for _ in range(12):  # later samples do not bring it back for processing
+        await automation.post("/api/devices/field-8/webhook", json={"level": 2.0})
+    again = (await automation.get("/api/devices/drafts/field-8", headers=auth)).json()["data"]
+    assert again["status"] == "rejected" and again["sample_count"] == 13
+    for bad in ({}, {"reason": 5}):
+        assert (await automation.post(url, json=bad, headers=auth)).status_code in (400, 422), bad
+    for path, method in (("/api/devices/drafts/nope", "GET"), ("/api/devices/drafts/nope/reject", "POST")):
+        missing = await automation.request(method, path, json={"reason": "x"}, headers=auth)
+        assert missing.status_code == 404 and missing.json()["success"] is False
+        assert (await automation.request(method, path, json={"reason": "x"})).status_code == 401

@@ -126,6 +126,12 @@ class TwinDevices:
     def list_drafts(self) -> tuple[Draft, ...]:
         return self.world.ingest.list_drafts()
 
+    def get_draft(self, draft_id: str) -> Draft:
+        return self.world.ingest.get_draft(draft_id)
+
+    def reject_draft(self, draft_id: str, reason: str) -> Draft:
+        return self.world.ingest.reject(draft_id, reason)
+
     def approve_draft(
         self,
         draft_id: str,

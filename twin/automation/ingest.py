@@ -45,6 +45,7 @@ def _draft(doc: dict[str, Any]) -> Draft:
         updated_at=doc["updated_at"],
         generated_type=doc.get("generated_type"),
         original_topic=doc.get("original_topic"),
+        error_message=doc.get("error_message"),
     )
 
 
@@ -138,13 +139,28 @@ class Ingest:
         doc["sample_count"] += 1
         doc["updated_at"] = now
         doc["metrics"].update({m: _kind(v) for m, v in data.items()})
-        if doc["sample_count"] >= doc["max_samples"]:
+        if doc["sample_count"] >= doc["max_samples"] and doc["status"] != "rejected":
             doc["status"] = "waiting_processing"
         self.drafts.put(device_id, doc)
         self._record(device_id, data, ts, quality)
 
     def list_drafts(self) -> tuple[Draft, ...]:
         return tuple(_draft(d) for d in self.drafts.values())
+
+    def _draft_doc(self, draft_id: str) -> dict[str, Any]:
+        doc = self.drafts.get(draft_id)
+        if doc is None:
+            raise NotFound(f"Draft {draft_id} not found", resource="draft")
+        return doc
+
+    def get_draft(self, draft_id: str) -> Draft:
+        return _draft(self._draft_doc(draft_id))
+
+    def reject(self, draft_id: str, reason: str) -> Draft:
+        doc = self._draft_doc(draft_id)
+        doc.update(status="rejected", error_message=reason, updated_at=self.world.now())
+        self.drafts.put(draft_id, doc)
+        return _draft(doc)
 
     def approve(
         self,
@@ -153,9 +169,7 @@ class Ingest:
         new_type: DeviceType | None,
         device_name: str | None,
     ) -> Approval:
-        doc = self.drafts.get(draft_id)
-        if doc is None:
-            raise NotFound(f"Draft {draft_id} not found", resource="draft")
+        doc = self._draft_doc(draft_id)
         types = self.world.device_types
         if existing_type:
             device_type = types.get(existing_type).device_type

@@ -19,6 +19,16 @@ async def list_drafts(backend: Backend) -> JSONResponse:
     return ok(schemas.draft_list(backend.devices.list_drafts()), backend.clock.now())
 
 
+@router.get("/devices/drafts/{draft_id}")
+async def get_draft(draft_id: str, backend: Backend) -> JSONResponse:
+    return ok(schemas.draft_dto(backend.devices.get_draft(draft_id)), backend.clock.now())
+
+
+@router.post("/devices/drafts/{draft_id}/reject")
+async def reject_draft(draft_id: str, body: schemas.RejectRequest, backend: Backend) -> JSONResponse:
+    return ok(schemas.draft_dto(backend.devices.reject_draft(draft_id, body.reason)), backend.clock.now())
+
+
 @router.post("/devices/drafts/{draft_id}/approve")
 async def approve_draft(
     draft_id: str, backend: Backend, body: schemas.ApproveRequest | None = None

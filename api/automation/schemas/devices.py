@@ -185,6 +185,10 @@ class NewTypeBody(_Body):
         return DeviceType(device_type=self.device_type, name=self.name, description=self.description)
 
 
+class RejectRequest(_Body):
+    reason: str
+
+
 class ApproveRequest(_Body):
     existing_type: str | None = None
     new_type: NewTypeBody | None = None
@@ -414,7 +418,9 @@ def draft_dto(d: Draft) -> dict[str, Any]:
         "discovered_at": int(d.discovered_at),
         "updated_at": int(d.updated_at),
     }
-    return _opt(body, original_topic=d.original_topic, generated_type=d.generated_type)
+    return _opt(
+        body, original_topic=d.original_topic, generated_type=d.generated_type, error_message=d.error_message
+    )
 
 
 def draft_list(drafts: tuple[Draft, ...]) -> dict[str, Any]:
