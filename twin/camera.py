@@ -26,9 +26,9 @@ from twin.containers import ContainerRuntime
 from twin.device_admin import DeviceAdmin
 from twin.device_clock import DeviceClock
 from twin.device_fs import seeded
+from twin.device_logs import DeviceLogs
 from twin.event_bus_device import DeviceEventBus
 from twin.lens import Lens
-from twin.device_logs import DeviceLogs
 from twin.monitor import Monitor
 from twin.os_upgrade import OsUpgrade
 from twin.ota import Ota

@@ -1,7 +1,6 @@
 """``LeanRoute`` calls simple operations directly and behaves like FastAPI's handler; anything else
 keeps FastAPI's handler. ``AreaIndex`` finds the same route a linear scan would."""
 
-
 from typing import Annotated
 
 import httpx
