@@ -6,7 +6,6 @@ across resets and restores.
 
 from __future__ import annotations
 
-from hardware.ports.errors import Unavailable
 from hardware.ports.types import (
     ClientTimeSync,
     DeviceTime,
@@ -17,7 +16,7 @@ from hardware.ports.types import (
     TimeConfig,
     TimezoneInfo,
 )
-from twin.camera import Camera
+from twin.camera_area import CameraArea
 from twin.clock import SimClock
 from twin.gateway_apps import AppAreas
 from twin.gateway_files import TwinGatewayFiles, TwinGatewayLogs, TwinGatewayShell, TwinGatewayUpgrade
@@ -28,20 +27,7 @@ from twin.video.backend import TwinGatewayMedia
 from twin.world import World
 
 
-class _CameraArea:
-    def __init__(self, world: World, camera_id: str) -> None:
-        self._world = world
-        self._id = camera_id
-
-    @property
-    def camera(self) -> Camera:
-        camera = self._world.cameras.get(self._id)
-        if camera is None:
-            raise Unavailable(f"camera {self._id} is not in the world")
-        return camera
-
-
-class TwinGatewayAuth(_CameraArea):
+class TwinGatewayAuth(CameraArea):
     def public_key(self) -> PublicKey:
         return self.camera.public_key()
 
@@ -55,7 +41,7 @@ class TwinGatewayAuth(_CameraArea):
         return self.camera.check_token(token)
 
 
-class TwinGatewaySystem(_CameraArea):
+class TwinGatewaySystem(CameraArea):
     def info(self) -> GatewayInfo:
         return self.camera.info()
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import simpy
 
-from hardware.ports.errors import DomainError, InternalError, InvalidInput, Unavailable
+from hardware.ports.errors import DomainError, InternalError, InvalidInput
 from hardware.ports.gateway_apps import (
     AiStats,
     AppInfo,
@@ -29,7 +29,7 @@ from hardware.ports.gateway_apps import (
     ShellSession,
     TopicInfo,
 )
-from twin.camera import Camera
+from twin.camera_area import CameraArea
 from twin.clock import SimClock
 from twin.container_shell import ContainerShell
 from twin.containers import DEADLINE_EXCEEDED
@@ -40,18 +40,10 @@ START_DEADLINE_S = 10.0
 """The platform's gRPC deadline for an app start."""
 
 
-class _Area:
+class _Area(CameraArea):
     def __init__(self, world: World, clock: SimClock, camera_id: str) -> None:
-        self._world = world
+        super().__init__(world, camera_id)
         self._clock = clock
-        self._id = camera_id
-
-    @property
-    def camera(self) -> Camera:
-        camera = self._world.cameras.get(self._id)
-        if camera is None:
-            raise Unavailable(f"camera {self._id} is not in the world")
-        return camera
 
     async def _settle(self, event: simpy.Event, deadline: float | None = None) -> None:
         """Wait for a world event that succeeds with None or an error; ``deadline`` in device

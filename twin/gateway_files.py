@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hardware.ports.errors import DomainError, InvalidInput, Unavailable
+from hardware.ports.errors import DomainError, InvalidInput
 from hardware.ports.gateway_files import (
     BatchDeleteResult,
     FileData,
@@ -19,7 +19,7 @@ from hardware.ports.gateway_files import (
     TerminalSession,
 )
 from twin import shell
-from twin.camera import Camera
+from twin.camera_area import CameraArea
 from twin.clock import SimClock
 from twin.device_fs import DurableFiles
 from twin.device_logs import SERVICE_NAMES, SERVICES
@@ -30,20 +30,7 @@ DIR_SIZE = 4096
 DEBUG_DEFAULT_LINES, DEBUG_MAX_LINES = 10000, 50000
 
 
-class _Area:
-    def __init__(self, world: World, camera_id: str) -> None:
-        self._world = world
-        self._id = camera_id
-
-    @property
-    def camera(self) -> Camera:
-        camera = self._world.cameras.get(self._id)
-        if camera is None:
-            raise Unavailable(f"camera {self._id} is not in the world")
-        return camera
-
-
-class TwinGatewayFiles(_Area):
+class TwinGatewayFiles(CameraArea):
     default_dir = DEFAULT_DIR
 
     @property
@@ -152,7 +139,7 @@ class TwinGatewayFiles(_Area):
         return out
 
 
-class TwinGatewayLogs(_Area):
+class TwinGatewayLogs(CameraArea):
     def __init__(self, world: World, clock: SimClock, camera_id: str) -> None:
         super().__init__(world, camera_id)
         self._clock = clock
@@ -201,7 +188,7 @@ class TwinGatewayLogs(_Area):
         return out
 
 
-class TwinGatewayShell(_Area):
+class TwinGatewayShell(CameraArea):
     def ssh_config(self) -> dict[str, str]:
         return shell.ssh_config(self.camera)
 
@@ -218,7 +205,7 @@ class TwinGatewayShell(_Area):
         return shell.Terminal(self.camera)
 
 
-class TwinGatewayUpgrade(_Area):
+class TwinGatewayUpgrade(CameraArea):
     def ota_detect(self) -> tuple[bool, str, str]:
         return False, "", ""
 

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from hardware.ports.camera_hw import MOTOR_RESET_ZERO, AfJob, AfStatus, LensStatus, MotorLimit
-from hardware.ports.errors import InvalidInput, Unavailable
+from hardware.ports.errors import InvalidInput
 from twin.autofocus import Autofocus
+from twin.camera_area import CameraArea
 from twin.motor import Motor
 from twin.rng import hash_uniform
 
@@ -224,19 +225,12 @@ def _check_speed(speed: int) -> None:
         raise InvalidInput("speed must be between -100 and 100")
 
 
-class TwinGatewayLens:
+class TwinGatewayLens(CameraArea):
     """The gateway's lens area over one camera of the world (looked up on each call)."""
-
-    def __init__(self, world: World, camera_id: str) -> None:
-        self._world = world
-        self._id = camera_id
 
     @property
     def _lens(self) -> Lens:
-        camera = self._world.cameras.get(self._id)
-        if camera is None:
-            raise Unavailable(f"camera {self._id} is not in the world")
-        return camera.lens
+        return self.camera.lens
 
     def status(self) -> LensStatus:
         return self._lens.status()

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from hardware.ports.camera_hw import DeviceStatus, GpioPin, GpioRead, PtzCommand, Switched
-from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
+from hardware.ports.errors import Conflict, InvalidInput, NotFound
 from hardware.ports.events import EventKind
+from twin.camera_area import CameraArea
 from twin.motor import Motor
 from twin.rng import hash_uniform
 from twin.thermal import Thermal
@@ -25,7 +26,6 @@ from twin.video.scene import Scene, daylight
 
 if TYPE_CHECKING:
     from twin.camera import Camera
-    from twin.world import World
 
 IRCUT_MODES = {"auto": 0, "day": 1, "night": 2}
 NIGHT_BELOW = 0.25
@@ -364,19 +364,12 @@ def _exp(key: int, n: int, mean: float) -> float:
     return max(1.0, -mean * math.log(1.0 - u))
 
 
-class TwinGatewayPeripherals:
+class TwinGatewayPeripherals(CameraArea):
     """The gateway's peripherals area over one camera of the world (looked up on each call)."""
-
-    def __init__(self, world: World, camera_id: str) -> None:
-        self._world = world
-        self._id = camera_id
 
     @property
     def _p(self) -> Peripherals:
-        camera = self._world.cameras.get(self._id)
-        if camera is None:
-            raise Unavailable(f"camera {self._id} is not in the world")
-        return camera.peripherals
+        return self.camera.peripherals
 
     def device_status(self) -> DeviceStatus:
         return self._p.device_status()

@@ -29,6 +29,7 @@ from hardware.ports.camera_hw import (
 from hardware.ports.errors import InvalidInput, NotFound, Unavailable
 from hardware.ports.events import EventKind
 from hardware.ports.media import StreamConfig, StreamStatus
+from twin.camera_area import camera_of
 from twin.detections import Detector
 from twin.video import config as cfg
 from twin.video import stream as _stream
@@ -104,10 +105,7 @@ class TwinGatewayMedia(MediaConfiguration):
         self._streams = {name: streams[name] for name in wanted}
 
     def _camera(self) -> Camera:
-        camera = self._world.cameras.get(self._id)
-        if camera is None:
-            raise Unavailable(f"camera {self._id} is not in the world")
-        return camera
+        return camera_of(self._world, self._id)
 
     def _view(self, stream_id: str) -> View:
         camera = self._camera()
