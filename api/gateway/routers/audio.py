@@ -15,6 +15,7 @@ from starlette.websockets import WebSocketDisconnect
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, request_token, require_session
 from api.gateway.routers._body import Body
+from api.gateway.ws import deny
 from hardware.ports.camera_hw import AudioConfig, AudioDevice
 from hardware.ports.errors import DomainError, InvalidInput, RateLimited, Unauthenticated
 
@@ -104,16 +105,9 @@ async def _authorised(websocket: WebSocket) -> bool:
             raise Unauthenticated("Invalid or missing authentication token")
         websocket.app.state.backend.auth.check_token(token)
     except DomainError:
-        await _deny(websocket, errors.unauthorized())
+        await deny(websocket, errors.unauthorized())
         return False
     return True
-
-
-async def _deny(websocket: WebSocket, response: JSONResponse) -> None:
-    try:
-        await websocket.send_denial_response(response)
-    except RuntimeError:  # no denial-response extension on this server
-        await websocket.close(code=1008)
 
 
 @ws_router.websocket("/stream")
@@ -153,7 +147,7 @@ async def talk(websocket: WebSocket) -> None:
     try:
         session = websocket.app.state.backend.audio.talk()
     except RateLimited as err:
-        await _deny(websocket, errors.fail(4002, err.message))
+        await deny(websocket, errors.fail(4002, err.message))
         return
     await websocket.accept()
     try:

@@ -3,7 +3,6 @@ WebSocket text lines), start/stop/restart/remove, and the exec WebSocket — a s
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 
@@ -14,6 +13,7 @@ from starlette.websockets import WebSocketDisconnect
 from api.gateway import errors, schemas
 from api.gateway import schemas_apps as shapes
 from api.gateway.deps import Backend, request_token, require_session
+from api.gateway.ws import deny, drain, until_first_ends
 from hardware.ports.errors import DomainError, InvalidInput, Unauthenticated
 from hardware.ports.gateway import GatewayBackend
 from hardware.ports.gateway_apps import LineFeed, ShellSession
@@ -108,13 +108,6 @@ async def ws_backend(websocket: WebSocket) -> GatewayBackend | None:
     return backend
 
 
-async def deny(websocket: WebSocket, response: JSONResponse) -> None:
-    try:
-        await websocket.send_denial_response(response)
-    except RuntimeError:  # no denial-response extension on this server
-        await websocket.close(code=1008)
-
-
 async def _denied_by_domain(websocket: WebSocket, err: DomainError) -> None:
     await deny(websocket, errors.fail(4000 if err.code == "not_found" else 1001, err.message))
 
@@ -145,16 +138,7 @@ async def _pump_lines(websocket: WebSocket, feed: LineFeed) -> None:
             await websocket.send_text(line)
         await websocket.close()
 
-    async def drain() -> None:
-        while (await websocket.receive())["type"] != "websocket.disconnect":
-            pass
-
-    tasks = [asyncio.create_task(send()), asyncio.create_task(drain())]
-    with contextlib.suppress(WebSocketDisconnect, RuntimeError):
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await until_first_ends(websocket, send(), drain(websocket))
 
 
 @ws_router.websocket("/{container_id}/exec/ws")

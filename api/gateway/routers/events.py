@@ -4,18 +4,15 @@ topics, a JSON object payload), and the WebSocket relay that broadcasts every ev
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-
 from fastapi import APIRouter, Depends, Request, WebSocket
 from fastapi.responses import JSONResponse
-from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
 from api.gateway import schemas_apps as shapes
 from api.gateway.deps import Backend, require_session
-from api.gateway.routers.containers import deny, ws_backend
+from api.gateway.routers.containers import ws_backend
 from api.gateway.schemas_files import json_object
+from api.gateway.ws import deny, drain, until_first_ends
 from hardware.ports.errors import DomainError, InvalidInput
 from hardware.ports.gateway_apps import BusSubscription
 
@@ -61,13 +58,4 @@ async def _relay(websocket: WebSocket, sub: BusSubscription) -> None:
             await websocket.send_text(shapes.bus_event(event))
         await websocket.close(code=1011, reason="event bus unavailable")
 
-    async def drain() -> None:  # messages from the client are ignored
-        while (await websocket.receive())["type"] != "websocket.disconnect":
-            pass
-
-    tasks = [asyncio.create_task(send()), asyncio.create_task(drain())]
-    with contextlib.suppress(WebSocketDisconnect, RuntimeError):
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await until_first_ends(websocket, send(), drain(websocket))  # client messages are ignored

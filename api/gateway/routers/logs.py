@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import Annotated
 
@@ -14,6 +13,7 @@ from starlette.websockets import WebSocketDisconnect
 from api.gateway import errors, schemas
 from api.gateway import schemas_files as shapes
 from api.gateway.deps import Backend, request_token, require_session
+from api.gateway.ws import deny, drain, until_first_ends
 from hardware.ports.errors import DomainError, Unauthenticated
 from hardware.ports.gateway_files import LogFollower
 
@@ -94,13 +94,6 @@ async def stream(websocket: WebSocket) -> None:
         follower.close()
 
 
-async def deny(websocket: WebSocket, response: JSONResponse) -> None:
-    try:
-        await websocket.send_denial_response(response)
-    except RuntimeError:  # no denial-response extension on this server
-        await websocket.close(code=1008)
-
-
 async def pump_until_closed(websocket: WebSocket, follower: LogFollower) -> None:
     async def pump() -> None:
         with contextlib.suppress(WebSocketDisconnect, DomainError, RuntimeError):
@@ -108,17 +101,4 @@ async def pump_until_closed(websocket: WebSocket, follower: LogFollower) -> None
                 for line in await follower.next_lines():
                     await websocket.send_text(line)
 
-    async def drain() -> None:
-        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
-            while (await websocket.receive())["type"] != "websocket.disconnect":
-                pass
-
-    tasks = [asyncio.create_task(pump()), asyncio.create_task(drain())]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        with contextlib.suppress(RuntimeError):
-            await websocket.close()
+    await until_first_ends(websocket, pump(), drain(websocket))

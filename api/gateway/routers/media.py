@@ -32,6 +32,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, request_token, require_session
+from api.gateway.ws import deny
 from hardware.ports.errors import DomainError, NotFound, Unauthenticated, Unavailable
 from hardware.ports.media import MediaFrame, MediaViewer
 
@@ -78,13 +79,6 @@ def _clients(websocket: WebSocket) -> dict[str, deque[_Connection]]:
     return state.h264_clients
 
 
-async def _deny(websocket: WebSocket, response: JSONResponse) -> None:
-    try:
-        await websocket.send_denial_response(response)
-    except RuntimeError:  # no denial-response extension on this server
-        await websocket.close(code=1008)
-
-
 @router.websocket("/api/v1/h264/{stream_id}")
 async def h264(websocket: WebSocket, stream_id: str) -> None:
     backend = websocket.app.state.backend
@@ -94,15 +88,15 @@ async def h264(websocket: WebSocket, stream_id: str) -> None:
             raise Unauthenticated("Invalid or missing authentication token")
         backend.auth.check_token(token)
     except DomainError:
-        await _deny(websocket, errors.unauthorized())
+        await deny(websocket, errors.unauthorized())
         return
     if ".." in stream_id:
-        await _deny(websocket, errors.fail(1001, "Invalid stream id"))
+        await deny(websocket, errors.fail(1001, "Invalid stream id"))
         return
     try:
         viewer = backend.media.open_viewer(stream_id)
     except NotFound as err:
-        await _deny(websocket, errors.fail(4000, err.message))
+        await deny(websocket, errors.fail(4000, err.message))
         return
     except Unavailable:  # the device upgrades, then reports that the stream did not start
         await websocket.accept()
@@ -111,7 +105,7 @@ async def h264(websocket: WebSocket, stream_id: str) -> None:
         return
     except DomainError as err:
         code = errors.DOMAIN_CODES.get((err.code, err.resource)) or errors.DOMAIN_CODES[(err.code, None)]
-        await _deny(websocket, errors.fail(code, err.message))
+        await deny(websocket, errors.fail(code, err.message))
         return
     host = websocket.client.host if websocket.client else ""
     conns = _clients(websocket).setdefault(host, deque())

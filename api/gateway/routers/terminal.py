@@ -20,7 +20,7 @@ from starlette.websockets import WebSocketDisconnect
 from api.gateway import errors, schemas
 from api.gateway import schemas_files as shapes
 from api.gateway.deps import Backend, request_token, require_session
-from api.gateway.routers.logs import deny
+from api.gateway.ws import deny, until_first_ends
 from hardware.ports.clock import Clock
 from hardware.ports.errors import DomainError, Unauthenticated
 from hardware.ports.gateway_files import TerminalSession
@@ -162,15 +162,7 @@ async def terminal(websocket: WebSocket) -> None:
             while not session.closed:
                 await backend.clock.sleep(1.0)
 
-    tasks = [asyncio.create_task(reader()), asyncio.create_task(shell()), asyncio.create_task(watchdog())]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        with contextlib.suppress(RuntimeError):
-            await websocket.close()
+    await until_first_ends(websocket, reader(), shell(), watchdog())
 
 
 async def _login(
