@@ -9,6 +9,7 @@ is refused when it is validated, never silently ignored.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -359,7 +360,9 @@ NOT_YET: dict[str, str] = {
 }
 
 
+@functools.cache
 def describe() -> list[dict[str, Any]]:
+    """Every action with its parameters' JSON Schema; built once (the schemas are costly and fixed)."""
     out: list[dict[str, Any]] = [
         {"name": a.name, "doc": a.doc, "params": a.params.model_json_schema(), "available": True}
         for a in ACTIONS.values()
