@@ -16,7 +16,6 @@ Natural failures, each with a method that provokes it:
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from collections import deque
 from collections.abc import Callable, Generator
@@ -27,6 +26,7 @@ import simpy
 
 from hardware.ports.errors import Conflict, InternalError, InvalidInput, NotFound
 from hardware.ports.gateway_apps import ContainerInfo, ContainerStats, ImageInfo, LogLine
+from twin.feed import Feed
 from twin.rng import hash_normal, stream_key
 from twin.storage import DATA, ROOT, is_dir
 
@@ -91,34 +91,11 @@ class Container:
     block_write: int = 0
 
 
-class LogFollower:
+class LogFollower(Feed[str]):
     """New log lines of one container; ``next()`` is None once the container is removed."""
 
     def __init__(self, container: Container) -> None:
-        self._container = container
-        self._queue: deque[str] = deque(maxlen=FOLLOW_BUFFER)
-        self._ready = asyncio.Event()
-        self.closed = False
-
-    def offer(self, line: str) -> None:
-        self._queue.append(line)
-        self._ready.set()
-
-    def end(self) -> None:
-        self.closed = True
-        self._ready.set()
-
-    async def next(self) -> str | None:
-        while not self._queue:
-            if self.closed:
-                return None
-            self._ready.clear()
-            await self._ready.wait()
-        return self._queue.popleft()
-
-    def close(self) -> None:
-        self.closed = True
-        self._container.followers.discard(self)
+        super().__init__(FOLLOW_BUFFER, on_close=lambda: container.followers.discard(self))
 
 
 Workload = Callable[[Container], Generator[simpy.Event, Any, None]]

@@ -13,7 +13,6 @@ everything; inside a longer pattern ``*`` is one segment and ``**`` zero or more
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections import deque
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from hardware.ports.errors import InvalidInput, Unavailable
 from hardware.ports.gateway_apps import BusEvent, TopicInfo
+from twin.feed import Feed
 
 if TYPE_CHECKING:
     from twin.world import World
@@ -58,38 +58,12 @@ def covered(topic: str, patterns: list[str] | tuple[str, ...]) -> bool:
     return any(p == topic or topic_matches(p, topic) for p in patterns)
 
 
-class StreamClient:
-    """One relay client: a bounded buffer; ``next()`` returns None once cut off."""
+class StreamClient(Feed[BusEvent]):
+    """One relay client: a bounded buffer (the newest dropped when full); ``next()`` returns None
+    once cut off."""
 
     def __init__(self, bus: DeviceEventBus) -> None:
-        self._bus = bus
-        self._queue: deque[BusEvent] = deque()
-        self._ready = asyncio.Event()
-        self.dropped = 0
-        self.closed = False
-
-    def offer(self, event: BusEvent) -> None:
-        if len(self._queue) >= CLIENT_BUFFER:
-            self.dropped += 1
-            return
-        self._queue.append(event)
-        self._ready.set()
-
-    def cut(self) -> None:
-        self.closed = True
-        self._ready.set()
-
-    async def next(self) -> BusEvent | None:
-        while not self._queue:
-            if self.closed:
-                return None
-            self._ready.clear()
-            await self._ready.wait()
-        return self._queue.popleft()
-
-    def close(self) -> None:
-        self.closed = True
-        self._bus.clients.discard(self)
+        super().__init__(CLIENT_BUFFER, drop_oldest=False, on_close=lambda: bus.clients.discard(self))
 
 
 @dataclass
@@ -114,7 +88,7 @@ class DeviceEventBus:
         """Take the bus down: publishing fails and every stream client is cut off."""
         self.running = False
         for client in list(self.clients):
-            client.cut()
+            client.end()
         self.clients.clear()
 
     def start(self) -> None:
