@@ -12,6 +12,11 @@ from fastapi import WebSocket
 from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
+from api.gateway import errors
+from api.gateway.deps import request_token
+from hardware.ports.errors import DomainError, Unauthenticated
+from hardware.ports.gateway import GatewayBackend
+
 
 async def deny(websocket: WebSocket, response: JSONResponse) -> None:
     """Refuse before the upgrade with the device's HTTP answer (the WebSocket denial response)."""
@@ -19,6 +24,21 @@ async def deny(websocket: WebSocket, response: JSONResponse) -> None:
         await websocket.send_denial_response(response)
     except RuntimeError:  # no denial-response extension on this server
         await websocket.close(code=1008)
+
+
+async def ws_backend(websocket: WebSocket) -> GatewayBackend | None:
+    """The device's token check before the upgrade (header or ``?token=``): the backend, or None
+    after refusing with 401/2000 as an HTTP denial."""
+    backend: GatewayBackend = websocket.app.state.backend
+    try:
+        token = request_token(websocket)  # type: ignore[arg-type]
+        if not token:
+            raise Unauthenticated("Invalid or missing authentication token")
+        backend.auth.check_token(token)
+    except DomainError:
+        await deny(websocket, errors.unauthorized())
+        return None
+    return backend
 
 
 async def drain(websocket: WebSocket) -> None:

@@ -13,11 +13,11 @@ from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
-from api.gateway.deps import Backend, request_token, require_session
+from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import Body
-from api.gateway.ws import deny
+from api.gateway.ws import deny, ws_backend
 from hardware.ports.camera_hw import AudioConfig, AudioDevice
-from hardware.ports.errors import DomainError, InvalidInput, RateLimited, Unauthenticated
+from hardware.ports.errors import DomainError, InvalidInput, RateLimited
 
 router = APIRouter(prefix="/api/v1/audio", tags=["audio"], dependencies=[Depends(require_session)])
 ws_router = APIRouter(prefix="/api/v1/audio", tags=["audio"])
@@ -99,15 +99,7 @@ async def playback_stop(backend: Backend) -> JSONResponse:
 
 
 async def _authorised(websocket: WebSocket) -> bool:
-    token = request_token(websocket)  # type: ignore[arg-type]  # headers and query, as for HTTP
-    try:
-        if not token:
-            raise Unauthenticated("Invalid or missing authentication token")
-        websocket.app.state.backend.auth.check_token(token)
-    except DomainError:
-        await deny(websocket, errors.unauthorized())
-        return False
-    return True
+    return await ws_backend(websocket) is not None
 
 
 @ws_router.websocket("/stream")

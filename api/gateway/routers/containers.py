@@ -12,10 +12,9 @@ from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
 from api.gateway import schemas_apps as shapes
-from api.gateway.deps import Backend, request_token, require_session
-from api.gateway.ws import deny, drain, until_first_ends
-from hardware.ports.errors import DomainError, InvalidInput, Unauthenticated
-from hardware.ports.gateway import GatewayBackend
+from api.gateway.deps import Backend, require_session
+from api.gateway.ws import deny, drain, until_first_ends, ws_backend
+from hardware.ports.errors import DomainError, InvalidInput
 from hardware.ports.gateway_apps import LineFeed, ShellSession
 
 router = APIRouter(prefix="/api/v1/containers", tags=["containers"], dependencies=[Depends(require_session)])
@@ -94,20 +93,6 @@ async def restart(container_id: str, backend: Backend) -> JSONResponse:
 
 
 # WebSockets ------------------------------------------------------------------------------------
-async def ws_backend(websocket: WebSocket) -> GatewayBackend | None:
-    """The device's token check before the upgrade: 401/2000 as an HTTP denial."""
-    backend: GatewayBackend = websocket.app.state.backend
-    try:
-        token = request_token(websocket)  # type: ignore[arg-type]
-        if not token:
-            raise Unauthenticated("Invalid or missing authentication token")
-        backend.auth.check_token(token)
-    except DomainError:
-        await deny(websocket, errors.unauthorized())
-        return None
-    return backend
-
-
 async def _denied_by_domain(websocket: WebSocket, err: DomainError) -> None:
     await deny(websocket, errors.fail(4000 if err.code == "not_found" else 1001, err.message))
 

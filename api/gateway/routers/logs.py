@@ -12,9 +12,9 @@ from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
 from api.gateway import schemas_files as shapes
-from api.gateway.deps import Backend, request_token, require_session
-from api.gateway.ws import deny, drain, until_first_ends
-from hardware.ports.errors import DomainError, Unauthenticated
+from api.gateway.deps import Backend, require_session
+from api.gateway.ws import deny, drain, until_first_ends, ws_backend
+from hardware.ports.errors import DomainError
 from hardware.ports.gateway_files import LogFollower
 
 router = APIRouter(prefix="/api/v1", tags=["logs"], dependencies=[Depends(require_session)])
@@ -71,16 +71,10 @@ async def debug_export(request: Request, backend: Backend) -> Response:
 @stream_router.websocket("/logs/stream/ws")
 async def stream(websocket: WebSocket) -> None:
     """Text frames, one log line each, as the journal or file grows (in world time)."""
-    backend = websocket.app.state.backend
-    token = request_token(websocket)  # type: ignore[arg-type]
-    params = websocket.query_params
-    try:
-        if not token:
-            raise Unauthenticated("Invalid or missing authentication token")
-        backend.auth.check_token(token)
-    except DomainError:
-        await deny(websocket, errors.unauthorized())
+    backend = await ws_backend(websocket)
+    if backend is None:
         return
+    params = websocket.query_params
     try:
         follower = backend.logs.follow(params.get("type", ""), params.get("target", ""))
     except DomainError as err:

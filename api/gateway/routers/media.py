@@ -31,9 +31,9 @@ from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
-from api.gateway.deps import Backend, request_token, require_session
-from api.gateway.ws import deny
-from hardware.ports.errors import DomainError, NotFound, Unauthenticated, Unavailable
+from api.gateway.deps import Backend, require_session
+from api.gateway.ws import deny, ws_backend
+from hardware.ports.errors import DomainError, NotFound, Unavailable
 from hardware.ports.media import MediaFrame, MediaViewer
 
 router = APIRouter(tags=["media"])
@@ -81,14 +81,8 @@ def _clients(websocket: WebSocket) -> dict[str, deque[_Connection]]:
 
 @router.websocket("/api/v1/h264/{stream_id}")
 async def h264(websocket: WebSocket, stream_id: str) -> None:
-    backend = websocket.app.state.backend
-    token = request_token(websocket)  # type: ignore[arg-type]  # headers and query, as for HTTP
-    try:
-        if not token:
-            raise Unauthenticated("Invalid or missing authentication token")
-        backend.auth.check_token(token)
-    except DomainError:
-        await deny(websocket, errors.unauthorized())
+    backend = await ws_backend(websocket)
+    if backend is None:
         return
     if ".." in stream_id:
         await deny(websocket, errors.fail(1001, "Invalid stream id"))

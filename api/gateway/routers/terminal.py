@@ -19,10 +19,10 @@ from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
 from api.gateway import schemas_files as shapes
-from api.gateway.deps import Backend, request_token, require_session
-from api.gateway.ws import deny, until_first_ends
+from api.gateway.deps import Backend, require_session
+from api.gateway.ws import until_first_ends, ws_backend
 from hardware.ports.clock import Clock
-from hardware.ports.errors import DomainError, Unauthenticated
+from hardware.ports.errors import DomainError
 from hardware.ports.gateway_files import TerminalSession
 
 router = APIRouter(prefix="/api/v1/ssh", tags=["ssh"], dependencies=[Depends(require_session)])
@@ -110,14 +110,8 @@ class _Keys:
 
 @ws_router.websocket("/terminal/ws")
 async def terminal(websocket: WebSocket) -> None:
-    backend = websocket.app.state.backend
-    token = request_token(websocket)  # type: ignore[arg-type]
-    try:
-        if not token:
-            raise Unauthenticated("Invalid or missing authentication token")
-        backend.auth.check_token(token)
-    except DomainError:
-        await deny(websocket, errors.unauthorized())
+    backend = await ws_backend(websocket)
+    if backend is None:
         return
     session: TerminalSession = backend.shell.open_terminal()
     await websocket.accept()
