@@ -17,6 +17,7 @@ from amqtt.broker import Broker
 from amqtt.client import MQTTClient
 from amqtt.errors import BrokerError
 
+from api.tasks import first_failure
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.errors import DomainError
 from hardware.ports.events import Event, EventKind, Subscription
@@ -215,18 +216,3 @@ class MqttBridge:
             self.rejected += 1
             return
         self.commands += 1
-
-
-async def first_failure(*coros) -> None:
-    """Run ``coros`` together until one of them ends; cancel the rest and re-raise its error."""
-    tasks = [asyncio.create_task(c) for c in coros]
-    try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
-    for task in done:
-        task.result()

@@ -44,6 +44,7 @@ from api.automation.realtime import (
     encoder_of,
     try_authenticate,
 )
+from api.tasks import first_failure
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.clock import Clock
 from hardware.ports.errors import DomainError, InvalidInput
@@ -276,17 +277,7 @@ class _WsSession:
             await self.websocket.send_text(text)
 
     async def run(self) -> None:
-        tasks = [asyncio.ensure_future(c) for c in (self.sender(), self.heartbeat(), self.reader())]
-        try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(BaseException):
-                    await task
-        for task in done:
-            task.result()
+        await first_failure(self.sender(), self.heartbeat(), self.reader())
 
     async def reader(self) -> None:
         while True:
