@@ -9,6 +9,7 @@ Every attempt's outcome is counted on the channel and kept in the delivery recor
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -174,7 +175,7 @@ class MessageCenter:
         if channel is not None and (result.success or final):
             key = "sent" if result.success else "failed"
             channel[key] = channel.get(key, 0) + 1
-            channel["last_result"] = _result_doc(result)
+            channel["last_result"] = dataclasses.asdict(result)
             self.channels.put(channel["name"], channel)
 
     def delivery_records(self, message_id: str | None = None) -> list[dict[str, Any]]:
@@ -371,7 +372,7 @@ class MessageCenter:
         )
         doc = self.channels.get(name)
         if doc is not None:  # recorded on the channel (unless it was deleted while the test ran)
-            doc["last_result"] = _result_doc(result)
+            doc["last_result"] = dataclasses.asdict(result)
             self.channels.put(name, doc)
         return result
 
@@ -387,17 +388,6 @@ def _check_config(kind: str, config: Mapping[str, Any]) -> None:
         value = config.get(key)
         if value is not None and not str(value).startswith(("http://", "https://")):
             raise InvalidInput(f"{key} must be an http(s) URL", field=key)
-
-
-def _result_doc(r: DeliveryResult) -> dict[str, Any]:
-    return {
-        "success": r.success,
-        "message": r.message,
-        "duration_ms": r.duration_ms,
-        "attempts": r.attempts,
-        "status_code": r.status_code,
-        "at": r.at,
-    }
 
 
 def _message(d: dict[str, Any]) -> Message:

@@ -412,18 +412,7 @@ def _text(payload: Any) -> str:
 
 
 def _log(d: dict[str, Any]) -> PushLog:
-    return PushLog(
-        d["id"],
-        d["target_id"],
-        d["status"],
-        d["data_source_id"],
-        d["payload_sent"],
-        d["response"],
-        d["attempts"],
-        d["created_at"],
-        d["completed_at"],
-        d["error"],
-    )
+    return PushLog(**d)
 
 
 def _target(d: dict[str, Any]) -> PushTarget:

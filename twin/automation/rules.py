@@ -19,6 +19,7 @@ a rule's condition changes between true and false.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections import deque
 from collections.abc import Mapping
@@ -265,7 +266,7 @@ class RuleEngine:
     def _record(self, execution: RuleExecution) -> None:
         runs, keys = self._runs(execution.rule_id)
         key = self.world.streams.get("automation.rule_runs").bytes(8).hex()
-        runs.put(key, _execution_doc(execution))
+        runs.put(key, dataclasses.asdict(execution))
         keys.append(key)
         while len(keys) > MAX_HISTORY:
             runs.delete(keys.popleft())
@@ -453,28 +454,8 @@ class RuleEngine:
         )
 
 
-def _execution_doc(e: RuleExecution) -> dict[str, Any]:
-    return {
-        "rule_id": e.rule_id,
-        "rule_name": e.rule_name,
-        "success": e.success,
-        "actions_executed": list(e.actions_executed),
-        "error": e.error,
-        "duration_ms": e.duration_ms,
-        "triggered_at": e.triggered_at,
-    }
-
-
 def _execution(d: dict[str, Any]) -> RuleExecution:
-    return RuleExecution(
-        d["rule_id"],
-        d["rule_name"],
-        d["success"],
-        tuple(d["actions_executed"]),
-        d["error"],
-        d["duration_ms"],
-        d["triggered_at"],
-    )
+    return RuleExecution(**{**d, "actions_executed": tuple(d["actions_executed"])})
 
 
 def _rule(d: dict[str, Any]) -> Rule:
