@@ -55,7 +55,6 @@ def create_app(
         telemetry=NO_TELEMETRY,
     )
     app.state.backend = backend
-    app.state.version = release
     app.state.release = release
     app.state.limiter = limiter
     app.state.network = network or NetworkInfo()

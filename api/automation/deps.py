@@ -25,7 +25,7 @@ async def get_backend(request: Request) -> AutomationBackend:
 
 
 async def get_version(request: Request) -> str:
-    return request.app.state.version
+    return request.app.state.release  # the release is the version the server reports
 
 
 async def bearer_token(request: Request) -> str | None:
