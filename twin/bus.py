@@ -98,6 +98,11 @@ class EventBus:
         self._routes[kind] = subs
         return subs
 
+    def wants(self, kind: EventKind) -> bool:
+        """Whether any subscriber takes events of ``kind``."""
+        subs = self._routes.get(kind)
+        return bool(subs if subs is not None else self._route(kind))
+
     def publish(self, event: Event) -> None:
         item = (self.published, event)
         self.published += 1

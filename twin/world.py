@@ -33,7 +33,7 @@ from twin.camera import Camera
 from twin.fleet import WorldConfig
 from twin.keys import KeyRing
 from twin.rng import Streams
-from twin.sensors import SensorFleet
+from twin.sensors import Samples, SensorFleet
 from twin.store import Store
 
 
@@ -70,7 +70,10 @@ class World:
         self.keys = keys if keys is not None else KeyRing()
         self.trace: list[str] | None = [] if record_trace else None
         self.observers: list[Callable[[Event], None]] = []
-        """Called synchronously with every emitted event (the rules engine, data push)."""
+        """Called synchronously with every emitted event (the rules engine, data push, a scenario
+        run), except the simulated sensors' ticks, which go to ``sample_observers`` as blocks."""
+        self.sample_observers: list[Callable[[Samples], None]] = []
+        """Called synchronously with every tick of a sensor group, as one block."""
 
         # Registries, one per model kind.
         self.sensors: dict[str, SensorFleet] = {}
@@ -116,6 +119,27 @@ class World:
         for observe in self.observers:
             observe(event)
         return event
+
+    def emit_samples(self, samples: Samples) -> None:
+        """A sensor group's tick. Single ``DEVICE_TELEMETRY`` events are made only when someone
+        wants them (a bus subscriber or the trace); block observers see the tick after them."""
+        trace = self.trace
+        if trace is not None or self.bus.wants(EventKind.DEVICE_TELEMETRY):
+            now, device_type = self.env.now, samples.fleet.group.device_type
+            unix = self.epoch + samples.at
+            publish = self.bus.publish
+            for device_id, metrics in samples.rows():
+                event = Event(
+                    EventKind.DEVICE_TELEMETRY,
+                    now,
+                    device_id,
+                    {"device_type": device_type, "timestamp": unix, "metrics": metrics},
+                )
+                if trace is not None:
+                    trace.append(event.trace_line())
+                publish(event)
+        for observe in self.sample_observers:
+            observe(samples)
 
     # Lifecycle -----------------------------------------------------------------------------
     def reset(self, config: WorldConfig | None = None) -> None:

@@ -1,8 +1,8 @@
 """Data push: targets (webhook or MQTT) the server pushes device data to, with delivery logs.
 
-A running ``event_driven`` target receives every sample (``DEVICE_TELEMETRY`` ticks of the
-simulated sensors, pushed ``DEVICE_METRIC`` values) whose source ``device:<id>:<metric>`` matches
-its ``data_filter.source_patterns`` (``*`` wildcards; ``only_changes`` skips repeated values); an
+A running ``event_driven`` target receives every sample (the simulated sensors' ticks, pushed
+``DEVICE_METRIC`` values) whose source ``device:<id>:<metric>`` matches its
+``data_filter.source_patterns`` (``*`` wildcards; ``only_changes`` skips repeated values); an
 ``interval`` target pushes the latest value of each matching source every ``interval_secs`` of
 world time. Items are grouped by ``batch_config.batch_size`` (a partial batch goes out after
 ``batch_interval_ms``). Each payload becomes an outbox job (real HTTP POST or MQTT publish by the
@@ -28,6 +28,7 @@ from hardware.ports.rules import PUSH_TARGET_TYPES, DeliveryResult, PushLog, Pus
 from twin.automation.delivery import RetryPolicy, send
 
 if TYPE_CHECKING:
+    from twin.sensors import Samples
     from twin.store import Collection
     from twin.world import World
 
@@ -35,7 +36,8 @@ MAX_LOGS_PER_TARGET = 500
 SELF_WEBHOOK = re.compile(r"/api/devices/(?:[^/]+/)?webhook/?$")
 DEFAULT_RETRY = {"max_retries": 3, "backoff_secs": 5, "max_backoff_secs": 300}
 DEFAULT_BATCH = {"batch_size": 1, "batch_interval_ms": 2000, "format": "flat"}
-EVENT_TYPES = {EventKind.DEVICE_TELEMETRY: "DeviceMetric", EventKind.DEVICE_METRIC: "DeviceMetric"}
+EVENT_TYPE = "DeviceMetric"
+"""The event type every sample is, for ``schedule.event_types``."""
 
 
 def _bad(message: str, field: str) -> InvalidInput:
@@ -111,6 +113,7 @@ class DataPush:
         for doc in self.targets.values():
             self._arm(doc)
         world.observers.append(self.observe)
+        world.sample_observers.append(self.observe_samples)
 
     def _uuid(self) -> str:
         return str(uuid.UUID(bytes=self.world.streams.get("automation.push").bytes(16), version=4))
@@ -132,34 +135,41 @@ class DataPush:
             )
 
     def observe(self, event: Event) -> None:
-        if not self.running or event.kind not in EVENT_TYPES:
+        if not self.running or event.kind is not EventKind.DEVICE_METRIC:
             return
-        if event.kind is EventKind.DEVICE_TELEMETRY:
-            samples, ts, quality = event.data["metrics"], event.data["timestamp"], None
-        else:
-            samples = {event.data["metric"]: event.data["value"]}
-            ts, quality = event.data["timestamp"], event.data.get("quality")
+        data = event.data
+        self._sample(event.source, data["metric"], data["value"], data["timestamp"], data.get("quality"))
+
+    def observe_samples(self, samples: Samples) -> None:
+        """A sensor group's tick, taken apart only while a target is running."""
+        if not self.running:
+            return
+        ts = self.world.epoch + samples.at
+        for device_id, metrics in samples.rows():
+            for metric, value in metrics.items():
+                self._sample(device_id, metric, value, ts, None)
+
+    def _sample(self, device_id: str, metric: str, value: Any, ts: Any, quality: Any) -> None:
         if isinstance(ts, float) and ts.is_integer():
             ts = int(ts)  # whole Unix seconds, as the server's own timestamps
-        for metric, value in samples.items():
-            source = f"device:{event.source}:{metric}"
-            item = {
-                "data_source_id": source,
-                "device_id": event.source,
-                "metric": metric,
-                "value": value,
-                "timestamp": ts,
-                "quality": quality,
-            }
-            self.latest[source] = item
-            for doc in tuple(self.running.values()):
-                schedule = doc["schedule"]
-                if schedule["type"] != "event_driven":
-                    continue
-                types = schedule.get("event_types") or []
-                if types and EVENT_TYPES[event.kind] not in types and "*" not in types:
-                    continue
-                self._offer(doc, item)
+        source = f"device:{device_id}:{metric}"
+        item = {
+            "data_source_id": source,
+            "device_id": device_id,
+            "metric": metric,
+            "value": value,
+            "timestamp": ts,
+            "quality": quality,
+        }
+        self.latest[source] = item
+        for doc in tuple(self.running.values()):
+            schedule = doc["schedule"]
+            if schedule["type"] != "event_driven":
+                continue
+            types = schedule.get("event_types") or []
+            if types and EVENT_TYPE not in types and "*" not in types:
+                continue
+            self._offer(doc, item)
 
     def _offer(self, doc: dict[str, Any], item: dict[str, Any]) -> None:
         data_filter = doc["data_filter"]

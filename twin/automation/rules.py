@@ -2,8 +2,9 @@
 
 Rules are durable documents (validated by :mod:`twin.automation.rule_spec`). The engine observes
 the world's events synchronously (``world.observers``), so a ``data_change`` rule sees each sample
-at the sim time it is taken: the simulated sensors' ``DEVICE_TELEMETRY`` ticks and every pushed
-``DEVICE_METRIC`` (webhook, MQTT, REST). Semantics:
+at the sim time it is taken: the simulated sensors' ticks (``world.sample_observers``: a block per
+tick, of which only the watched devices are read) and every pushed ``DEVICE_METRIC`` (webhook,
+MQTT, REST). Semantics:
 
 - the condition is evaluated over the latest value of each of its sources;
 - ``for_duration`` (ms): the condition must have held continuously that long before the rule fires;
@@ -34,11 +35,11 @@ from twin.automation import rule_spec
 from twin.automation.rule_spec import HINT, Cron
 
 if TYPE_CHECKING:
+    from twin.sensors import Samples
     from twin.store import Collection
     from twin.world import World
 
 MAX_HISTORY = 100
-SAMPLE_KINDS = (EventKind.DEVICE_TELEMETRY, EventKind.DEVICE_METRIC)
 
 
 def _check_id(rule_id: str) -> None:
@@ -74,6 +75,7 @@ class RuleEngine:
         """Enabled rules' documents, kept in step with the store (read on every watched sample)."""
         self._reindex()
         world.observers.append(self.observe)
+        world.sample_observers.append(self.observe_samples)
 
     # Index -----------------------------------------------------------------------------------
     def _reindex(self) -> None:
@@ -104,18 +106,29 @@ class RuleEngine:
 
     # Observing samples ------------------------------------------------------------------------
     def observe(self, event: Event) -> None:
-        if event.kind not in SAMPLE_KINDS or not self.watch:
+        if event.kind is not EventKind.DEVICE_METRIC or not self.watch:
             return
         metrics = self.watch.get(event.source)
-        if not metrics:
-            return
-        if event.kind is EventKind.DEVICE_TELEMETRY:
-            samples = event.data["metrics"]
-        else:
-            samples = {event.data["metric"]: event.data["value"]}
-        for metric, value in samples.items():
+        if metrics:
+            metric = event.data["metric"]
             for rule_id in tuple(metrics.get(metric, ())):
-                self._sample(rule_id, f"device:{event.source}:{metric}", value)
+                self._sample(rule_id, f"device:{event.source}:{metric}", event.data["value"])
+
+    def observe_samples(self, samples: Samples) -> None:
+        """A sensor group's tick: only the watched devices' values are read out of the block."""
+        if not self.watch:
+            return
+        index = samples.index
+        for device_id, metrics in tuple(self.watch.items()):
+            i = index.get(device_id)
+            if i is None:
+                continue
+            for metric, column in samples.columns.items():  # the order a device reports them in
+                rule_ids = metrics.get(metric)
+                if rule_ids:
+                    value = column[i].item()
+                    for rule_id in tuple(rule_ids):
+                        self._sample(rule_id, f"device:{device_id}:{metric}", value)
 
     def _sample(self, rule_id: str, source: str, value: Any) -> None:
         doc = self.active.get(rule_id)
