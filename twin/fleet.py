@@ -12,6 +12,8 @@ class SignalKind(StrEnum):
     CONSTANT = "constant"
     SINE = "sine"
     DIURNAL = "diurnal"
+    STEP = "step"
+    RANDOM_WALK = "random_walk"
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +22,11 @@ class SignalSpec:
 
     ``mean`` and ``amplitude`` vary per device by up to ``spread`` (a fraction), and the phase of
     periodic kinds is per device too, so a fleet does not move in lock-step.
+
+    ``steps`` (kind ``step``): ``(at, level)`` pairs in sim seconds, strictly increasing ``at``; the
+    level is ``mean`` before the first and each pair's level from its ``at`` on.
+    ``step_s`` (kind ``random_walk``): the finest time scale of the wander, ``period`` the coarsest;
+    ``None`` means ``period / 1024``.
     """
 
     kind: SignalKind = SignalKind.CONSTANT
@@ -32,6 +39,8 @@ class SignalSpec:
     lo: float | None = None
     hi: float | None = None
     decimals: int = 2
+    steps: tuple[tuple[float, float], ...] = ()
+    step_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,12 @@ BATTERY_DRAIN_PER_DAY = -1.0
 class Signal(_Strict):
     """A metric's signal. ``noise``, ``drift`` and ``battery_drain`` are shorthands over a constant
     mean: noise only, a linear drift, and a level falling from ``mean`` (default 100) by
-    ``drift_per_day`` (default -1 %/day), held in [0, 100]."""
+    ``drift_per_day`` (default -1 %/day), held in [0, 100].
+
+    ``step`` holds ``mean`` until the first of ``steps`` (``[at_sim_seconds, value]`` pairs, times
+    strictly increasing) and each step's value from its time on. ``random_walk`` wanders around
+    ``mean`` by about ``amplitude`` (its standard deviation) on time scales from ``step_s`` up to
+    ``period``, and no further: a bounded, Brownian-like path."""
 
     kind: SignalKind | Literal["noise", "drift", "battery_drain"] = SignalKind.CONSTANT
     mean: float = 0.0
@@ -55,6 +60,39 @@ class Signal(_Strict):
     max: float | None = None
     decimals: int = Field(default=2, ge=0, le=9)
     unit: str = ""
+    steps: (
+        list[
+            tuple[
+                Annotated[float, Field(ge=0, allow_inf_nan=False)],
+                Annotated[float, Field(allow_inf_nan=False)],
+            ]
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="kind step: [at_sim_seconds, value] pairs, times strictly increasing; "
+        "the level is 'mean' before the first",
+    )
+    step_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="kind random_walk: the finest time scale of the wander in sim seconds "
+        "(default period / 1024; at most 12 octaves up to period)",
+    )
+
+    @model_validator(mode="after")
+    def _check_kind_fields(self) -> Signal:
+        if self.kind is SignalKind.STEP:
+            if not self.steps:
+                raise ValueError("kind 'step' needs 'steps': a list of [at_sim_seconds, value], at least one")
+            for (before, _), (at, _) in zip(self.steps, self.steps[1:], strict=False):
+                if at <= before:
+                    raise ValueError(f"'steps' times must strictly increase: {at:g} comes after {before:g}")
+        elif self.steps is not None:
+            raise ValueError(f"'steps' applies to kind 'step' only, not {str(self.kind)!r}")
+        if self.step_s is not None and self.kind is not SignalKind.RANDOM_WALK:
+            raise ValueError(f"'step_s' applies to kind 'random_walk' only, not {str(self.kind)!r}")
+        return self
 
     def spec(self) -> SignalSpec:
         kind, mean, drift, lo, hi = self.kind, self.mean, self.drift_per_day, self.min, self.max
@@ -66,7 +104,18 @@ class Signal(_Strict):
         if not isinstance(kind, SignalKind):
             kind = SignalKind.CONSTANT
         return SignalSpec(
-            kind, mean, self.amplitude, self.period, self.noise, drift, self.spread, lo, hi, self.decimals
+            kind,
+            mean,
+            self.amplitude,
+            self.period,
+            self.noise,
+            drift,
+            self.spread,
+            lo,
+            hi,
+            self.decimals,
+            steps=tuple(self.steps or ()),
+            step_s=self.step_s,
         )
 
 
