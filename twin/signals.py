@@ -91,7 +91,8 @@ def wander(spec: SignalSpec, keys: np.ndarray, t: np.ndarray) -> np.ndarray:
     it, so the variance of an increment over ``Δ`` grows roughly in proportion to ``Δ`` between the
     finest spacing and ``period``, and stops growing beyond ``period`` (the wander stays bounded,
     unlike a true random walk). Below the finest spacing the path is piecewise linear (increment
-    variance grows like ``Δ²``). Cost: two knots per octave per (device, t), no running sum.
+    variance grows like ``Δ²``). Cost: two knots per octave per (device, t) at most (see
+    :func:`_knots`), no running sum.
     """
     scales = walk_scales(spec)
     weights = np.sqrt(1.5 * scales / scales.sum())
@@ -100,8 +101,30 @@ def wander(spec: SignalSpec, keys: np.ndarray, t: np.ndarray) -> np.ndarray:
         x = (t + hash_uniform(keys, _P_WALK_OFFSET + k) * scale) / scale
         knot = np.floor(x)
         frac = x - knot
-        counter = _WALK_BASE + (k << _WALK_OCTAVE_SHIFT) + knot.astype(np.int64)
-        left = hash_normal(keys, counter)
-        right = hash_normal(keys, counter + 1)
+        left, right = _knots(keys, _WALK_BASE + (k << _WALK_OCTAVE_SHIFT), knot.astype(np.int64))
         total += weight * (left + frac * (right - left))
     return total
+
+
+def _knots(keys: np.ndarray, base: int, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The knots left and right of each point: ``hash_normal(keys, base + index)`` and ``+ 1``.
+
+    When many times share a device (a block of ticks, one device's history) the knots they touch
+    are few: each device's knots from its lowest to its highest index are hashed once into a table
+    and gathered, with the same values as hashing every point (the same hash of the same inputs).
+    """
+    keys = np.asarray(keys)
+    padded = np.shape(keys) if keys.ndim == index.ndim else (1,) * (index.ndim - keys.ndim) + np.shape(keys)
+    t_axes = tuple(a for a, (kn, n) in enumerate(zip(padded, index.shape, strict=True)) if kn == 1 and n > 1)
+    if t_axes:
+        lo = index.min(axis=t_axes, keepdims=True)
+        width = int((index.max(axis=t_axes, keepdims=True) - lo).max()) + 2
+        if width * lo.size < index.size:
+            offsets = np.arange(width, dtype=np.int64).reshape((width,) + (1,) * index.ndim)
+            table = hash_normal(keys.reshape(padded), base + lo[None] + offsets)
+            pos = (index - lo)[None]
+            return (
+                np.take_along_axis(table, pos, axis=0)[0],
+                np.take_along_axis(table, pos + 1, axis=0)[0],
+            )
+    return hash_normal(keys, base + index), hash_normal(keys, base + index + 1)
