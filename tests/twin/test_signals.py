@@ -60,6 +60,18 @@ def test_a_block_agrees_exactly_with_single_points(spec: SignalSpec) -> None:
         assert block[5, i] == evaluate(spec, k[i : i + 1], float(times[5]), EPOCH)[0]
 
 
+def test_random_walk_shared_knot_tables_give_bit_identical_values() -> None:
+    """Blocks and histories gather knots from a per-device table; single instants hash each point."""
+    k = keys(60)
+    t = np.sort(np.random.default_rng(5).uniform(-50_000.0, 40 * 86_400.0, 120))
+    points = np.stack([wander(WALK, k, float(x)) for x in t])
+    assert np.array_equal(wander(WALK, k[None, :], t[:, None]), points)
+    assert np.array_equal(np.stack([wander(WALK, k[i : i + 1], t) for i in range(60)], axis=1), points)
+    dense = np.arange(0.0, 86_400.0, 10.0)
+    history = wander(WALK, k[:1], dense)
+    assert np.array_equal(history[::97], np.array([wander(WALK, k[:1], float(x))[0] for x in dense[::97]]))
+
+
 def test_step_levels_before_at_and_after_each_boundary() -> None:
     t = np.array([0.0, 3599.999, 3600.0, 3600.001, 7199.0, 7200.0, 1e7])
     values = evaluate(STEP, keys(3)[None, :], t[:, None], EPOCH)
