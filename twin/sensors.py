@@ -4,6 +4,11 @@ A tick of the group is one :class:`Samples` block (every device's value of every
 instant) handed to the world, which gives it whole to the consumers that work on blocks (the rules
 engine, data push) and expands it into one ``DEVICE_TELEMETRY`` event per device only when someone
 wants single events (a bus subscriber, the trace).
+
+Faults on single devices are :class:`Window` s over the procedural signal: in a *gap* the device
+reports nothing, in a *spike* one metric reports shifted by ``delta``. They shape both the ticks
+as they are taken and the history read back later, so a client sees the same hole or outlier live
+and when it pages through the past.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hardware.ports.errors import InvalidInput
 from twin.fleet import SensorGroup
 from twin.signals import evaluate, metric_key
 
@@ -23,24 +29,46 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class Window:
+    """Sim time ``[start, end)`` (``end`` None: until closed) in which device ``device`` (an index
+    into the fleet) reports nothing (``metric`` None: a gap) or reports ``metric`` shifted by
+    ``delta`` (a spike)."""
+
+    device: int
+    start: float
+    end: float | None
+    metric: str | None = None
+    delta: float = 0.0
+
+    def covers(self, t: float) -> bool:
+        return self.start <= t and (self.end is None or t < self.end)
+
+
+@dataclass(frozen=True, slots=True)
 class Samples:
     """One tick of a sensor group: ``columns[metric][i]`` is device ``fleet.device_ids[i]``'s value
-    at sim time ``at``."""
+    at sim time ``at``; ``live`` marks the devices that reported (``None``: all of them)."""
 
     at: float
     fleet: SensorFleet
     columns: dict[str, np.ndarray]
+    live: np.ndarray | None = None
 
     @property
     def index(self) -> dict[str, int]:
         return self.fleet.index
 
+    def reported(self, i: int) -> bool:
+        return self.live is None or bool(self.live[i])
+
     def rows(self) -> Iterator[tuple[str, dict[str, float]]]:
-        """``(device id, {metric: value})`` for every device, in fleet order."""
+        """``(device id, {metric: value})`` for every device that reported, in fleet order."""
         names = list(self.columns)
         lists = [column.tolist() for column in self.columns.values()]
+        live = None if self.live is None else self.live.tolist()
         for i, device_id in enumerate(self.fleet.device_ids):
-            yield device_id, {name: values[i] for name, values in zip(names, lists, strict=True)}
+            if live is None or live[i]:
+                yield device_id, {name: values[i] for name, values in zip(names, lists, strict=True)}
 
 
 class SensorFleet:
@@ -57,6 +85,10 @@ class SensorFleet:
         self._last_row: dict[str, np.ndarray] | None = None
         self.samples_taken = 0
         """Single samples (one device at one tick) taken since the world was built."""
+        self.windows: list[Window] = []
+        """Gaps and spikes, oldest first (kept after they end: history is read through them)."""
+        self._current: list[Window] = []
+        """The windows that may still cover an upcoming tick (what the sampler looks at)."""
         self.process = world.env.process(self._sample())
 
     def values(self, t: float) -> dict[str, np.ndarray]:
@@ -72,10 +104,14 @@ class SensorFleet:
         i = self.index[device_id]
         if t == self.last_sample_at and self._last_row is not None:
             return {name: column[i].item() for name, column in self._last_row.items()}
-        return {
+        values = {
             m.name: float(evaluate(m.signal, self._metric_keys[k][i : i + 1], t, self.world.epoch)[0])
             for k, m in enumerate(self.group.metrics)
         }
+        for w in self.windows:
+            if w.device == i and w.metric in values and w.covers(t):
+                values[w.metric] = self._shifted(w.metric, values[w.metric], w.delta)
+        return values
 
     def current(self, device_id: str) -> dict[str, float]:
         return self.values_of(device_id, self.world.env.now)
@@ -87,6 +123,83 @@ class SensorFleet:
             m.name: evaluate(m.signal, self._metric_keys[i][None, :], t, self.world.epoch)
             for i, m in enumerate(self.group.metrics)
         }
+
+    # Faults on single devices -------------------------------------------------------------------
+    def open_window(
+        self, device_id: str, start: float, end: float | None, metric: str | None = None, delta: float = 0.0
+    ) -> Window:
+        if metric is not None and all(m.name != metric for m in self.group.metrics):
+            known = ", ".join(m.name for m in self.group.metrics)
+            raise InvalidInput(f"{device_id} has no metric {metric!r} (it reports {known})", field="metric")
+        window = Window(self.index[device_id], self._untaken(start), end, metric, delta)
+        self.windows.append(window)
+        self._current.append(window)
+        return window
+
+    def close_window(self, window: Window, at: float) -> None:
+        """End ``window`` at sim time ``at`` (no-op when it has ended by then)."""
+        at = self._untaken(at)
+        if window in self.windows and window.covers(at):
+            closed = Window(window.device, window.start, at, window.metric, window.delta)
+            self.windows[self.windows.index(window)] = closed
+            if window in self._current:
+                self._current[self._current.index(window)] = closed
+
+    def _untaken(self, t: float) -> float:
+        """``t``, or just after it when the tick at ``t`` has been taken already (a window opened or
+        closed at that instant starts or ends with the next tick, live and in history alike)."""
+        if self.last_sample_at is not None and t <= self.last_sample_at:
+            return self.last_sample_at + self.group.period * 1e-6
+        return t
+
+    def gaps_of(self, device_id: str) -> list[tuple[float, float | None]]:
+        i = self.index[device_id]
+        return [(w.start, w.end) for w in self.windows if w.device == i and w.metric is None]
+
+    def spikes_of(self, device_id: str, metric: str) -> list[Window]:
+        i = self.index[device_id]
+        return [w for w in self.windows if w.device == i and w.metric == metric]
+
+    def silent(self, device_id: str, t: float) -> bool:
+        i = self.index[device_id]
+        return any(w.device == i and w.metric is None and w.covers(t) for w in self.windows)
+
+    def last_report(self, device_id: str, upto: float) -> float | None:
+        """Sim time of the device's last sample at or before ``upto`` (gaps skipped), or ``None``."""
+        period = self.group.period
+        k = math.floor(upto / period + 1e-9)
+        if not self.windows:
+            return k * period if k >= 0 else None
+        gaps = sorted(self.gaps_of(device_id), reverse=True)
+        moved = True
+        while k >= 0 and moved:
+            moved = False
+            for start, end in gaps:
+                t = k * period
+                if start <= t and (end is None or t < end):
+                    k = math.ceil(start / period - 1e-9) - 1
+                    moved = True
+        return k * period if k >= 0 else None
+
+    def _shifted(self, metric: str, value: float, delta: float) -> float:
+        decimals = next(m.signal.decimals for m in self.group.metrics if m.name == metric)
+        return round(value + delta, decimals)
+
+    def _shape(self, t: float, row: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+        """The tick at ``t`` as the devices report it: gaps masked out, spikes added."""
+        live = None
+        self._current = [w for w in self._current if w.end is None or w.end > t]
+        for w in self._current:
+            if not w.covers(t):
+                continue
+            if w.metric is None:
+                if live is None:
+                    live = np.ones(len(self.device_ids), dtype=bool)
+                live[w.device] = False
+            else:
+                column = row[w.metric] = row[w.metric].copy()
+                column[w.device] = self._shifted(w.metric, column[w.device].item(), w.delta)
+        return row, live
 
     def _sample(self):
         """One process for the whole group. Values are pure functions of t, so a block of upcoming
@@ -105,8 +218,10 @@ class SensorFleet:
             for j, t in enumerate(times.tolist()):
                 if t > env.now:
                     yield env.timeout(t - env.now)
-                row = {name: block[name][j] for name in names}
+                row, live = {name: block[name][j] for name in names}, None
+                if self._current:
+                    row, live = self._shape(t, row)
                 self.last_sample_at = t
                 self._last_row = row
-                self.samples_taken += devices
-                self.world.emit_samples(Samples(t, self, row))
+                self.samples_taken += devices if live is None else int(live.sum())
+                self.world.emit_samples(Samples(t, self, row, live))

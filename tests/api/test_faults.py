@@ -101,7 +101,16 @@ async def test_bandwidth_cap_delays_the_body_on_the_world_clock(
     ("name", "body", "status", "needle"),
     [
         ("no_such_action", {}, 400, "unknown action"),
-        ("device_offline", {"params": {"device": "x"}}, 400, "cannot run yet"),
+        ("device_offline", {"params": {"device": "x"}}, 404, "no simulated sensor 'x'"),
+        ("device_online", {"params": {"device": "env_sensor-0001"}}, 400, "is not offline"),
+        ("telemetry_gap", {"params": {"device": "env_sensor-0001", "seconds": 0}}, 400, "seconds"),
+        (
+            "telemetry_spike",
+            {"params": {"device": "env_sensor-0001", "metric": "colour", "delta": 1}},
+            400,
+            "colour",
+        ),
+        ("telemetry_spike", {"params": {"device": "env_sensor-0001", "metric": "humidity"}}, 400, "delta"),
         ("latency", {"params": {"seconds": "slow"}}, 400, "seconds"),
         ("latency", {"params": {}}, 400, "seconds"),
         ("latency", {"params": {"seconds": 1, "colour": "red"}}, 400, "colour"),
@@ -121,8 +130,8 @@ async def test_actions_refuse_bad_requests(
 
 async def test_action_catalogue_and_undo(control: httpx.AsyncClient, twin: Twin) -> None:
     listed = (await control.get("/actions")).json()
-    names = {a["name"]: a["available"] for a in listed["actions"]}
-    assert names["rate_limit_storm"] is True and names["device_offline"] is False
+    names = {a["name"] for a in listed["actions"]}
+    assert {"rate_limit_storm", "device_offline", "telemetry_spike"} <= names
     run = (await control.post("/actions/latency", json={"params": {"seconds": 2}})).json()
     assert (await control.get("/actions")).json()["active"] == [run["id"]]
     assert twin.faults["automation"].delay_for("/api") == 2

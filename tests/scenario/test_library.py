@@ -64,8 +64,8 @@ def test_a_broken_file_gives_one_line_with_file_line_and_key(tmp_path: Path) -> 
     ("text", "where"),
     [
         (
-            "name: x\ntimeline:\n  - at: 1\n    do: device_offline\n",
-            "s.yaml:4: timeline.0.do: action 'device_offline' cannot",
+            "name: x\ntimeline:\n  - at: 1\n    do: telemetry_spike\n    params: {device: d, delta: 1}\n",
+            "s.yaml:5: timeline.0.params.metric: Field required",
         ),
         (
             "name: x\ntimeline:\n  - at: 1\n    do: explode\n",
@@ -77,7 +77,10 @@ def test_a_broken_file_gives_one_line_with_file_line_and_key(tmp_path: Path) -> 
         ),
         ("name: x\nexpectations:\n  - expect: journal\n    colour: 1\n", "s.yaml:4: expectations.0.colour"),
         ("name: x\nexpectations:\n  - expect: handles_deleted_device\n", "s.yaml:3: expectations.0.device"),
-        ("name: x\nexpectations:\n  - expect: polls_os_upgrade_to_terminal\n", "cannot be judged yet"),
+        (
+            "name: x\nexpectations:\n  - expect: reconnects_stream\n    transport: pigeon\n",
+            "s.yaml:4: expectations.0.transport",
+        ),
         ("name: x\nstop: {at: -1}\n", "s.yaml:2: stop.at"),
     ],
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +70,8 @@ class DeviceRegistry:
         self.overlays = world.store.collection("sensor_overlays")
         self.archive = world.store.collection("archived_devices")
         self.commands = world.store.collection("device_commands")
+        self.links_down: dict[str, Callable[[], None]] = {}
+        """Simulated sensors taken offline, each with the function that brings it back."""
 
     # Lookup ----------------------------------------------------------------------------------
     def _sim_doc(self, device_id: str, overlay: dict[str, Any] | None) -> dict[str, Any]:
@@ -112,16 +114,17 @@ class DeviceRegistry:
     def device_type_of(self, doc: dict[str, Any]) -> DeviceType | None:
         return self.world.device_types.find(doc["device_type"])
 
-    def _last_sample(self, fleet: SensorFleet, upto_sim: float) -> float | None:
-        if upto_sim < 0:
+    def _last_sample(self, device_id: str) -> float | None:
+        """Unix time of a simulated sensor's last report (its gaps skipped), or ``None``."""
+        if self.world.env.now < 0:
             return None
-        period = fleet.group.period
-        return self.world.epoch + math.floor(upto_sim / period + 1e-9) * period
+        t = self.world.sensor_of[device_id].last_report(device_id, self.world.env.now)
+        return None if t is None else self.world.epoch + t
 
     def _view(self, doc: dict[str, Any], dtype: DeviceType | None) -> Device:
         last_seen = doc.get("last_seen")
         if doc.get("simulated"):
-            sampled = self._last_sample(self.world.sensor_of[doc["device_id"]], self.world.env.now)
+            sampled = self._last_sample(doc["device_id"])
             last_seen = max(x for x in (last_seen, sampled) if x is not None) if sampled else last_seen
         override = doc.get("offline_timeout_secs")
         default = dtype.default_offline_timeout_secs if dtype else None
@@ -202,7 +205,7 @@ class DeviceRegistry:
         values: dict[str, tuple[float, Any]] = {}
         if doc.get("simulated"):
             fleet = self.world.sensor_of[device_id]
-            t = self._last_sample(fleet, self.world.env.now)
+            t = self._last_sample(device_id)
             if t is not None:
                 now = fleet.values_of(device_id, t - self.world.epoch)
                 values = {name: (t, value) for name, value in now.items()}
@@ -371,6 +374,85 @@ class DeviceRegistry:
         return tuple(
             CommandRecord(**{k: v for k, v in d.items() if k != "device_id"}) for d in mine[::-1][:limit]
         )
+
+    # Simulated outages -----------------------------------------------------------------------
+    def take_offline(self, device_id: str) -> Callable[[], None]:
+        """A simulated sensor stops reporting (its link is gone) until the returned function brings
+        it back. The server notices as the real one does: once the effective offline timeout has
+        passed since its last report the device reads ``offline`` and ``DEVICE_OFFLINE`` is
+        emitted; its first report afterwards emits ``DEVICE_ONLINE``."""
+        fleet = self._sensor(device_id)
+        if device_id in self.links_down:
+            raise InvalidInput(f"{device_id} is offline already", field="device")
+        env = self.world.env
+        window = fleet.open_window(device_id, env.now, None)
+        noticed = False
+
+        def notice():
+            nonlocal noticed
+            last = self._last_sample(device_id)
+            timeout = self.view(device_id).effective_offline_timeout_secs
+            yield env.timeout(max(0.0, (last or self.world.now()) + timeout - self.world.now()) + 1e-3)
+            if self.find_doc(device_id) is not None and fleet.silent(device_id, env.now):
+                noticed = True
+                self.world.emit(
+                    EventKind.DEVICE_OFFLINE,
+                    device_id,
+                    reason="heartbeat timeout",
+                    timestamp=self.world.now(),
+                )
+
+        watcher = env.process(notice())
+
+        def back_online() -> None:
+            if self.links_down.pop(device_id, None) is None:
+                return
+            fleet.close_window(window, env.now)
+            if watcher.is_alive:
+                watcher.interrupt("back online")
+            if noticed:
+                env.process(self._reports_again(device_id))
+
+        self.links_down[device_id] = back_online
+        return back_online
+
+    def bring_online(self, device_id: str) -> None:
+        """End a :meth:`take_offline` outage now."""
+        self._sensor(device_id)
+        back_online = self.links_down.get(device_id)
+        if back_online is None:
+            raise InvalidInput(f"{device_id} is not offline", field="device")
+        back_online()
+
+    def _reports_again(self, device_id: str):
+        fleet = self.world.sensor_of[device_id]
+        period = fleet.group.period
+        yield self.world.env.timeout(
+            math.ceil(self.world.env.now / period - 1e-9) * period - self.world.env.now
+        )
+        self.world.emit(
+            EventKind.DEVICE_ONLINE,
+            device_id,
+            device_type=fleet.group.device_type,
+            timestamp=self.world.now(),
+        )
+
+    def telemetry_window(
+        self, device_id: str, seconds: float | None, metric: str | None = None, delta: float = 0.0
+    ) -> Callable[[], None]:
+        """A gap (``metric`` None: no reports) or a spike (``metric`` shifted by ``delta``) from now
+        for ``seconds`` of world time (``None``: one sample); the returned function ends it early."""
+        fleet = self._sensor(device_id)
+        now = self.world.env.now
+        seconds = seconds or fleet.group.period
+        window = fleet.open_window(device_id, now, now + seconds, metric, delta)
+        return lambda: fleet.close_window(window, self.world.env.now)
+
+    def _sensor(self, device_id: str) -> SensorFleet:
+        fleet = self.world.sensor_of.get(device_id)
+        if fleet is None:
+            raise NotFound(f"no simulated sensor {device_id!r}", resource="device")
+        return fleet
 
     # Telemetry -------------------------------------------------------------------------------
     def telemetry_source(self, device_id: str, history: bool) -> TelemetrySource:

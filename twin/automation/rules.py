@@ -121,7 +121,7 @@ class RuleEngine:
         index = samples.index
         for device_id, metrics in tuple(self.watch.items()):
             i = index.get(device_id)
-            if i is None:
+            if i is None or not samples.reported(i):
                 continue
             for metric, column in samples.columns.items():  # the order a device reports them in
                 rule_ids = metrics.get(metric)

@@ -35,7 +35,8 @@ class MetricSeries(Protocol):
 
 class ProceduralSeries:
     """Samples at sim t = 0, period, 2·period, … up to ``upto`` (Unix seconds), none before
-    ``since`` (the retention window: simulated history is cut as stored samples are deleted)."""
+    ``since`` (the retention window: simulated history is cut as stored samples are deleted), none
+    inside the device's gaps, and spikes added where the device had them."""
 
     def __init__(
         self, fleet: SensorFleet, device_id: str, metric: str, upto: float, since: float | None = None
@@ -49,6 +50,15 @@ class ProceduralSeries:
         self.period = fleet.group.period
         self.k_max = math.floor((upto - self.epoch) / self.period + 1e-9)
         self.k_min = 0 if since is None else max(0, math.ceil((since - self.epoch) / self.period - 1e-9))
+        self.gaps = sorted(
+            (
+                math.ceil(start / self.period - 1e-9),
+                self.k_max if end is None else math.ceil(end / self.period - 1e-9) - 1,
+            )
+            for start, end in fleet.gaps_of(device_id)
+        )
+        """Inclusive ranges of sample numbers the device did not report, in order."""
+        self.spikes = fleet.spikes_of(device_id, metric)
 
     def _range(self, lo: float, hi: float) -> tuple[int, int]:
         k0 = max(self.k_min, math.ceil((lo - self.epoch) / self.period - 1e-9))
@@ -57,26 +67,53 @@ class ProceduralSeries:
             k1 -= 1
         return k0, k1
 
+    def _segments(self, k0: int, k1: int) -> list[tuple[int, int]]:
+        """``[k0, k1]`` without the gaps: inclusive runs of reported sample numbers, oldest first."""
+        runs, at = [], k0
+        for a, b in self.gaps:
+            if b < at or a > k1:
+                continue
+            if a > at:
+                runs.append((at, a - 1))
+            at = max(at, b + 1)
+        if at <= k1:
+            runs.append((at, k1))
+        return runs
+
     def _at(self, ks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         t = ks * self.period
-        return self.epoch + t, evaluate(self.spec, self.key, t, self.epoch)
+        values = evaluate(self.spec, self.key, t, self.epoch)
+        for w in self.spikes:
+            hit = (t >= w.start) if w.end is None else (t >= w.start) & (t < w.end)
+            if hit.any():
+                values = np.where(hit, np.round(values + w.delta, self.spec.decimals), values)
+        return self.epoch + t, values
 
     def count(self, lo: float, hi: float) -> int:
-        k0, k1 = self._range(lo, hi)
-        return max(0, k1 - k0 + 1)
+        return sum(b - a + 1 for a, b in self._segments(*self._range(lo, hi)))
 
     def page(self, lo: float, hi: float, offset: int, limit: int) -> Page:
-        k0, k1 = self._range(lo, hi)
-        top = k1 - offset
-        bottom = max(k0, top - limit + 1)
-        ks = np.arange(top, bottom - 1, -1, dtype=np.float64) if top >= bottom else np.empty(0)
+        parts, skip, want = [], offset, limit
+        for a, b in reversed(self._segments(*self._range(lo, hi))):
+            if want <= 0:
+                break
+            n = b - a + 1
+            if skip >= n:
+                skip -= n
+                continue
+            top = b - skip
+            bottom = max(a, top - want + 1)
+            parts.append(np.arange(top, bottom - 1, -1, dtype=np.float64))
+            want -= top - bottom + 1
+            skip = 0
+        ks = np.concatenate(parts) if parts else np.empty(0)
         ts, values = self._at(ks)
         return ts, values.tolist(), [1.0] * len(ks)
 
     def chunks(self, lo: float, hi: float) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        k0, k1 = self._range(lo, hi)
-        for start in range(k0, k1 + 1, CHUNK):
-            yield self._at(np.arange(start, min(k1, start + CHUNK - 1) + 1, dtype=np.float64))
+        for k0, k1 in self._segments(*self._range(lo, hi)):
+            for start in range(k0, k1 + 1, CHUNK):
+                yield self._at(np.arange(start, min(k1, start + CHUNK - 1) + 1, dtype=np.float64))
 
 
 class StoredSeries:

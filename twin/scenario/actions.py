@@ -2,9 +2,7 @@
 
 Each action is a function of the control layer (``run(control, params)``) that returns its undo
 (or ``None``), with a strict parameter model. A timeline entry's ``for`` undoes it that many world
-seconds later; the control plane's ``POST /actions/{name}`` runs the same function. Actions the
-world cannot perform yet are listed in :data:`NOT_YET` with the reason, so a scenario asking for one
-is refused when it is validated, never silently ignored.
+seconds later; the control plane's ``POST /actions/{name}`` runs the same function.
 """
 
 from __future__ import annotations
@@ -67,6 +65,18 @@ class BandwidthParams(ServerParams):
 
 class DeviceParams(Params):
     device: str = Field(min_length=1)
+
+
+class GapParams(DeviceParams):
+    seconds: float = Field(default=60.0, gt=0, description="gap length when the entry has no 'for'")
+
+
+class SpikeParams(DeviceParams):
+    metric: str = Field(min_length=1)
+    delta: float = Field(description="added to the metric's value while the spike lasts")
+    seconds: float | None = Field(
+        default=None, gt=0, description="spike length when the entry has no 'for' (default: one sample)"
+    )
 
 
 class CameraParams(Params):
@@ -189,6 +199,22 @@ def _device_recreate(c: TwinControl, p: DeviceParams) -> None:
     overlay = dict(devices.overlays.get(p.device) or {})
     if overlay.pop("deleted_at", None) is not None:
         devices.overlays.put(p.device, overlay)
+
+
+def _device_offline(c: TwinControl, p: DeviceParams) -> Undo:
+    return c.world.devices.take_offline(p.device)
+
+
+def _device_online(c: TwinControl, p: DeviceParams) -> None:
+    c.world.devices.bring_online(p.device)
+
+
+def _telemetry_gap(c: TwinControl, p: GapParams) -> Undo:
+    return c.world.devices.telemetry_window(p.device, p.seconds)
+
+
+def _telemetry_spike(c: TwinControl, p: SpikeParams) -> Undo:
+    return c.world.devices.telemetry_window(p.device, p.seconds, p.metric, p.delta)
 
 
 def _token_expiry(c: TwinControl, p: ServerParams) -> None:
@@ -325,6 +351,10 @@ ACTIONS: dict[str, Action] = {
         Action("bandwidth", BandwidthParams, _bandwidth, "cap response bytes per world second"),
         Action("device_delete", DeviceParams, _device_delete, "delete a device (history stays archived)"),
         Action("device_recreate", DeviceParams, _device_recreate, "bring a deleted simulated sensor back"),
+        Action("device_offline", DeviceParams, _device_offline, "a simulated sensor stops reporting"),
+        Action("device_online", DeviceParams, _device_online, "a sensor taken offline reports again"),
+        Action("telemetry_gap", GapParams, _telemetry_gap, "a sensor reports nothing for a while"),
+        Action("telemetry_spike", SpikeParams, _telemetry_spike, "a sensor's metric jumps by delta"),
         Action("token_expiry", ServerParams, _token_expiry, "end every session on a server"),
         Action("session_drop", CameraParams, _session_drop, "a camera drops every login session"),
         Action("ntp_jump", NtpJumpParams, _ntp_jump, "a camera's clock jumps by N seconds"),
@@ -351,30 +381,17 @@ ACTIONS: dict[str, Action] = {
     )
 }
 
-_NO_SWITCH = "simulated sensors cannot be taken offline yet (the sensor fleet has no per-device switch)"
-NOT_YET: dict[str, str] = {
-    "device_offline": _NO_SWITCH,
-    "device_online": _NO_SWITCH,
-    "telemetry_spike": "signals are procedural; there is no per-device override for a spike yet",
-    "telemetry_gap": "signals are procedural; there is no per-device override for a gap yet",
-}
-
-
 @functools.cache
 def describe() -> list[dict[str, Any]]:
     """Every action with its parameters' JSON Schema; built once (the schemas are costly and fixed)."""
-    out: list[dict[str, Any]] = [
-        {"name": a.name, "doc": a.doc, "params": a.params.model_json_schema(), "available": True}
+    return [
+        {"name": a.name, "doc": a.doc, "params": a.params.model_json_schema()}
         for a in ACTIONS.values()
     ]
-    out += [{"name": name, "doc": why, "available": False} for name, why in NOT_YET.items()]
-    return out
 
 
 def check(name: str) -> Action:
     action = ACTIONS.get(name)
     if action is not None:
         return action
-    if name in NOT_YET:
-        raise InvalidInput(f"action {name!r} cannot run yet: {NOT_YET[name]}", field="do")
     raise InvalidInput(f"unknown action {name!r}; known: {', '.join(sorted(ACTIONS))}", field="do")

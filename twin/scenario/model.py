@@ -281,11 +281,7 @@ def _precheck(data: dict, source: str, key_lines: dict) -> list[str]:
             continue
         name = step["do"]
         if name not in actions.ACTIONS:
-            why = (
-                f"action {name!r} cannot run yet: {actions.NOT_YET[name]}"
-                if name in actions.NOT_YET
-                else f"unknown action {name!r}; known: {', '.join(sorted(actions.ACTIONS))}"
-            )
+            why = f"unknown action {name!r}; known: {', '.join(sorted(actions.ACTIONS))}"
             path = ("timeline", i, "do")
             problems.append(f"{_where(source, data, path, key_lines)}: timeline.{i}.do: {why}")
             continue
