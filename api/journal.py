@@ -3,7 +3,9 @@
 It sits outermost (around the fault layer), so an injected 5xx, reset or hang is journalled as the
 client saw it. Per request it keeps what expectations judge: sim time in and out, method, route
 template, path, query, status, client, ``Retry-After`` and, on telemetry pages, ``next_cursor``
-(read from the tail of the body, never by parsing it whole).
+(read from the tail of the body, never by parsing it whole). A Server-Sent Events response is
+marked ``stream``: its entry is written when the stream ends, so ``end`` is when it was closed
+(status 0 when the server cut it off mid-stream, e.g. its listener closing).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ STATUS_ROUTES = ("/ota/status", "/os-upgrade/status")
 """Routes whose ``status`` field is journalled (clients poll them to a terminal state)."""
 _STATUS = re.compile(rb'"status"\s*:\s*"([^"]*)"')
 _HEAD = 1024
+EVENT_STREAM = b"text/event-stream"
 NO_CURSOR = "absent"
 """``next_cursor`` of a response that is not a telemetry page."""
 
@@ -43,6 +46,7 @@ class Journal(Protocol):
         next_cursor: Any = NO_CURSOR,
         fault: str | None = None,
         state: str | None = None,
+        stream: bool = False,
     ) -> None: ...
 
 
@@ -105,17 +109,21 @@ class JournalMiddleware:
         status = 0
         retry_after: str | None = None
         route = ""
-        paged = polled = False
+        paged = polled = stream = False
         tail = head = b""
 
         async def watch(message: Message) -> None:
-            nonlocal status, retry_after, route, paged, polled, tail, head
+            nonlocal status, retry_after, route, paged, polled, stream, tail, head
             if message["type"] == "http.response.start":
                 status = message["status"]
                 if status == 429 or status == 503:
                     for name, value in message.get("headers", ()):
                         if name.lower() == b"retry-after":
                             retry_after = value.decode("latin-1")
+                elif status == 200 and scope["method"] == "GET":
+                    for name, value in message.get("headers", ()):
+                        if value.startswith(EVENT_STREAM) and name.lower() == b"content-type":
+                            stream = True
                 route = route_template(scope)
                 paged = route.endswith("/telemetry")
                 polled = route.endswith(STATUS_ROUTES)
@@ -146,6 +154,7 @@ class JournalMiddleware:
                 cursor_in(tail) if paged else NO_CURSOR,
                 scope.get(FAULT_KEY),
                 state_in(head) if polled else None,
+                stream,
             )
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:

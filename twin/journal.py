@@ -43,6 +43,8 @@ class JournalEntry:
     """The injected transport fault that shaped this response, if any."""
     state: str | None = None
     """The ``status`` a polled status route (OTA, OS upgrade) answered."""
+    stream: bool = False
+    """A Server-Sent Events response: ``at`` its opening, ``end`` when it closed."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,6 +54,7 @@ class JournalEntry:
         retry = "" if self.retry_after is None else f" retry_after={self.retry_after}"
         fault = "" if self.fault is None else f" fault={self.fault}"
         fault += "" if self.state is None else f" state={self.state}"
+        fault += f" stream_end={self.end:.6f}" if self.stream else ""
         query = f"?{self.query}" if self.query else ""
         return (
             f"{self.at:.6f} request {self.server} {self.method} {self.path}{query} "
@@ -85,6 +88,7 @@ class RequestJournal:
         next_cursor: Any = ABSENT,
         fault: str | None = None,
         state: str | None = None,
+        stream: bool = False,
     ) -> None:
         rows = self._rows
         if len(rows) == rows.maxlen:
@@ -105,6 +109,7 @@ class RequestJournal:
                 next_cursor,
                 fault,
                 state,
+                stream,
             )
         )
 

@@ -3,7 +3,12 @@ and the automation backend: device topics ``device/{device_type}/{device_id}/upl
 
 Simulated sensors behave like devices on the broker: their samples are published on their uplink
 topics, and a command published on a simulated sensor's downlink topic (``{"command", "params"?}``)
-is carried out by it; the result is a ``DeviceCommandResult`` event on the realtime channels."""
+is carried out by it; the result is a ``DeviceCommandResult`` event on the realtime channels.
+
+The broker can keep a :class:`SessionLog`: each client's connection and its end (on a clock the
+owner passes in, the world's in a scenario run), whether the client said goodbye (``DISCONNECT``)
+or was cut off, and when the broker itself was down, so that scenario expectations can judge
+whether a client reconnected after a drop."""
 
 from __future__ import annotations
 
@@ -11,11 +16,17 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from amqtt.broker import Broker
 from amqtt.client import MQTTClient
 from amqtt.errors import BrokerError
+from amqtt.mqtt.disconnect import DisconnectPacket
+from amqtt.plugins.base import BasePlugin
 
 from api.tasks import first_failure
 from hardware.ports.automation import AutomationBackend
@@ -27,6 +38,9 @@ log = logging.getLogger(__name__)
 
 UPLINK_FILTER = "device/+/+/uplink"
 DOWNLINK_FILTER = "device/+/+/downlink"
+BRIDGE_CLIENT_ID = "twin-bridge"
+"""The bridge's own client id: its sessions are the twin's, not a client's, and are not logged."""
+MAX_SESSIONS = 10_000
 
 
 def uplink_topic(device_type: str, device_id: str) -> str:
@@ -39,17 +53,129 @@ def uplink_payload(event: Event) -> bytes:
     return orjson.dumps(body)
 
 
-class EmbeddedBroker:
-    """An amqtt broker on ``host:port`` (port 0 picks a free one; :attr:`port` tells which)."""
+@dataclass(slots=True)
+class MqttSession:
+    """One client connection to the broker, on the log's clock."""
 
-    def __init__(self, host: str = "0.0.0.0", port: int = 1883) -> None:
+    client_id: str
+    at: float
+    end: float | None = None
+    """``None`` while the client is connected."""
+    clean: bool | None = None
+    """``True``: the client sent ``DISCONNECT``; ``False``: it was cut off (its connection dropped,
+    the broker went down, another connection took its client id); ``None`` while connected."""
+
+
+class SessionLog:
+    """The broker's client sessions and outages, bounded (oldest sessions go first). Survives the
+    broker: a broker started again on the same port is given the same log."""
+
+    def __init__(self, now: Callable[[], float], maxlen: int = MAX_SESSIONS) -> None:
+        self.now = now
+        self.sessions: deque[MqttSession] = deque(maxlen=maxlen)
+        self.outages: list[tuple[float, float | None]] = []
+        """``(down, up)`` per time the broker went away; ``up`` is ``None`` until it is back."""
+        self._open: dict[str, MqttSession] = {}
+        self._goodbyes: set[str] = set()
+
+    def connected(self, client_id: str) -> None:
+        if client_id == BRIDGE_CLIENT_ID:
+            return
+        self._cut(client_id)
+        session = MqttSession(client_id, self.now())
+        self.sessions.append(session)
+        self._open[client_id] = session
+
+    def said_goodbye(self, client_id: str) -> None:
+        """The client sent ``DISCONNECT``: the end that follows is its own choice."""
+        if client_id in self._open:
+            self._goodbyes.add(client_id)
+
+    def disconnected(self, client_id: str) -> None:
+        session = self._open.pop(client_id, None)
+        if session is not None:
+            session.end, session.clean = self.now(), client_id in self._goodbyes
+        self._goodbyes.discard(client_id)
+
+    def broker_down(self) -> None:
+        """The broker is stopping: every client still connected is cut off now."""
+        self.outages.append((self.now(), None))
+        for client_id in list(self._open):
+            self._cut(client_id)
+
+    def broker_up(self) -> None:
+        if self.outages and self.outages[-1][1] is None:
+            self.outages[-1] = (self.outages[-1][0], self.now())
+
+    def _cut(self, client_id: str) -> None:
+        session = self._open.pop(client_id, None)
+        if session is not None:
+            session.end, session.clean = self.now(), False
+        self._goodbyes.discard(client_id)
+
+
+class _Watch:
+    """What the broker's plugin and its disconnect hook report to: a log, once one is attached."""
+
+    log: SessionLog | None = None
+
+
+class SessionWatch(BasePlugin):
+    """amqtt plugin: client connections and their ends go to the broker's :class:`SessionLog`."""
+
+    @dataclass
+    class Config:
+        watch: Any = None
+
+    async def on_broker_client_connected(self, *, client_id: str, client_session: Any) -> None:
+        if (log := self.config.watch.log) is not None:
+            log.connected(client_id)
+
+    async def on_broker_client_disconnected(self, *, client_id: str, client_session: Any) -> None:
+        if (log := self.config.watch.log) is not None:
+            log.disconnected(client_id)
+
+
+class _Broker(Broker):
+    """amqtt's broker, telling the session log whether a client that goes away said goodbye (the
+    disconnect event amqtt gives plugins does not say)."""
+
+    def __init__(self, config: dict[str, Any], watch: _Watch) -> None:
+        super().__init__(config)
+        self._watch = watch
+
+    async def _handle_disconnect(self, client_session: Any, handler: Any, disconnect_waiter: Any) -> None:
+        log = self._watch.log
+        if log is not None and isinstance(disconnect_waiter.result(), DisconnectPacket):
+            log.said_goodbye(client_session.client_id)
+        await super()._handle_disconnect(client_session, handler, disconnect_waiter)
+
+
+class EmbeddedBroker:
+    """An amqtt broker on ``host:port`` (port 0 picks a free one; :attr:`port` tells which).
+    ``sessions`` (settable later) logs its clients' connections and its own outages."""
+
+    def __init__(self, host: str = "0.0.0.0", port: int = 1883, sessions: SessionLog | None = None) -> None:
         self.host = host
         self._port = port
+        self._watch = _Watch()
+        self._watch.log = sessions
         config = {
             "listeners": {"default": {"type": "tcp", "bind": f"{host}:{port}"}},
-            "plugins": {"amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}},
+            "plugins": {
+                "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True},
+                f"{__name__}.SessionWatch": {"watch": self._watch},
+            },
         }
-        self._broker = Broker(config)
+        self._broker = _Broker(config, self._watch)
+
+    @property
+    def sessions(self) -> SessionLog | None:
+        return self._watch.log
+
+    @sessions.setter
+    def sessions(self, log: SessionLog | None) -> None:
+        self._watch.log = log
 
     @property
     def port(self) -> int:
@@ -65,8 +191,12 @@ class EmbeddedBroker:
             raise OSError(
                 f"MQTT broker: cannot listen on {self.host}:{self._port} ({err.__cause__ or err})"
             ) from err
+        if self._watch.log is not None:
+            self._watch.log.broker_up()
 
     async def stop(self) -> None:
+        if self._watch.log is not None:
+            self._watch.log.broker_down()
         await self._broker.shutdown()
 
 
@@ -141,7 +271,7 @@ class MqttBridge:
             while True:
                 # No client plugins: amqtt's default packet logger schedules a task for every packet.
                 config = {"auto_reconnect": False, "plugins": {}}
-                client = MQTTClient(client_id="twin-bridge", config=config)
+                client = MQTTClient(client_id=BRIDGE_CLIENT_ID, config=config)
                 try:
                     await client.connect(self.url)
                     await client.subscribe([(UPLINK_FILTER, 0), (DOWNLINK_FILTER, 1)])

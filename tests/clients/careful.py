@@ -3,6 +3,10 @@
 Waits out ``Retry-After`` on 429, follows ``next_cursor`` until it is null, stops polling a device
 that answers 404 (after one last read with ``history=true``), logs in again on 401 and backs off on
 5xx and failed connections. Every pause is on the world clock (see ``common.Env.pause``).
+
+Other modes: ``--ota`` (a firmware install polled to its end), ``--os-upgrade`` (an A/B OS upgrade
+driven through its reboot and polled to its end), ``--stream`` (the device's event WebSocket)
+and ``--mqtt`` (a device-side MQTT session); the stream modes reopen what the server dropped.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PAGE, WATCHED, WINDOW_S, Answer, Env, Gateway, page_of, rounds
+from common import PAGE, WATCHED, WINDOW_S, Answer, Env, Gateway, Mqtt, page_of, rounds
 
 POLL_S = 10
+OS_TERMINAL = ("success", "rollback", "failed", "cancelled")
 STREAM_ROUNDS = 30  # five-second checks of the event stream: 150 s
 
 
@@ -70,6 +75,38 @@ class Careful:
                 return 0
         return 1
 
+    def os_upgrade(self) -> int:
+        """Upload, validate and install an OS package, reboot into it when the job asks for
+        that, and poll the public status through the reboot to a terminal state (the device
+        refuses connections while it is down: keep polling)."""
+        gateway = Gateway(self.env)
+        job_id = gateway.os_upgrade_start() if gateway.login() else None
+        if job_id is None:
+            return 1
+        for _ in range(200):
+            self.env.pause(5)
+            status, state = gateway.os_state()
+            if status != 200:
+                continue
+            if state in OS_TERMINAL:
+                return 0
+            if state == "awaiting_reboot" and gateway.os_reboot(job_id).status == 401:
+                gateway.login()  # the session may have gone: log in and ask again
+                gateway.os_reboot(job_id)
+        return 1
+
+    def mqtt(self) -> int:
+        """A device-side MQTT session: when the broker drops it, connect again (every few
+        seconds until the broker is back); disconnect cleanly at the end."""
+        session = Mqtt("qa-careful")
+        session.connect()
+        for _ in range(STREAM_ROUNDS):
+            self.env.pause(5)
+            if not session.pump():
+                session.connect()
+        session.close()
+        return 0
+
     def follow(self) -> int:
         """Keep the device's event stream open: when it drops, open it again at once (and every
         few seconds until the device takes it), logging in again if the session is gone."""
@@ -101,5 +138,10 @@ class Careful:
 
 if __name__ == "__main__":
     client = Careful(Env())
-    modes = {"--ota": client.upgrade, "--stream": client.follow}
+    modes = {
+        "--ota": client.upgrade,
+        "--os-upgrade": client.os_upgrade,
+        "--stream": client.follow,
+        "--mqtt": client.mqtt,
+    }
     sys.exit(next((modes[a] for a in sys.argv[1:] if a in modes), client.run)())

@@ -1,5 +1,6 @@
 """What both reference clients share: the servers' addresses from the scenario runner's environment,
-a pause on the world clock, and one HTTP call that never raises for a transport failure."""
+a pause on the world clock, and one HTTP call that never raises for a transport failure; the
+camera's firmware and OS-upgrade calls, and an MQTT connection."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import tarfile
 import time
 from dataclasses import dataclass
+from urllib.parse import urlparse
 
 import httpx
 
@@ -80,6 +82,12 @@ def page_of(answer: Answer) -> tuple[list[float], object]:
     data = answer.body.get("data", {})
     points = data.get("data", {}).get("temperature", [])
     return [p["timestamp"] for p in points], data.get("pagination", {}).get("next_cursor")
+
+
+def os_package(version: str = "2.0") -> bytes:
+    """An OS-upgrade package as the camera takes it: an SWUpdate image (cpio "newc") whose
+    ``sw-description`` names the version."""
+    return b"070701" + b"0" * 104 + f'software = {{ version = "{version}"; }};'.encode() + b"\0" * 512
 
 
 def firmware(version: str = "2.0.0") -> bytes:
@@ -156,3 +164,70 @@ class Gateway:
         data = answer.body.get("data", {})
         state = "reboot_confirmed" if data.get("reboot_confirmed") else data.get("status")
         return answer.status, state
+
+    # A/B OS upgrade -------------------------------------------------------------------------
+    def os_upgrade_start(self) -> str | None:
+        """Upload, validate and install an OS package; the job id once it is installing."""
+        files = {"package": ("os.swu", os_package(), "application/octet-stream")}
+        answer = self.call("POST", "/api/v1/system/os-upgrade/upload", files=files)
+        job_id = answer.body.get("data", {}).get("job_id") if answer.status == 200 else None
+        if job_id is None:
+            return None
+        for step in ("validate", "install"):
+            answer = self.call("POST", f"/api/v1/system/os-upgrade/{step}", json={"job_id": job_id})
+            if answer.status != 200:
+                return None
+        return job_id
+
+    def os_reboot(self, job_id: str) -> Answer:
+        return self.call("POST", "/api/v1/system/os-upgrade/reboot", json={"job_id": job_id})
+
+    def os_state(self) -> tuple[int, str | None]:
+        answer = self.call("GET", "/api/v1/system/os-upgrade/status")
+        return answer.status, answer.body.get("data", {}).get("status")
+
+
+class Mqtt:
+    """A device-side MQTT client on the runner's broker (``TWIN_MQTT_URL``), driven by hand
+    (:meth:`pump`) so that nothing reconnects unless the client says so."""
+
+    def __init__(self, client_id: str) -> None:
+        import paho.mqtt.client as mqtt
+
+        url = urlparse(os.environ.get("TWIN_MQTT_URL", "mqtt://127.0.0.1:1883"))
+        self.host, self.port = url.hostname or "127.0.0.1", url.port or 1883
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id)
+        self.client.on_connect = lambda client, *_: client.subscribe("device/+/+/uplink")
+        self.messages = 0
+        self.client.on_message = self._count
+        self.started = False
+
+    def _count(self, *_) -> None:
+        self.messages += 1
+
+    def connect(self) -> bool:
+        """Connect (or connect again); ``False`` when the broker refused or is not there."""
+        try:
+            if self.started:
+                self.client.reconnect()
+            else:
+                self.client.connect(self.host, self.port, keepalive=60)
+                self.started = True
+        except OSError:
+            return False
+        for _ in range(40):
+            self.client.loop(0.05)
+            if self.client.is_connected():
+                return True
+        return False
+
+    def pump(self) -> bool:
+        """Handle what came in (messages, the broker going away); whether still connected."""
+        for _ in range(3):
+            self.client.loop(0.02)
+        return self.client.is_connected()
+
+    def close(self) -> None:
+        if self.client.is_connected():
+            self.client.disconnect()
+            self.client.loop(0.05)

@@ -2,7 +2,9 @@
 
 Retries a 429 after one second whatever ``Retry-After`` says, pages until a page comes back empty
 (so it asks past a null cursor), keeps polling a device after it answered 404 and never logs in
-again after a 401. It paces itself on the world clock like the careful one.
+again after a 401. It paces itself on the world clock like the careful one. In its other modes
+it looks at an OS upgrade a few times and assumes it worked (``--os-upgrade``), and carries on
+without a stream the server dropped (``--stream``, ``--mqtt``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PAGE, WATCHED, WINDOW_S, Answer, Env, Gateway, page_of, rounds
+from common import PAGE, WATCHED, WINDOW_S, Answer, Env, Gateway, Mqtt, page_of, rounds
 
 POLL_S = 10
 STREAM_ROUNDS = 30  # five-second checks of the event stream: 150 s
@@ -54,6 +56,26 @@ class Naive:
             gateway.ota_state()
         return 0
 
+    def os_upgrade(self) -> int:
+        """Start an OS upgrade, look at its status a few times, and assume it worked."""
+        gateway = Gateway(self.env)
+        gateway.login()
+        gateway.os_upgrade_start()
+        for _ in range(3):
+            self.env.pause(5)
+            gateway.os_state()
+        return 0
+
+    def mqtt(self) -> int:
+        """Connect to the broker once; when the connection drops, carry on without it."""
+        session = Mqtt("qa-naive")
+        session.connect()
+        for _ in range(STREAM_ROUNDS):
+            self.env.pause(5)
+            session.pump()
+        session.close()
+        return 0
+
     def follow(self) -> int:
         """Open the device's event stream once; when it drops, carry on without it."""
         gateway = Gateway(self.env)
@@ -80,5 +102,10 @@ class Naive:
 
 if __name__ == "__main__":
     client = Naive(Env())
-    modes = {"--ota": client.upgrade, "--stream": client.follow}
+    modes = {
+        "--ota": client.upgrade,
+        "--os-upgrade": client.os_upgrade,
+        "--stream": client.follow,
+        "--mqtt": client.mqtt,
+    }
     sys.exit(next((modes[a] for a in sys.argv[1:] if a in modes), client.run)())

@@ -14,12 +14,12 @@ from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.realtime.mqtt import MqttSession
 from hardware.ports.events import Event
 from twin.journal import JournalEntry
 
-NOT_YET: dict[str, str] = {
-    "polls_os_upgrade_to_terminal": "OS-upgrade jobs are not judged yet (only firmware OTA is)",
-}
+NOT_YET: dict[str, str] = {}
+"""Expectation kinds that are known but cannot be judged yet, with the reason (none at present)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,10 @@ class RunRecord:
     end: float
     client_exit: int | None = None
     actions: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
+    mqtt: list[MqttSession] = field(default_factory=list)
+    """Client sessions on the embedded MQTT broker (the twin's own bridge left out)."""
+    broker_outages: list[tuple[float, float | None]] = field(default_factory=list)
+    """``(down, up)`` per time the embedded broker went away (``up`` ``None``: not back)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,32 +339,149 @@ class PollsOtaToTerminal(_Expect):
         return self.verdict(True, f"polled to {last.state!r} in {len(polls)} polls")
 
 
+class PollsOsUpgradeToTerminal(_Expect):
+    """After starting an OS-upgrade install, the client follows the job through its reboot to a
+    terminal state (``success``, ``rollback``, ``failed`` or ``cancelled``): its last
+    ``os-upgrade/status`` poll after the last install it started saw one. When the camera
+    rebooted meanwhile, the client came back: it got a successful answer from the camera after
+    it powered up again (within ``reconnect_within`` seconds, when given)."""
+
+    expect: Literal["polls_os_upgrade_to_terminal"]
+    server: str | None = "cam-01"
+    terminal: tuple[str, ...] = ("success", "rollback", "failed", "cancelled")
+    reconnect_within: float | None = Field(default=None, gt=0, description="seconds after the camera is back")
+
+    def judge(self, run: RunRecord) -> Verdict:
+        entries = self.entries(run)
+        starts = [
+            i
+            for i, e in enumerate(entries)
+            if e.method == "POST" and e.route.endswith("/os-upgrade/install") and 200 <= e.status < 300
+        ]
+        if not starts:
+            return self.verdict(True, "not exercised: no OS-upgrade install was started")
+        start = entries[starts[-1]]
+        after = entries[starts[-1] + 1 :]
+        ups = [
+            ev.at
+            for ev in run.events
+            if ev.kind.value == "camera.power_up"
+            and ev.at >= start.at
+            and (self.server is None or ev.source == self.server)
+        ]
+        for up in ups:
+            deadline = run.end if self.reconnect_within is None else up + self.reconnect_within
+            if deadline > run.end:
+                continue  # came back too late in the run to judge
+            back = next((e for e in after if e.at >= up and 200 <= e.status < 300), None)
+            if back is None:
+                return self.verdict(False, f"no successful request after the camera came back at t={up:g}")
+            if back.at > deadline:
+                return self.verdict(
+                    False,
+                    f"first successful request {back.at - up:g} s after the camera came back at t={up:g} "
+                    f"(allowed {self.reconnect_within:g}): {_fmt(back)}",
+                )
+        polls = [e for e in after if e.route.endswith("/os-upgrade/status") and e.status == 200]
+        if not polls:
+            return self.verdict(False, "never polled os-upgrade/status after starting the install")
+        last = polls[-1]
+        if last.state not in self.terminal:
+            return self.verdict(
+                False,
+                f"stopped polling while the upgrade was {last.state!r} ({_fmt(last)}); "
+                f"terminal: {', '.join(self.terminal)}",
+            )
+        rebooted = f", back after {len(ups)} reboot{'s' if len(ups) != 1 else ''}" if ups else ""
+        return self.verdict(True, f"polled to {last.state!r} in {len(polls)} polls{rebooted}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Stream:
+    """One stream the client had, whatever its transport, as reconnect judging sees it."""
+
+    transport: str
+    key: str
+    """What a reconnect must match: the route (WS, SSE) or the MQTT client id."""
+    at: float
+    end: float | None
+    opened: bool
+    """The server took it (WS 101, an SSE response, an MQTT session)."""
+    dropped: bool
+    """It ended without the client choosing to (MQTT only tells; WS and SSE ends all count)."""
+    ready: float | None = None
+    """When reconnecting became possible again (the broker back after an outage); ``None``: never."""
+
+
 class ReconnectsStream(_Expect):
-    """A WebSocket the client had open that the server dropped is followed by a new attempt on the
-    same route within ``seconds``, and the client has a stream again before the run ends (unless
-    the drop came too late to judge). Streams still open when the run ended are not drops."""
+    """A stream the client had open that went away is followed by a new attempt within ``seconds``,
+    and the client has a stream again before the run ends (unless the drop came too late to
+    judge). ``transport`` picks what is judged: WebSockets (journal method ``WS``), Server-Sent
+    Events (journalled event-stream responses) on ``server``, MQTT sessions on the embedded broker
+    (every client but the twin's own bridge; ``server`` does not apply), or all three. For WS and
+    SSE every end counts as a drop, and an attempt is any request to the same route; an MQTT
+    session counts only if the client did not disconnect itself, the attempt is a new connection
+    with the same client id, and after a broker outage the ``seconds`` run from the broker's
+    return. Streams still open when the run ended are not drops."""
 
     expect: Literal["reconnects_stream"]
     server: str | None = "cam-01"
     seconds: float = Field(default=10.0, gt=0)
-    route_suffix: str = Field(default="", description="only streams whose route ends with this")
+    route_suffix: str = Field(default="", description="only WS/SSE streams whose route ends with this")
+    transport: Literal["ws", "sse", "mqtt", "any"] = Field(
+        default="any", description="which streams are judged"
+    )
+
+    def _streams(self, run: RunRecord) -> list[_Stream]:
+        """Every stream and every attempt at one, oldest first."""
+        out: list[_Stream] = []
+        if self.transport != "mqtt":
+            entries = [e for e in self.entries(run) if e.route.endswith(self.route_suffix)]
+            sse = {e.route for e in entries if e.stream} if self.transport != "ws" else set()
+            for e in entries:
+                if e.method == "WS" and self.transport != "sse":
+                    out.append(_Stream("WS", e.route, e.at, e.end, e.status == 101, True, e.end))
+                elif e.method == "GET" and e.route in sse:
+                    out.append(_Stream("SSE", e.route, e.at, e.end, e.stream, True, e.end))
+        if self.transport in ("mqtt", "any"):
+            for m in run.mqtt:
+                ready = m.end
+                for down, up in run.broker_outages:
+                    if m.end is not None and down <= m.end and (up is None or m.end <= up):
+                        ready = up
+                out.append(_Stream("MQTT", m.client_id, m.at, m.end, True, m.clean is False, ready))
+        return out
 
     def judge(self, run: RunRecord) -> Verdict:
-        streams = [e for e in self.entries(run) if e.method == "WS" and e.route.endswith(self.route_suffix)]
+        streams = self._streams(run)
         drops = 0
-        for i, e in enumerate(streams):
-            if e.status != 101 or e.end + self.seconds > run.end:
+        for s in streams:
+            if not s.opened or not s.dropped or s.end is None or s.ready is None:
+                continue  # refused, closed by the client, still open, or nothing to reconnect to
+            if s.ready + self.seconds > run.end:
                 continue
-            later = [n for n in streams[i + 1 :] if n.route == e.route and n.at >= e.end]
             drops += 1
-            if not later or later[0].at > e.end + self.seconds:
-                why = f"no new stream within {self.seconds:g} s of the drop at t={e.end:g}"
+            attempts = [
+                n
+                for n in streams
+                if n is not s and (n.transport, n.key) == (s.transport, s.key) and n.at >= s.end
+            ]
+            if not attempts or min(n.at for n in attempts) > s.ready + self.seconds:
+                since = f"the drop at t={s.end:g}"
+                if s.ready > s.end:
+                    since += f" (possible again from t={s.ready:g})"
+                why = f"no new {s.transport} connection within {self.seconds:g} s of {since}"
                 return self.verdict(False, why)
-            if not any(n.status == 101 for n in later):
-                return self.verdict(False, f"never had a stream again after the drop at t={e.end:g}")
+            if not any(n.opened for n in attempts):
+                why = f"never had its {s.transport} stream back after the drop at t={s.end:g}"
+                return self.verdict(False, why)
         if not drops:
-            return self.verdict(True, "not exercised: no stream was dropped")
-        return self.verdict(True, f"reconnected after {drops} dropped streams")
+            return self.verdict(True, f"not exercised: no {self._kinds()} stream was dropped")
+        plural = "s" if drops != 1 else ""
+        return self.verdict(True, f"reconnected after {drops} dropped {self._kinds()} stream{plural}")
+
+    def _kinds(self) -> str:
+        return "WS/SSE/MQTT" if self.transport == "any" else self.transport.upper()
 
 
 class ClientSucceeds(_Expect):
@@ -385,6 +506,7 @@ Expectation = Annotated[
     | RequestRate
     | JournalCount
     | PollsOtaToTerminal
+    | PollsOsUpgradeToTerminal
     | ReconnectsStream
     | ClientSucceeds,
     Field(discriminator="expect"),

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from api.realtime.mqtt import EmbeddedBroker
+from api.realtime.mqtt import EmbeddedBroker, SessionLog
 from hardware.ports.events import Event, EventKind
 from hardware.ports.types import ClockMode
 from twin.scenario.expectations import RunRecord, Verdict, judge_all
@@ -133,7 +133,8 @@ class BrokerSwitch:
 
     def up(self) -> None:
         async def start() -> None:
-            broker = EmbeddedBroker(self.running.twin.settings.mqtt_host, self.port)
+            host, log = self.running.twin.settings.mqtt_host, self.running.broker.sessions
+            broker = EmbeddedBroker(host, self.port, sessions=log)
             await broker.start()
             self.running.broker = broker
 
@@ -249,6 +250,9 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
     log_text = ""
     with tempfile.TemporaryDirectory(prefix="twin-run-") as tmp:
         running = await start(twin, Path(tmp))
+        mqtt_log = SessionLog(twin.journal.now)
+        if running.broker is not None:
+            running.broker.sessions = mqtt_log
         switch = control.broker = BrokerSwitch(running) if running.broker is not None else None
         control.settle = lambda: _listeners_settled(running)
         proc = None
@@ -297,6 +301,8 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         end=world.env.now,
         client_exit=client_exit,
         actions=[(t, name, params) for t, _, name, params in control.actions_run],
+        mqtt=list(mqtt_log.sessions),
+        broker_outages=list(mqtt_log.outages),
     )
     verdicts = judge_all(scenario.expectations, record)
     windows = [
