@@ -160,9 +160,14 @@ class SensorFleet:
         i = self.index[device_id]
         return [w for w in self.windows if w.device == i and w.metric == metric]
 
-    def silent(self, device_id: str, t: float) -> bool:
+    def link_down(self, device_id: str) -> Window | None:
+        """The gap with no end the device is in (it went offline), or ``None``."""
         i = self.index[device_id]
-        return any(w.device == i and w.metric is None and w.covers(t) for w in self.windows)
+        return next((w for w in self._current if w.device == i and w.metric is None and w.end is None), None)
+
+    def restore_windows(self, windows: list[Window]) -> None:
+        self.windows = list(windows)
+        self._current = list(windows)
 
     def last_report(self, device_id: str, upto: float) -> float | None:
         """Sim time of the device's last sample at or before ``upto`` (gaps skipped), or ``None``."""

@@ -33,7 +33,7 @@ from twin.camera import Camera
 from twin.fleet import WorldConfig
 from twin.keys import KeyRing
 from twin.rng import Streams
-from twin.sensors import Samples, SensorFleet
+from twin.sensors import Samples, SensorFleet, Window
 from twin.store import Store
 
 
@@ -45,6 +45,7 @@ class WorldSnapshot:
     streams: dict[str, dict]
     cameras: dict[str, dict[str, Any]]
     sensors: dict[str, float | None]
+    sensor_windows: dict[str, list[Window]]
     database: bytes
 
 
@@ -156,6 +157,7 @@ class World:
             streams=self.streams.state(),
             cameras={cid: cam.state() for cid, cam in self.cameras.items()},
             sensors={t: fleet.last_sample_at for t, fleet in self.sensors.items()},
+            sensor_windows={t: list(fleet.windows) for t, fleet in self.sensors.items()},
             database=self.store.dump(),
         )
 
@@ -170,6 +172,9 @@ class World:
         for device_type, last in snap.sensors.items():
             if device_type in self.sensors:
                 self.sensors[device_type].last_sample_at = last
+        for device_type, windows in snap.sensor_windows.items():
+            if device_type in self.sensors:
+                self.sensors[device_type].restore_windows(windows)
 
     def _rebuild(self, config: WorldConfig, initial_time: float) -> None:
         self.__init__(  # type: ignore[misc]

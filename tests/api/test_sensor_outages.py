@@ -160,3 +160,29 @@ async def test_outage_actions_refuse_unknown_devices_and_metrics(control: httpx.
         "/actions/telemetry_spike", json={"params": {"device": SENSOR, "metric": "battery", "delta": 1}}
     )
     assert resp.status_code == 400 and "it reports temperature, humidity" in resp.json()["error"]["message"]
+
+
+async def test_a_snapshot_keeps_the_holes_and_the_link_state(
+    twin: Twin, control: httpx.AsyncClient, automation: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    twin.clock.advance(15)
+    await control.post("/actions/device_offline", json={"params": {"device": SENSOR}})
+    twin.clock.advance(30)
+    snap = twin.world.snapshot()
+    before = [p["timestamp"] for p in await history(automation, auth)]
+    twin.world.restore(snap)
+    assert [p["timestamp"] for p in await history(automation, auth)] == before
+    resp = await control.post("/actions/device_online", json={"params": {"device": SENSOR}})
+    assert resp.status_code == 200, resp.text
+    twin.clock.advance(20)
+    stamps = [p["timestamp"] - EPOCH for p in await history(automation, auth)]
+    assert stamps == [60, 50, 10, 0]
+
+
+async def test_a_short_outage_is_never_noticed(twin: Twin, control: httpx.AsyncClient) -> None:
+    sub = twin.world.bus.subscribe(KINDS, maxlen=10_000)
+    await control.post("/actions/device_offline", json={"params": {"device": SENSOR}, "for": 35})
+    twin.clock.advance(600)
+    mine = [(e.kind, e.at) for e in drain(sub) if e.source == SENSOR]
+    assert all(kind is EventKind.DEVICE_TELEMETRY for kind, _ in mine)
+    assert [at for _, at in mine][:2] == [40.0, 50.0]

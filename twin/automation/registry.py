@@ -35,7 +35,7 @@ from hardware.ports.events import EventKind
 from twin.automation.device_types import render_payload
 
 if TYPE_CHECKING:
-    from twin.sensors import SensorFleet
+    from twin.sensors import SensorFleet, Window
     from twin.world import World
 
 DEFAULT_OFFLINE_TIMEOUT_S = 300
@@ -70,8 +70,6 @@ class DeviceRegistry:
         self.overlays = world.store.collection("sensor_overlays")
         self.archive = world.store.collection("archived_devices")
         self.commands = world.store.collection("device_commands")
-        self.links_down: dict[str, Callable[[], None]] = {}
-        """Simulated sensors taken offline, each with the function that brings it back."""
 
     # Lookup ----------------------------------------------------------------------------------
     def _sim_doc(self, device_id: str, overlay: dict[str, Any] | None) -> dict[str, Any]:
@@ -377,52 +375,39 @@ class DeviceRegistry:
 
     # Simulated outages -----------------------------------------------------------------------
     def take_offline(self, device_id: str) -> Callable[[], None]:
-        """A simulated sensor stops reporting (its link is gone) until the returned function brings
-        it back. The server notices as the real one does: once the effective offline timeout has
-        passed since its last report the device reads ``offline`` and ``DEVICE_OFFLINE`` is
-        emitted; its first report afterwards emits ``DEVICE_ONLINE``."""
+        """A simulated sensor stops reporting (its link is gone) until :meth:`bring_online` or the
+        returned function. The server notices as the real one does: once the effective offline
+        timeout has passed since its last report the device reads ``offline`` and
+        ``DEVICE_OFFLINE`` is emitted; its first report afterwards emits ``DEVICE_ONLINE``."""
         fleet = self._sensor(device_id)
-        if device_id in self.links_down:
+        if fleet.link_down(device_id) is not None:
             raise InvalidInput(f"{device_id} is offline already", field="device")
-        env = self.world.env
-        window = fleet.open_window(device_id, env.now, None)
-        noticed = False
-
-        def notice():
-            nonlocal noticed
-            last = self._last_sample(device_id)
-            timeout = self.view(device_id).effective_offline_timeout_secs
-            yield env.timeout(max(0.0, (last or self.world.now()) + timeout - self.world.now()) + 1e-3)
-            if self.find_doc(device_id) is not None and fleet.silent(device_id, env.now):
-                noticed = True
-                self.world.emit(
-                    EventKind.DEVICE_OFFLINE,
-                    device_id,
-                    reason="heartbeat timeout",
-                    timestamp=self.world.now(),
-                )
-
-        watcher = env.process(notice())
-
-        def back_online() -> None:
-            if self.links_down.pop(device_id, None) is None:
-                return
-            fleet.close_window(window, env.now)
-            if watcher.is_alive:
-                watcher.interrupt("back online")
-            if noticed:
-                env.process(self._reports_again(device_id))
-
-        self.links_down[device_id] = back_online
-        return back_online
+        window = fleet.open_window(device_id, self.world.env.now, None)
+        self.world.env.process(self._notice_offline(device_id, window))
+        return lambda: self._reconnect(device_id)
 
     def bring_online(self, device_id: str) -> None:
-        """End a :meth:`take_offline` outage now."""
-        self._sensor(device_id)
-        back_online = self.links_down.get(device_id)
-        if back_online is None:
+        if self._sensor(device_id).link_down(device_id) is None:
             raise InvalidInput(f"{device_id} is not offline", field="device")
-        back_online()
+        self._reconnect(device_id)
+
+    def _notice_offline(self, device_id: str, window: Window):
+        fleet, world = self.world.sensor_of[device_id], self.world
+        last = self._last_sample(device_id) or world.now()
+        timeout = self.view(device_id).effective_offline_timeout_secs
+        yield world.env.timeout(max(0.0, last + timeout - world.now()) + 1e-3)
+        if fleet.link_down(device_id) == window and self.find_doc(device_id) is not None:
+            world.emit(EventKind.DEVICE_OFFLINE, device_id, reason="heartbeat timeout", timestamp=world.now())
+
+    def _reconnect(self, device_id: str) -> None:
+        fleet = self.world.sensor_of[device_id]
+        window = fleet.link_down(device_id)
+        if window is None:
+            return
+        noticed = self.find_doc(device_id) is not None and self.view(device_id).status == "offline"
+        fleet.close_window(window, self.world.env.now)
+        if noticed:
+            self.world.env.process(self._reports_again(device_id))
 
     def _reports_again(self, device_id: str):
         fleet = self.world.sensor_of[device_id]
