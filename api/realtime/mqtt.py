@@ -195,8 +195,13 @@ class EmbeddedBroker:
             self._watch.log.broker_up()
 
     async def stop(self) -> None:
+        """Stop listening first, then end every session: a client that reconnects at once finds
+        the port closed instead of a broker that is still shutting down."""
         if self._watch.log is not None:
             self._watch.log.broker_down()
+        for server in self._broker._servers.values():
+            if server.instance is not None:
+                server.instance.close()
         await self._broker.shutdown()
 
 
