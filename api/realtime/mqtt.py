@@ -144,11 +144,21 @@ class _Broker(Broker):
         super().__init__(config)
         self._watch = watch
 
-    async def _handle_disconnect(self, client_session: Any, handler: Any, disconnect_waiter: Any) -> None:
+    async def _handle_disconnect(self, client_session: Any, *args: Any) -> None:
+        """``(client_session, handler, disconnect_waiter)``: the waiter holds the ``DISCONNECT``
+        packet when the client sent one, ``None`` when its connection just ended."""
+        waiter = args[-1] if args else None
         log = self._watch.log
-        if log is not None and isinstance(disconnect_waiter.result(), DisconnectPacket):
+        if (
+            log is not None
+            and isinstance(waiter, asyncio.Future)
+            and waiter.done()
+            and not waiter.cancelled()
+            and waiter.exception() is None
+            and isinstance(waiter.result(), DisconnectPacket)
+        ):
             log.said_goodbye(client_session.client_id)
-        await super()._handle_disconnect(client_session, handler, disconnect_waiter)
+        await super()._handle_disconnect(client_session, *args)
 
 
 class EmbeddedBroker:
