@@ -36,7 +36,12 @@ class Detector:
         wx, wy, ww, wh = window_fractions(zoom, pan, tilt)
         out = []
         for box in scene.boxes(tick / TICK_HZ):
-            base = tick * 64 + box.object_id * 8
+            # the first eight objects keep their draws; more (crowds) draw from their own counters
+            base = (
+                tick * 64 + box.object_id * 8
+                if box.object_id < 8
+                else (1 << 40) + (tick * 64 + box.object_id) * 8
+            )
             u = hash_uniform(self.key, [base, base + 1, base + 2, base + 3, base + 4])
             if u[0] < self.miss_rate:
                 continue
@@ -59,7 +64,7 @@ class Detector:
                 )
             )
         f = hash_uniform(self.key, [tick * 64 + 60, tick * 64 + 61, tick * 64 + 62, tick * 64 + 63])
-        if f[0] < self.false_rate:
+        if scene.movers and f[0] < self.false_rate:  # an empty scene has no clutter to mistake
             out.append(
                 Detection(
                     "person",

@@ -68,6 +68,11 @@ class SensorGroup:
 class CameraSpec:
     count: int = 1
     profile: str = "default"
+    """The media profile every camera boots with (:data:`twin.video.config.PROFILES`)."""
+    scene: str = "street"
+    """The kind of synthetic scene every camera sees (:data:`twin.video.scene.SCENES`)."""
+    objects: int | None = None
+    """Objects in each camera's scene; ``None``: the scene kind's own count."""
 
 
 @dataclass(frozen=True, slots=True)

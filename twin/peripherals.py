@@ -22,7 +22,7 @@ from twin.camera_area import CameraArea
 from twin.motor import Motor
 from twin.rng import hash_uniform
 from twin.thermal import Thermal
-from twin.video.scene import Scene, daylight
+from twin.video.scene import daylight, scene_of
 
 if TYPE_CHECKING:
     from twin.camera import Camera
@@ -51,7 +51,7 @@ class Peripherals:
         self.env = camera.world.env
         self.id = camera.id
         self._key = self.world.streams.key(f"{camera.id}/peripherals")
-        self.scene = Scene(self.world.streams.key(f"{camera.id}/scene"))
+        self.scene = scene_of(self.world, camera.id)
         self.thermal = Thermal(self.world, camera.id)
         self.light_level = 0
         self.ir_led_level = 0

@@ -37,7 +37,7 @@ from twin.automation.delivery import run_worker
 from twin.automation.network import network_info
 from twin.clock import SimClock
 from twin.control import TwinControl
-from twin.fleet import CameraSpec, WorldConfig, default_sensor_group
+from twin.fleet import WorldConfig, default_sensor_group
 from twin.gateway import TwinGateway
 from twin.journal import RequestJournal
 from twin.scenario import load_scenario
@@ -77,7 +77,9 @@ def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
     if settings.seed is not None:
         config = dataclasses.replace(config, seed=settings.seed)
     if settings.cameras is not None:
-        config = dataclasses.replace(config, cameras=CameraSpec(settings.cameras, config.cameras.profile))
+        config = dataclasses.replace(
+            config, cameras=dataclasses.replace(config.cameras, count=settings.cameras)
+        )
     if settings.sensors is not None:
         groups = config.sensors or (default_sensor_group(settings.sensors),)
         first = dataclasses.replace(groups[0], count=settings.sensors)

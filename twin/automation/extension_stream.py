@@ -15,7 +15,7 @@ import simpy
 from hardware.ports.agents import PushFrame
 from hardware.ports.errors import Unavailable
 from twin.video.render import Renderer, View
-from twin.video.scene import Scene
+from twin.video.scene import scene_of
 
 if TYPE_CHECKING:
     from twin.automation.extensions import ExtensionRegistry
@@ -40,7 +40,7 @@ class PushSession:
         self._queue: deque[PushFrame] = deque()
         self._waiter: asyncio.Future[None] | None = None
         camera_id = min(self.world.cameras) if self.world.cameras else "ext-camera"
-        self.renderer = Renderer(Scene(self.world.streams.key(f"{camera_id}/scene")), *FRAME_SIZE, camera_id)
+        self.renderer = Renderer(scene_of(self.world, camera_id), *FRAME_SIZE, camera_id)
         self.process = self.world.env.process(self._run())
 
     def _run(self) -> Generator[Any, Any, None]:

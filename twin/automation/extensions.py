@@ -48,7 +48,7 @@ from twin.automation.extension_manifests import (
 )
 from twin.automation.extension_stream import FRAME_SIZE, PushSession
 from twin.rng import hash_uniform
-from twin.video.scene import Scene
+from twin.video.scene import scene_of
 
 LOG_LINES = 200
 
@@ -202,7 +202,7 @@ class ExtensionRegistry:
             return self._weather(command, args)
         if manifest["id"] == "camera-stream" and manifest.get("builtin"):
             camera_id = min(self.world.cameras) if self.world.cameras else "ext-camera"
-            boxes = Scene(self.world.streams.key(f"{camera_id}/scene")).boxes(self.world.env.now)
+            boxes = scene_of(self.world, camera_id).boxes(self.world.env.now)
             objects = [{"label": b.label, "x": round(b.x, 4), "y": round(b.y, 4)} for b in boxes]
             return {
                 "camera_id": camera_id,

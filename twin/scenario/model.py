@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from twin.fleet import (
     DEFAULT_EPOCH,
@@ -25,6 +25,8 @@ from twin.fleet import (
 from twin.scenario import actions
 from twin.scenario.expectations import NOT_YET as EXPECTATIONS_NOT_YET
 from twin.scenario.expectations import Expectation
+from twin.video.config import PROFILES
+from twin.video.scene import MAX_OBJECTS, SCENES
 
 
 class ScenarioError(ValueError):
@@ -129,7 +131,43 @@ class Sensors(_Strict):
 
 class Cameras(_Strict):
     count: int = Field(default=1, ge=0, le=254)
-    profile: str = "default"
+    profile: str = Field(
+        default="default",
+        description="the media profile every camera boots with (GET /media/profile)",
+        json_schema_extra={"enum": list(PROFILES)},
+    )
+    scene: str = Field(
+        default="street",
+        description="the synthetic scene every camera sees: street (people and vehicles), empty "
+        "(background only), parking (parked vehicles, rarely moving), crowd (many people)",
+        json_schema_extra={"enum": list(SCENES)},
+    )
+    objects: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_OBJECTS,
+        description="objects in each camera's scene (default: the scene's own count)",
+    )
+
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        if value not in PROFILES:
+            raise ValueError(f"unknown profile {value!r}; known: {', '.join(PROFILES)}")
+        return value
+
+    @field_validator("scene")
+    @classmethod
+    def _known_scene(cls, value: str) -> str:
+        if value not in SCENES:
+            raise ValueError(f"unknown scene {value!r}; known: {', '.join(SCENES)}")
+        return value
+
+    @model_validator(mode="after")
+    def _objects_fit_the_scene(self) -> Cameras:
+        if self.scene == "empty" and self.objects:
+            raise ValueError("scene 'empty' has no objects: drop 'objects' or choose another scene")
+        return self
 
 
 class Fleet(_Strict):
@@ -226,7 +264,7 @@ class Scenario(_Strict):
             seed=self.seed,
             epoch=float(int(wall_now or 0)) if self.clock.epoch == "now" else self.clock.epoch,
             sensors=groups,
-            cameras=CameraSpec(self.fleet.cameras.count, self.fleet.cameras.profile),
+            cameras=CameraSpec(**self.fleet.cameras.model_dump()),
         )
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from hardware.ports.camera_hw import AudioConfig, AudioDevice, AudioStatus
 from hardware.ports.errors import InvalidInput, NotFound, RateLimited, Unavailable
 from twin.rng import hash_uniform
-from twin.video.scene import Scene
+from twin.video.scene import Scene, scene_of
 
 if TYPE_CHECKING:
     from twin.clock import SimClock
@@ -109,7 +109,7 @@ class TwinGatewayAudio:
         self._talk: _Talk | None = None
         self._listeners: list[_Listener] = []
         self._key = self._world.streams.key(f"{self._id}/audio")
-        self._scene = Scene(self._world.streams.key(f"{self._id}/scene"))
+        self._scene = scene_of(self._world, self._id)
 
     def _now(self) -> TwinGatewayAudio:
         if self._env is not self._world.env:

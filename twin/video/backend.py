@@ -35,7 +35,7 @@ from twin.video import config as cfg
 from twin.video import stream as _stream
 from twin.video.media_config import MediaConfiguration
 from twin.video.render import Renderer, View, default_osd
-from twin.video.scene import Scene
+from twin.video.scene import Scene, scene_of
 from twin.video.stream import VideoStream, Viewer
 
 if TYPE_CHECKING:
@@ -62,17 +62,24 @@ class TwinGatewayMedia(MediaConfiguration):
         self._detector = Detector(0)
 
     # World -------------------------------------------------------------------------------------
+    @staticmethod
+    def _preset(name: str) -> cfg.MediaSettings:
+        streams = [_stream.scaled(c, _stream.RESOLUTION_SCALE) for c in cfg.PROFILES[name]]
+        return cfg.MediaSettings(streams, {s.stream_id: True for s in streams}, profile=name)
+
     def _defaults(self) -> cfg.MediaSettings:
-        streams = [_stream.scaled(c, _stream.RESOLUTION_SCALE) for c in _stream.DEFAULT_STREAMS]
-        settings = cfg.MediaSettings(streams, {s.stream_id: True for s in streams})
-        settings.profiles["default"] = settings.to_dict()
+        """The settings the camera boots with: the fleet's profile, with ``default`` beside it."""
+        boot = self._world.config.cameras.profile
+        settings = self._preset(boot)
+        settings.profiles["default"] = self._preset("default").to_dict()
+        settings.profiles[boot] = settings.to_dict()
         return settings
 
     def _current(self) -> dict[str, VideoStream]:
         if self._env is not self._world.env:
             for old in self._streams.values():
                 old.close()
-            self._scene = Scene(self._world.streams.key(f"{self._id}/scene"))
+            self._scene = scene_of(self._world, self._id)
             self._detector = Detector(self._world.streams.key(f"{self._id}/detections"))
             self._settings = self._defaults()
             self._osd_files, self._osd_pixels = {}, {}

@@ -53,6 +53,27 @@ FIELDS: dict[str, int] = {
 }
 
 
+PROFILES: dict[str, tuple[StreamConfig, ...]] = {
+    "default": (
+        StreamConfig("main", "h264", 1920, 1080, 30, 4_000_000, 30),
+        StreamConfig("sub", "h264", 1280, 720, 30, 2_000_000, 60),
+        StreamConfig("third", "h264", 640, 384, 15, 512_000, 30),
+    ),
+    "low_bandwidth": (
+        StreamConfig("main", "h264", 1280, 720, 15, 1_000_000, 30),
+        StreamConfig("sub", "h264", 640, 384, 10, 256_000, 20),
+    ),
+    "high_framerate": (
+        StreamConfig("main", "h264", 1920, 1080, 60, 8_000_000, 60),
+        StreamConfig("sub", "h264", 1280, 720, 60, 4_000_000, 120),
+        StreamConfig("third", "h264", 640, 384, 30, 1_000_000, 60),
+    ),
+    "single_stream": (StreamConfig("main", "h264", 1920, 1080, 30, 4_000_000, 30),),
+}
+"""The media profiles a camera can boot with (``fleet.cameras.profile``): its encoders. The camera
+keeps ``default`` and the profile it booted with in its profile list (``GET media/profiles``)."""
+
+
 @dataclasses.dataclass
 class MediaSettings:
     streams: list[StreamConfig]
