@@ -5,7 +5,8 @@ Per server: latency with jitter (per path prefix), a 5xx burst (a status for the
 until cleared), packet loss (a fraction of connections reset), resets of the next N requests, a hang
 (requests get no answer until the hang is lifted, then their connection closes), truncated bodies
 (the next N responses stop halfway, then the connection closes), a bandwidth cap on response
-bodies, and dropping every open WebSocket (closed by the server with 1012). A reset sends the
+bodies, and dropping every open stream (a WebSocket is closed by the server with 1012, an SSE
+response is cut where it is and its body ended). A reset sends the
 status line and closes the connection before the body, which a client sees as a peer that closed
 without a complete message. Random draws (jitter, loss) come from a counter-based generator seeded
 per server, so the same run draws the same numbers.
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 FAULT_KEY = "twin.fault"
+ENDED_KEY = "twin.ended_at"
+"""Set on a stream's scope when the fault layer ends it: the world time the drop was decided."""
 HANG_POLL_S = 1.0
 _MASK = (1 << 64) - 1
 
@@ -81,8 +84,9 @@ class FaultSet:
     """Response body bytes per world second."""
     seed: int = 0
     draws: int = 0
-    streams: dict[int, Send] = field(default_factory=dict)
-    """Open WebSockets (their ``send``), so that :meth:`drop_streams` can close them."""
+    streams: dict[int, tuple[Scope, Callable[[int], Awaitable[None]]]] = field(default_factory=dict)
+    """Open WebSockets and event streams: each one's scope and the coroutine function that drops
+    it (given the WebSocket close code)."""
     _stream_ids: int = 0
     _closing: set = field(default_factory=set)
 
@@ -144,16 +148,25 @@ class FaultSet:
             return True
         return self.loss > 0 and self._draw() < self.loss
 
-    def drop_streams(self, code: int = 1012) -> int:
-        """Close every open WebSocket from the server side (1012: service restart); the number
-        closed. The close is sent on the event loop; the apps then see the client go away."""
-        sends = list(self.streams.values())
+    def drop_streams(self, code: int = 1012, at: float | None = None) -> int:
+        """Close every open stream from the server side (WebSockets with ``code``, 1012: service
+        restart); the number closed. It happens on the event loop; the apps then see the client
+        go away. ``at`` (world time) is when the journal says each stream ended."""
+        drops = list(self.streams.values())
         self.streams.clear()
-        for send in sends:
-            task = asyncio.ensure_future(_close(send, code))
+        for scope, drop in drops:
+            scope[FAULT_KEY] = "dropped"
+            if at is not None:
+                scope[ENDED_KEY] = at
+            task = asyncio.ensure_future(drop(code))
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
-        return len(sends)
+        return len(drops)
+
+    def _register(self, scope: Scope, drop: Callable[[int], Awaitable[None]]) -> int:
+        self._stream_ids += 1
+        self.streams[self._stream_ids] = (scope, drop)
+        return self._stream_ids
 
     def describe(self) -> dict:
         return {
@@ -183,9 +196,8 @@ class FaultSet:
         self.bandwidth = None
 
 
-async def _close(send: Send, code: int) -> None:
-    with contextlib.suppress(Exception):  # already closed by either side
-        await send({"type": "websocket.close", "code": code, "reason": "dropped by the fault layer"})
+def _is_event_stream(message: Message) -> bool:
+    return any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"])
 
 
 _ERROR_TEXT = {500: b"Internal Server Error", 502: b"Bad Gateway", 503: b"Service Unavailable"}
@@ -202,8 +214,11 @@ class FaultMiddleware:
         if scope["type"] == "websocket":
             await self._websocket(scope, receive, send)
             return
-        if scope["type"] != "http" or not faults.active:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if not faults.active:
+            await self._plain(scope, receive, send)
             return
         path = scope["path"]
         delay = faults.delay_for(path)
@@ -231,9 +246,14 @@ class FaultMiddleware:
             await self.app(scope, receive, self._truncated(send))
             return
         if faults.bandwidth:
-            await self.app(scope, receive, self._throttled(send, faults.bandwidth))
-            return
-        await self.app(scope, receive, send)
+            send = self._throttled(send, faults.bandwidth)
+        await self._plain(scope, receive, send)
+
+    async def _plain(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "GET":
+            await self._get(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
         """WebSockets: injected latency before the handshake, and registration so that a drop
@@ -242,18 +262,49 @@ class FaultMiddleware:
         delay = faults.delay_for(scope["path"]) if faults.latency else 0.0
         if delay > 0:
             await self.sleep(delay)
-        faults._stream_ids += 1
-        key = faults._stream_ids
 
-        async def closer(message: Message) -> None:
-            scope[FAULT_KEY] = "dropped"
-            await send(message)
+        async def drop(code: int) -> None:
+            with contextlib.suppress(Exception):  # already closed by either side
+                await send({"type": "websocket.close", "code": code, "reason": "dropped by the fault layer"})
 
-        faults.streams[key] = closer
+        key = faults._register(scope, drop)
         try:
             await self.app(scope, receive, send)
         finally:
             faults.streams.pop(key, None)
+
+    async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A GET whose answer turns out to be an event stream is registered so that a drop ends
+        it: the request's task is cancelled where it waits, and the body is ended cleanly (the
+        client reads the end of the stream, as when a proxy in front restarts)."""
+        faults = self.faults
+        key: int | None = None
+        task = asyncio.current_task()
+        dropped = False
+
+        async def drop(_code: int) -> None:
+            nonlocal dropped
+            dropped = True
+            if task is not None:
+                task.cancel()
+
+        async def watching(message: Message) -> None:
+            nonlocal key
+            if key is None and message["type"] == "http.response.start" and _is_event_stream(message):
+                key = faults._register(scope, drop)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watching)
+        except asyncio.CancelledError:
+            if not dropped or task is None:
+                raise
+            task.uncancel()
+            with contextlib.suppress(Exception):  # the client may have gone too
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            if key is not None:
+                faults.streams.pop(key, None)
 
     def _throttled(self, send: Send, rate: float) -> Send:
         async def throttled(message: Message) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.automation.metrics import route_template
-from api.faults import FAULT_KEY
+from api.faults import ENDED_KEY, FAULT_KEY
 
 CURSOR_KEY = b'"next_cursor":'
 _TAIL = 512
@@ -47,6 +47,7 @@ class Journal(Protocol):
         fault: str | None = None,
         state: str | None = None,
         stream: bool = False,
+        end: float | None = None,
     ) -> None: ...
 
 
@@ -155,6 +156,7 @@ class JournalMiddleware:
                 scope.get(FAULT_KEY),
                 state_in(head) if polled else None,
                 stream,
+                scope.get(ENDED_KEY),
             )
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -190,4 +192,5 @@ class JournalMiddleware:
                 None,
                 NO_CURSOR,
                 scope.get(FAULT_KEY),
+                end=scope.get(ENDED_KEY),
             )

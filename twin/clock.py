@@ -47,6 +47,7 @@ class SimClock:
         self._wall = wall
         self._anchor()
         self._waiters: set[asyncio.Future[None]] = set()
+        self._driving: set[asyncio.Future[None]] = set()
         self.errors = 0
 
     # Reading -------------------------------------------------------------------------------
@@ -57,14 +58,18 @@ class SimClock:
         return ClockState(self.mode, self.speed, self.paused, self.world.env.now, self.world.epoch)
 
     # Waiting (for handlers) ----------------------------------------------------------------
-    async def sleep(self, seconds: float) -> None:
+    async def sleep(self, seconds: float, *, background: bool = False) -> None:
         """Wait ``seconds`` of world time. Many waiters cost one SimPy timeout each, nothing more."""
         if seconds <= 0:
             return
-        await self.wait(self.world.env.timeout(seconds))
+        await self.wait(self.world.env.timeout(seconds), background=background)
 
-    async def wait(self, event: simpy.Event) -> object:
-        """Wait until a SimPy event of the current world fires; returns its value."""
+    async def wait(self, event: simpy.Event, *, background: bool = False) -> object:
+        """Wait until a SimPy event of the current world fires; returns its value.
+
+        A ``background`` wait (a stream's keep-alive, heartbeat or pacing, a session watchdog) is
+        not counted in :attr:`waiting`: only a request that cannot be answered until time passes
+        makes a step-mode runner move time."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future = loop.create_future()
 
@@ -82,10 +87,13 @@ class SimClock:
         else:
             event.callbacks.append(_done)
         self._waiters.add(fut)
+        if not background:
+            self._driving.add(fut)
         try:
             return await fut
         finally:
             self._waiters.discard(fut)
+            self._driving.discard(fut)
 
     def release_waiters(self, reason: str) -> None:
         """Fail every pending wait: their world is gone (reset or restore)."""
@@ -93,6 +101,12 @@ class SimClock:
             if not fut.done():
                 fut.set_exception(Unavailable(reason))
         self._waiters.clear()
+        self._driving.clear()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a request is waiting on the world clock (background waits not counted)."""
+        return bool(self._driving)
 
     # Control -------------------------------------------------------------------------------
     def pause(self) -> None:

@@ -351,7 +351,7 @@ class TwinGatewayMonitor(_Area):
         period = 1.0 / rate
         next_beat = self._world.env.now + HEARTBEAT_S
         while True:
-            await self._clock.sleep(period)
+            await self._clock.sleep(period, background=True)
             pitch, roll = self.camera.monitor.attitude()
             yield "orientation", {"pitch": pitch, "roll": roll}
             if self._world.env.now >= next_beat:

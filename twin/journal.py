@@ -89,7 +89,9 @@ class RequestJournal:
         fault: str | None = None,
         state: str | None = None,
         stream: bool = False,
+        end: float | None = None,
     ) -> None:
+        """``end``: when the exchange ended, if not now (a stream the fault layer dropped)."""
         rows = self._rows
         if len(rows) == rows.maxlen:
             self.dropped += 1
@@ -97,7 +99,7 @@ class RequestJournal:
             (
                 next(self._seq),
                 at,
-                self.world.env.now,
+                self.world.env.now if end is None else end,
                 server,
                 method,
                 route,

@@ -14,5 +14,6 @@ class Clock(Protocol):
 
     def state(self) -> ClockState: ...
 
-    async def sleep(self, seconds: float) -> None:
-        """Return after ``seconds`` of world time have passed (in step mode: when time is advanced)."""
+    async def sleep(self, seconds: float, *, background: bool = False) -> None:
+        """Return after ``seconds`` of world time have passed (in step mode: when time is advanced).
+        ``background``: a stream's keep-alive or pacing, which must not make a step runner move time."""

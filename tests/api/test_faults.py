@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from api.faults import FaultSet, InjectedReset
+from tests.conftest import admin_token
 from twin.serve import Twin
 
 
@@ -205,3 +206,31 @@ async def test_drop_streams_closes_open_websockets_with_1012(tmp_path) -> None:
         await stop(running)
     (entry,) = [e for e in live.journal.entries if e.method == "WS"]
     assert (entry.status, entry.fault) == (101, "dropped")
+
+
+async def test_drop_streams_ends_an_open_sse_stream_cleanly(tmp_path) -> None:
+    from tests.sockets import socket_settings, until
+    from twin.serve import build, start, stop
+
+    live = build(socket_settings())
+    running = await start(live, tmp_path)
+    try:
+        base = running.url("automation")
+        async with httpx.AsyncClient(base_url=base, timeout=10) as client:
+            token = await admin_token(client)
+            live.clock.advance(12)
+            async with client.stream("GET", "/api/events/stream", params={"token": token}) as resp:
+                assert resp.status_code == 200
+                await until(lambda: len(live.faults["automation"].streams) == 1)
+                live.control.run_action("drop_streams", {"server": "automation"})
+                body = await asyncio.wait_for(resp.aread(), timeout=10)  # the body ends: no reset
+            assert isinstance(body, bytes)
+            live.clock.advance(5)
+            again = await client.get("/api/health")
+            assert again.status_code == 200  # the server carries on
+        await until(lambda: any(e.stream for e in live.journal.entries))
+        assert live.faults["automation"].streams == {}
+    finally:
+        await stop(running)
+    (entry,) = [e for e in live.journal.entries if e.stream]
+    assert (entry.status, entry.fault, entry.at, entry.end) == (200, "dropped", 12.0, 12.0)

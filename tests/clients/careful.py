@@ -6,7 +6,8 @@ that answers 404 (after one last read with ``history=true``), logs in again on 4
 
 Other modes: ``--ota`` (a firmware install polled to its end), ``--os-upgrade`` (an A/B OS upgrade
 driven through its reboot and polled to its end), ``--stream`` (the device's event WebSocket)
-and ``--mqtt`` (a device-side MQTT session); the stream modes reopen what the server dropped.
+``--sse`` (the automation event stream) and ``--mqtt`` (a device-side MQTT session); the stream
+modes reopen what the server dropped.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PAGE, WATCHED, WINDOW_S, Answer, Env, Gateway, Mqtt, page_of, rounds
+from common import PAGE, WATCHED, WINDOW_S, Answer, Env, EventStream, Gateway, Mqtt, page_of, rounds
 
 POLL_S = 10
 OS_TERMINAL = ("success", "rollback", "failed", "cancelled")
@@ -107,6 +108,19 @@ class Careful:
         session.close()
         return 0
 
+    def sse(self) -> int:
+        """Keep the automation event stream (SSE) open: when the server ends it, open it again,
+        logging in again if it is refused."""
+        self.env.login()
+        stream = EventStream(self.env)
+        for _ in range(STREAM_ROUNDS):
+            self.env.pause(5)
+            if not stream.alive:
+                stream = EventStream(self.env)
+                if stream.status == 401 and self.env.login():
+                    stream = EventStream(self.env)
+        return 0
+
     def follow(self) -> int:
         """Keep the device's event stream open: when it drops, open it again at once (and every
         few seconds until the device takes it), logging in again if the session is gone."""
@@ -143,5 +157,6 @@ if __name__ == "__main__":
         "--os-upgrade": client.os_upgrade,
         "--stream": client.follow,
         "--mqtt": client.mqtt,
+        "--sse": client.sse,
     }
     sys.exit(next((modes[a] for a in sys.argv[1:] if a in modes), client.run)())

@@ -1,12 +1,13 @@
 """What both reference clients share: the servers' addresses from the scenario runner's environment,
 a pause on the world clock, and one HTTP call that never raises for a transport failure; the
-camera's firmware and OS-upgrade calls, and an MQTT connection."""
+camera's firmware and OS-upgrade calls, the automation event stream (SSE) and an MQTT connection."""
 
 from __future__ import annotations
 
 import io
 import os
 import tarfile
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -185,6 +186,38 @@ class Gateway:
     def os_state(self) -> tuple[int, str | None]:
         answer = self.call("GET", "/api/v1/system/os-upgrade/status")
         return answer.status, answer.body.get("data", {}).get("status")
+
+
+class EventStream:
+    """The automation server's SSE event stream, read on a thread; :attr:`alive` until the server
+    ends it (or refuses it: :attr:`status`)."""
+
+    def __init__(self, env: Env) -> None:
+        self.status = 0
+        self.events = 0
+        self._open = threading.Event()
+        self._ended = threading.Event()
+        url = f"{env.api}/events/stream"
+        threading.Thread(target=self._read, args=(url, env.token), daemon=True).start()
+        self._open.wait(10)
+
+    def _read(self, url: str, token: str | None) -> None:
+        try:
+            with httpx.Client(timeout=None) as http, http.stream("GET", url, params={"token": token}) as resp:
+                self.status = resp.status_code
+                self._open.set()
+                if resp.status_code == 200:
+                    for line in resp.iter_lines():
+                        self.events += line.startswith("data:")
+        except httpx.HTTPError:
+            pass
+        finally:
+            self._open.set()
+            self._ended.set()
+
+    @property
+    def alive(self) -> bool:
+        return self.status == 200 and not self._ended.is_set()
 
 
 class Mqtt:

@@ -4,7 +4,7 @@ Retries a 429 after one second whatever ``Retry-After`` says, pages until a page
 (so it asks past a null cursor), keeps polling a device after it answered 404 and never logs in
 again after a 401. It paces itself on the world clock like the careful one. In its other modes
 it looks at an OS upgrade a few times and assumes it worked (``--os-upgrade``), and carries on
-without a stream the server dropped (``--stream``, ``--mqtt``).
+without a stream the server dropped (``--stream``, ``--sse``, ``--mqtt``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PAGE, WATCHED, WINDOW_S, Answer, Env, Gateway, Mqtt, page_of, rounds
+from common import PAGE, WATCHED, WINDOW_S, Answer, Env, EventStream, Gateway, Mqtt, page_of, rounds
 
 POLL_S = 10
 STREAM_ROUNDS = 30  # five-second checks of the event stream: 150 s
@@ -76,6 +76,14 @@ class Naive:
         session.close()
         return 0
 
+    def sse(self) -> int:
+        """Open the automation event stream once; when the server ends it, carry on without it."""
+        self.env.login()
+        EventStream(self.env)
+        for _ in range(STREAM_ROUNDS):
+            self.env.pause(5)
+        return 0
+
     def follow(self) -> int:
         """Open the device's event stream once; when it drops, carry on without it."""
         gateway = Gateway(self.env)
@@ -107,5 +115,6 @@ if __name__ == "__main__":
         "--os-upgrade": client.os_upgrade,
         "--stream": client.follow,
         "--mqtt": client.mqtt,
+        "--sse": client.sse,
     }
     sys.exit(next((modes[a] for a in sys.argv[1:] if a in modes), client.run)())

@@ -54,6 +54,7 @@ def test_rate_limit_storm_cli_fails_the_naive_client_and_passes_the_careful_one(
         ("event_bus_down", "reconnects_stream", " --stream"),
         ("camera_reboot", "event stream back after the reboot", " --stream"),
         ("stream_drop", "reconnects_stream", " --stream"),
+        ("sse_drop", "reconnects_stream", " --sse"),
         ("os_upgrade_rollback", "polls_os_upgrade_to_terminal", " --os-upgrade"),
         ("broker_outage", "mqtt session back after the outage", " --mqtt"),
     ],

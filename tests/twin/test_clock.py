@@ -108,6 +108,24 @@ async def test_wait_returns_the_event_value(world: World) -> None:
     assert await task == "moved"
 
 
+async def test_background_waits_do_not_count_as_waiting(world: World) -> None:
+    """A stream's keep-alive must not make a step-mode runner move time; a request's wait does."""
+    clock = SimClock(world, mode=ClockMode.STEP)
+    keepalive = asyncio.create_task(clock.sleep(30, background=True))
+    await asyncio.sleep(0)
+    assert not clock.waiting
+    request = asyncio.create_task(clock.sleep(5))
+    await asyncio.sleep(0)
+    assert clock.waiting
+    clock.advance(5)
+    await request
+    assert not clock.waiting and not keepalive.done()
+    world.reset()
+    clock.rebased()
+    with pytest.raises(Unavailable):
+        await keepalive  # a reset fails background waits too
+
+
 async def test_reset_fails_pending_waiters(world: World) -> None:
     clock = SimClock(world, mode=ClockMode.STEP)
     task = asyncio.create_task(clock.sleep(5))

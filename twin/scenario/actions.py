@@ -164,7 +164,7 @@ def _truncate(c: TwinControl, p: ResetParams) -> None:
 
 
 def _drop_streams(c: TwinControl, p: ServerParams) -> None:
-    c.fault_set(p.server).drop_streams()
+    c.fault_set(p.server).drop_streams(at=c.world.env.now)
 
 
 def _hang(c: TwinControl, p: ServerParams) -> Undo:
@@ -346,7 +346,7 @@ ACTIONS: dict[str, Action] = {
         Action("network_loss", LossParams, _loss, "reset a fraction of connections"),
         Action("network_reset", ResetParams, _reset, "reset the next N connections"),
         Action("truncated_body", ResetParams, _truncate, "the next N responses stop halfway"),
-        Action("drop_streams", ServerParams, _drop_streams, "close every open WebSocket (1012)"),
+        Action("drop_streams", ServerParams, _drop_streams, "end every open WebSocket (1012) and SSE stream"),
         Action("network_hang", ServerParams, _hang, "requests get no answer until undone, then close"),
         Action("bandwidth", BandwidthParams, _bandwidth, "cap response bytes per world second"),
         Action("device_delete", DeviceParams, _device_delete, "delete a device (history stays archived)"),
@@ -381,13 +381,11 @@ ACTIONS: dict[str, Action] = {
     )
 }
 
+
 @functools.cache
 def describe() -> list[dict[str, Any]]:
     """Every action with its parameters' JSON Schema; built once (the schemas are costly and fixed)."""
-    return [
-        {"name": a.name, "doc": a.doc, "params": a.params.model_json_schema()}
-        for a in ACTIONS.values()
-    ]
+    return [{"name": a.name, "doc": a.doc, "params": a.params.model_json_schema()} for a in ACTIONS.values()]
 
 
 def check(name: str) -> Action:

@@ -278,7 +278,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
                     clock.run_to(min(stop_at, world.env.now + slice_s))
                     await asyncio.sleep(0)
                 elif step_mode:
-                    if getattr(clock, "_waiters", None) and world.env.peek() <= stop_at:
+                    if clock.waiting and world.env.peek() <= stop_at:
                         clock.run_to(world.env.peek())
                     await asyncio.sleep(POLL_WALL_S)
                 else:

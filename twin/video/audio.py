@@ -58,7 +58,7 @@ class _Listener:
         rate = audio.config.sample_rate
         count = round(CHUNK_S * rate)
         due = (self.sample + count) / rate
-        await audio._clock.sleep(due - audio._world.env.now)
+        await audio._clock.sleep(due - audio._world.env.now, background=True)
         if self.closed or not audio.capture_running:
             raise Unavailable("capture stopped")
         c = audio.config

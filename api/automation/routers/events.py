@@ -110,7 +110,7 @@ async def _sse(
     accepted = events.accepted()
     losses = _Losses(sub, "sse")
     last_sent = clock.now()
-    keepalive = asyncio.ensure_future(clock.sleep(KEEPALIVE_S))
+    keepalive = asyncio.ensure_future(clock.sleep(KEEPALIVE_S, background=True))
     ready: asyncio.Future | None = None
     try:
         while True:
@@ -127,7 +127,7 @@ async def _sse(
                     last_sent = clock.now()
                     yield b":keepalive\n\n"
                     idle = 0.0
-                keepalive = asyncio.ensure_future(clock.sleep(max(KEEPALIVE_S - idle, 1.0)))
+                keepalive = asyncio.ensure_future(clock.sleep(max(KEEPALIVE_S - idle, 1.0), background=True))
             if not items:
                 continue
             losses.check()
@@ -305,7 +305,7 @@ class _WsSession:
             await self.send(json.dumps({"type": "ping", "timestamp": int(beat)}))
             beat += HEARTBEAT_S
             try:
-                await self.clock.sleep(beat - self.clock.now())
+                await self.clock.sleep(beat - self.clock.now(), background=True)
             except DomainError:  # the world was reset or restored under us: beat on from its time
                 beat = self.last_pong = self.clock.now()
 

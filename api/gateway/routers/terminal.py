@@ -154,7 +154,7 @@ async def terminal(websocket: WebSocket) -> None:
         """The device going down ends the session, typing or not."""
         with contextlib.suppress(DomainError):
             while not session.closed:
-                await backend.clock.sleep(1.0)
+                await backend.clock.sleep(1.0, background=True)
 
     await until_first_ends(websocket, reader(), shell(), watchdog())
 
@@ -186,7 +186,7 @@ async def _login(
         return False
 
     login = asyncio.create_task(attempts())
-    timeout = asyncio.create_task(clock.sleep(LOGIN_TIMEOUT_S))
+    timeout = asyncio.create_task(clock.sleep(LOGIN_TIMEOUT_S, background=True))
     try:
         await asyncio.wait([login, timeout], return_when=asyncio.FIRST_COMPLETED)
     finally:
