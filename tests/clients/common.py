@@ -217,7 +217,9 @@ class EventStream:
 
     @property
     def alive(self) -> bool:
-        return self.status == 200 and not self._ended.is_set()
+        """Whether the stream is still open. The end of a stream the server closed is in the
+        socket by the time a pause returns; the short wait lets the reader thread take it in."""
+        return self.status == 200 and not self._ended.wait(0.05)
 
 
 class Mqtt:
