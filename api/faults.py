@@ -196,8 +196,21 @@ class FaultSet:
         self.bandwidth = None
 
 
+def _canceller(task: asyncio.Task | None) -> Callable[[int], Awaitable[None]]:
+    async def cancel(_code: int) -> None:
+        if task is not None:
+            task.cancel()
+
+    return cancel
+
+
 def _is_event_stream(message: Message) -> bool:
-    return any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"])
+    if message["type"] != "http.response.start" or message["status"] != 200:
+        return False
+    for name, value in message.get("headers", ()):
+        if value.startswith(b"text/event-stream") and name.lower() == b"content-type":
+            return True
+    return False
 
 
 _ERROR_TEXT = {500: b"Internal Server Error", 502: b"Bad Gateway", 503: b"Service Unavailable"}
@@ -278,33 +291,25 @@ class FaultMiddleware:
         it: the request's task is cancelled where it waits, and the body is ended cleanly (the
         client reads the end of the stream, as when a proxy in front restarts)."""
         faults = self.faults
-        key: int | None = None
-        task = asyncio.current_task()
-        dropped = False
-
-        async def drop(_code: int) -> None:
-            nonlocal dropped
-            dropped = True
-            if task is not None:
-                task.cancel()
+        task = asyncio.current_task()  # the request's (the response may stream from another)
+        keys: list[int] = []
 
         async def watching(message: Message) -> None:
-            nonlocal key
-            if key is None and message["type"] == "http.response.start" and _is_event_stream(message):
-                key = faults._register(scope, drop)
+            if not keys and _is_event_stream(message):
+                keys.append(faults._register(scope, _canceller(task)))
             await send(message)
 
         try:
             await self.app(scope, receive, watching)
         except asyncio.CancelledError:
-            if not dropped or task is None:
+            if not keys or scope.get(FAULT_KEY) != "dropped" or task is None:
                 raise
             task.uncancel()
             with contextlib.suppress(Exception):  # the client may have gone too
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            if key is not None:
-                faults.streams.pop(key, None)
+            if keys:
+                faults.streams.pop(keys[0], None)
 
     def _throttled(self, send: Send, rate: float) -> Send:
         async def throttled(message: Message) -> None:

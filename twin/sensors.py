@@ -188,7 +188,7 @@ class SensorFleet:
 
     def _shifted(self, metric: str, value: float, delta: float) -> float:
         decimals = next(m.signal.decimals for m in self.group.metrics if m.name == metric)
-        return round(value + delta, decimals)
+        return float(np.round(value + delta, decimals))  # as history rounds it (twin.automation.series)
 
     def _shape(self, t: float, row: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
         """The tick at ``t`` as the devices report it: gaps masked out, spikes added."""
