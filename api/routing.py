@@ -204,21 +204,34 @@ def area_of(path: str, depth: int) -> str:
 
 class AreaRoutes(BaseRoute):
     """The routes of one area, in their original order. A route without a wildcard only matches
-    paths with as many slashes as its template, so a request is only tested against those and
-    the wildcard routes: one router per slash count, each keeping the original order."""
+    paths with as many slashes as its template, and a literal route only its own path, so a
+    request is tested against the literal routes of its exact path (one dict lookup), then the
+    parameter and wildcard routes of its slash count: one router per case, each keeping the
+    original order."""
 
     def __init__(self, prefix: str, routes: Sequence[BaseRoute]) -> None:
         self.prefix = prefix
         self.routes = list(routes)
-        fixed = [r for r in self.routes if ":path}" not in getattr(r, "path", "")]
-        wild = [r for r in self.routes if r not in fixed]
-        self._by_slashes = {
-            n: Router(
-                routes=[r for r in self.routes if r in wild or _slashes(r) == n], redirect_slashes=False
-            )
-            for n in {_slashes(r) for r in fixed}
+
+        paths = [getattr(r, "path", "") for r in self.routes]
+        wild = [":path}" in p for p in paths]
+        literal = ["{" not in p for p in paths]
+
+        def router(keep: Callable[[int], bool]) -> Router:
+            kept = [r for i, r in enumerate(self.routes) if wild[i] or keep(i)]
+            return Router(routes=kept, redirect_slashes=False)
+
+        def param(i: int, slashes: int) -> bool:
+            return not literal[i] and paths[i].count("/") == slashes
+
+        counts = {p.count("/") for i, p in enumerate(paths) if not wild[i]}
+        self._by_slashes = {n: router(lambda i, n=n: param(i, n)) for n in counts}
+        self._exact = {
+            p: router(lambda i, p=p: paths[i] == p or param(i, p.count("/")))
+            for k, p in enumerate(paths)
+            if literal[k]
         }
-        self._other = Router(routes=wild, redirect_slashes=False)
+        self._other = router(lambda i: False)
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         path = scope.get("path", "")
@@ -227,7 +240,8 @@ class AreaRoutes(BaseRoute):
         return Match.NONE, {}
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        router = self._by_slashes.get(scope.get("path", "").count("/"), self._other)
+        path = scope.get("path", "")
+        router = self._exact.get(path) or self._by_slashes.get(path.count("/"), self._other)
         await router.app(scope, receive, send)
 
     def url_path_for(self, name: str, /, **path_params: str):  # pragma: no cover - names are not used
