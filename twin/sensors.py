@@ -53,6 +53,8 @@ class Samples:
     fleet: SensorFleet
     columns: dict[str, np.ndarray]
     live: np.ndarray | None = None
+    count: int = 0
+    """How many devices reported."""
 
     @property
     def index(self) -> dict[str, int]:
@@ -228,5 +230,6 @@ class SensorFleet:
                     row, live = self._shape(t, row)
                 self.last_sample_at = t
                 self._last_row = row
-                self.samples_taken += devices if live is None else int(live.sum())
-                self.world.emit_samples(Samples(t, self, row, live))
+                count = devices if live is None else int(live.sum())
+                self.samples_taken += count
+                self.world.emit_samples(Samples(t, self, row, live, count))

@@ -70,6 +70,9 @@ class World:
         self.store = store if store is not None else Store()
         self.keys = keys if keys is not None else KeyRing()
         self.trace: list[str] | None = [] if record_trace else None
+        self.events_emitted = 0
+        """World events since the world was built: each sensor sample counts, whether or not
+        anyone asked for it as a single event."""
         self.observers: list[Callable[[Event], None]] = []
         """Called synchronously with every emitted event (the rules engine, data push, a scenario
         run), except the simulated sensors' ticks, which go to ``sample_observers`` as blocks."""
@@ -113,6 +116,7 @@ class World:
 
     # Events --------------------------------------------------------------------------------
     def emit(self, kind: EventKind, source: str, **data: Any) -> Event:
+        self.events_emitted += 1
         event = Event(kind, self.env.now, source, data)
         if self.trace is not None:
             self.trace.append(event.trace_line())
@@ -124,6 +128,7 @@ class World:
     def emit_samples(self, samples: Samples) -> None:
         """A sensor group's tick. Single ``DEVICE_TELEMETRY`` events are made only when someone
         wants them (a bus subscriber or the trace); block observers see the tick after them."""
+        self.events_emitted += samples.count
         trace = self.trace
         if trace is not None or self.bus.wants(EventKind.DEVICE_TELEMETRY):
             now, device_type = self.env.now, samples.fleet.group.device_type

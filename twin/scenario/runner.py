@@ -320,7 +320,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         client_output=log_text,
         fault_windows=windows,
         watched=_watched(scenario, world, record.end),
-        events_published=world.bus.published,
+        events_published=world.events_emitted,
     )
 
 
@@ -369,7 +369,7 @@ def _progress(twin, stop_at: float, control) -> dict[str, Any]:
     return {
         "sim": twin.world.env.now,
         "stop": stop_at,
-        "events": twin.world.bus.published,
+        "events": twin.world.events_emitted,
         "requests": len(twin.journal),
         "faults": len(control.active_actions()),
     }
