@@ -186,3 +186,29 @@ async def test_a_short_outage_is_never_noticed(twin: Twin, control: httpx.AsyncC
     mine = [(e.kind, e.at) for e in drain(sub) if e.source == SENSOR]
     assert all(kind is EventKind.DEVICE_TELEMETRY for kind, _ in mine)
     assert [at for _, at in mine][:2] == [40.0, 50.0]
+
+
+async def test_a_deleted_sensor_cannot_go_offline(twin: Twin, control: httpx.AsyncClient) -> None:
+    assert (
+        await control.post("/actions/device_delete", json={"params": {"device": SENSOR}})
+    ).status_code == 200
+    resp = await control.post("/actions/device_offline", json={"params": {"device": SENSOR}})
+    assert resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"
+
+
+async def test_back_online_on_a_tick_already_taken_reports_with_the_next_one(
+    twin: Twin, control: httpx.AsyncClient
+) -> None:
+    sub = twin.world.bus.subscribe(KINDS, maxlen=100_000)
+    twin.clock.advance(5)
+    await control.post("/actions/device_offline", json={"params": {"device": SENSOR}})
+    twin.clock.advance(405)  # noticed offline at 300 after its last report at 0; t=410 is taken
+    assert twin.world.sensors["env_sensor"].last_sample_at == 410.0
+    await control.post("/actions/device_online", json={"params": {"device": SENSOR}})
+    twin.clock.advance(15)
+    mine = [(e.kind, e.at) for e in drain(sub) if e.source == SENSOR and e.at > 0]
+    assert mine == [
+        (EventKind.DEVICE_OFFLINE, 300.001),
+        (EventKind.DEVICE_TELEMETRY, 420.0),
+        (EventKind.DEVICE_ONLINE, 420.0),
+    ]

@@ -380,6 +380,7 @@ class DeviceRegistry:
         timeout has passed since its last report the device reads ``offline`` and
         ``DEVICE_OFFLINE`` is emitted; its first report afterwards emits ``DEVICE_ONLINE``."""
         fleet = self._sensor(device_id)
+        self.doc(device_id)  # NotFound once deleted
         if fleet.link_down(device_id) is not None:
             raise InvalidInput(f"{device_id} is offline already", field="device")
         window = fleet.open_window(device_id, self.world.env.now, None)
@@ -396,7 +397,9 @@ class DeviceRegistry:
         last = self._last_sample(device_id) or world.now()
         timeout = self.view(device_id).effective_offline_timeout_secs
         yield world.env.timeout(max(0.0, last + timeout - world.now()) + 1e-3)
-        if fleet.link_down(device_id) == window and self.find_doc(device_id) is not None:
+        if fleet.link_down(device_id) != window or self.find_doc(device_id) is None:
+            return  # back already, or deleted
+        if self.view(device_id).status == "offline":  # a device never seen stays "disconnected"
             world.emit(EventKind.DEVICE_OFFLINE, device_id, reason="heartbeat timeout", timestamp=world.now())
 
     def _reconnect(self, device_id: str) -> None:
@@ -410,11 +413,13 @@ class DeviceRegistry:
             self.world.env.process(self._reports_again(device_id))
 
     def _reports_again(self, device_id: str):
-        fleet = self.world.sensor_of[device_id]
+        """``DEVICE_ONLINE`` with the device's first report back (the group's next tick)."""
+        fleet, env = self.world.sensor_of[device_id], self.world.env
         period = fleet.group.period
-        yield self.world.env.timeout(
-            math.ceil(self.world.env.now / period - 1e-9) * period - self.world.env.now
-        )
+        due = math.ceil(env.now / period - 1e-9) * period
+        if fleet.last_sample_at is not None and due <= fleet.last_sample_at:
+            due = fleet.last_sample_at + period
+        yield env.timeout(due - env.now)
         self.world.emit(
             EventKind.DEVICE_ONLINE,
             device_id,
