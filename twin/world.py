@@ -180,6 +180,7 @@ class World:
         for device_type, windows in snap.sensor_windows.items():
             if device_type in self.sensors:
                 self.sensors[device_type].restore_windows(windows)
+        self.devices.rearm_outages()
 
     def _rebuild(self, config: WorldConfig, initial_time: float) -> None:
         self.__init__(  # type: ignore[misc]

@@ -212,3 +212,20 @@ async def test_back_online_on_a_tick_already_taken_reports_with_the_next_one(
         (EventKind.DEVICE_TELEMETRY, 420.0),
         (EventKind.DEVICE_ONLINE, 420.0),
     ]
+
+
+async def test_an_offline_notice_still_to_come_survives_a_restore(
+    twin: Twin, control: httpx.AsyncClient
+) -> None:
+    twin.clock.advance(5)
+    await control.post("/actions/device_offline", json={"params": {"device": SENSOR}})
+    twin.clock.advance(100)
+    snap = twin.world.snapshot()
+    twin.world.restore(snap)
+    sub = twin.world.bus.subscribe(KINDS, maxlen=100_000)
+    twin.clock.advance(300)
+    offline = [e.at for e in drain(sub) if e.source == SENSOR and e.kind is EventKind.DEVICE_OFFLINE]
+    assert offline == [300.001]
+    twin.world.restore(twin.world.snapshot())  # noticed already: not noticed twice
+    twin.clock.advance(100)
+    assert not [e for e in drain(sub) if e.kind is EventKind.DEVICE_OFFLINE]

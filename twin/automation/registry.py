@@ -392,11 +392,27 @@ class DeviceRegistry:
             raise InvalidInput(f"{device_id} is not offline", field="device")
         self._reconnect(device_id)
 
+    def rearm_outages(self) -> None:
+        """After a restore: sensors whose link was down when the snapshot was taken, and whose
+        offline notice was still to come, get it again (one already given is not repeated)."""
+        for fleet in self.world.sensors.values():
+            for device_id in fleet.device_ids:
+                window = fleet.link_down(device_id)
+                if (
+                    window is not None
+                    and self.find_doc(device_id) is not None
+                    and self._notice_due(device_id) > 0
+                ):
+                    self.world.env.process(self._notice_offline(device_id, window))
+
+    def _notice_due(self, device_id: str) -> float:
+        """World seconds until the server notices the device is gone (0 or less: it has)."""
+        last = self._last_sample(device_id) or self.world.now()
+        return last + self.view(device_id).effective_offline_timeout_secs - self.world.now()
+
     def _notice_offline(self, device_id: str, window: Window):
         fleet, world = self.world.sensor_of[device_id], self.world
-        last = self._last_sample(device_id) or world.now()
-        timeout = self.view(device_id).effective_offline_timeout_secs
-        yield world.env.timeout(max(0.0, last + timeout - world.now()) + 1e-3)
+        yield world.env.timeout(max(0.0, self._notice_due(device_id)) + 1e-3)
         if fleet.link_down(device_id) != window or self.find_doc(device_id) is None:
             return  # back already, or deleted
         if self.view(device_id).status == "offline":  # a device never seen stays "disconnected"
