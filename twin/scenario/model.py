@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from twin.fleet import (
     DEFAULT_EPOCH,
@@ -149,18 +157,12 @@ class Cameras(_Strict):
         description="objects in each camera's scene (default: the scene's own count)",
     )
 
-    @field_validator("profile")
+    @field_validator("profile", "scene")
     @classmethod
-    def _known_profile(cls, value: str) -> str:
-        if value not in PROFILES:
-            raise ValueError(f"unknown profile {value!r}; known: {', '.join(PROFILES)}")
-        return value
-
-    @field_validator("scene")
-    @classmethod
-    def _known_scene(cls, value: str) -> str:
-        if value not in SCENES:
-            raise ValueError(f"unknown scene {value!r}; known: {', '.join(SCENES)}")
+    def _known(cls, value: str, info: ValidationInfo) -> str:
+        known = PROFILES if info.field_name == "profile" else SCENES
+        if value not in known:
+            raise ValueError(f"unknown {info.field_name} {value!r}; known: {', '.join(known)}")
         return value
 
     @model_validator(mode="after")
