@@ -185,6 +185,29 @@ def test_parked_vehicles_rarely_move() -> None:
     assert 0 < moved < 0.1 * minutes  # each vehicle spends most minutes in its bay
 
 
+def test_only_moving_vehicles_hum() -> None:
+    """A parked car's engine is off: the microphone hears the tone and noise only, until it drives."""
+    import numpy as np
+
+    from twin.video.audio import pcm
+
+    scene = scene_of(world_of(scene="parking", objects=1), "cam-01")
+    rate = 8000
+
+    def hum_power(t: float) -> float:
+        box = scene.boxes(t)[0]
+        samples = np.frombuffer(pcm(7, scene, round(t * rate), rate // 10, rate, 1, 100), dtype="<i2")
+        spectrum = np.abs(np.fft.rfft(samples / 32767.0))
+        freqs = np.fft.rfftfreq(len(samples), 1 / rate)
+        return float(spectrum[np.argmin(np.abs(freqs - (80.0 + 40.0 * box.object_id)))])
+
+    times = [float(t) for t in range(0, 6 * 3600, 5)]
+    moving = [t for t in times if scene.boxes(t)[0] != scene.boxes(t - 0.5)[0]]
+    parked = [t for t in times if scene.boxes(t)[0] == scene.boxes(t - 0.5)[0]]
+    assert scene.boxes(0.0)[0].label in ("car", "truck") and moving and parked
+    assert max(hum_power(t) for t in parked[:20]) < 1.0 < min(hum_power(t) for t in moving[:5])
+
+
 def test_same_seed_gives_the_same_boxes_and_every_consumer_sees_one_scene(tmp_path: Path) -> None:
     for kind in SCENES:
         a, b, other = world_of(5, scene=kind), world_of(5, scene=kind), world_of(6, scene=kind)

@@ -1,7 +1,7 @@
 """The camera's audio: a microphone that hears a test tone and the scene, a speaker for two-way talk.
 
 Captured audio is synthetic S16LE PCM, a pure function of (camera key, sample index): a 1 kHz test
-tone, the hum of each vehicle in the scene (louder the closer it is, i.e. the lower its box), and a
+tone, the hum of each moving vehicle in the scene (louder the closer it is, i.e. the lower its box), and a
 little seeded noise. A listener receives :data:`CHUNK_S` of it per chunk, paced by the world clock
 (in ``step`` mode chunks come as time is advanced). Only one talk session at a time: a second is
 refused (the device's 4002/429).
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from twin.world import World
 
 CHUNK_S = 0.1
+ENGINE_LOOKBACK_S = 0.5
+"""A vehicle that has not moved in this long is parked: its engine is off, it does not hum."""
 TONE_HZ = 1000.0
 RATES = (8000, 16000, 32000, 48000)
 CAPTURE = (AudioDevice("mic0", "Built-in microphone", 1, RATES),)
@@ -34,8 +36,9 @@ def pcm(key: int, scene: Scene, start: int, count: int, rate: int, channels: int
     n = np.arange(start, start + count, dtype=np.int64)
     t = n / rate
     signal = 0.15 * np.sin(2 * np.pi * TONE_HZ * t)
+    earlier = {b.object_id: (b.x, b.y) for b in scene.boxes(float(t[0]) - ENGINE_LOOKBACK_S)}
     for box in scene.boxes(float(t[0])):
-        if box.label in ("car", "truck"):
+        if box.label in ("car", "truck") and earlier.get(box.object_id) != (box.x, box.y):  # engine running
             hum = 80.0 + 40.0 * box.object_id
             signal += 0.3 * (box.y + box.h) ** 2 * np.sin(2 * np.pi * hum * t)
     signal += 0.04 * (hash_uniform(key, n) - 0.5)
