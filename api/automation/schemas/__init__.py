@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import uuid
+import functools
+import os
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,8 +22,24 @@ def rfc3339_nanos(unix: float) -> str:
     nanos = round((unix - whole) * 1e9)
     if nanos >= 1_000_000_000:
         whole, nanos = whole + 1, nanos - 1_000_000_000
-    stamp = datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{stamp}.{nanos:09d}Z"
+    return f"{_second(whole)}.{nanos:09d}Z"
+
+
+@functools.lru_cache(maxsize=256)
+def _second(whole: int) -> str:
+    """A whole second's date and time (many responses share their second)."""
+    return datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def request_id() -> str:
+    """A random (version 4) UUID as text: what ``str(uuid.uuid4())`` gives, at a third of the cost."""
+    r = int.from_bytes(os.urandom(16)) & _UUID4_CLEAR | _UUID4_SET
+    h = f"{r:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 
 
 class Json(JSONResponse):
@@ -38,7 +55,7 @@ def ok(data: Any, now: float) -> JSONResponse:
         {
             "success": True,
             "data": data,
-            "meta": {"timestamp": rfc3339_nanos(now), "request_id": str(uuid.uuid4())},
+            "meta": {"timestamp": rfc3339_nanos(now), "request_id": request_id()},
         }
     )
 
