@@ -68,9 +68,9 @@ class SensorGroup:
 class CameraSpec:
     count: int = 1
     profile: str = "default"
-    """The media profile every camera boots with (:data:`twin.video.config.PROFILES`)."""
+    """The media profile every camera of the group boots with (:data:`twin.video.config.PROFILES`)."""
     scene: str = "street"
-    """The kind of synthetic scene every camera sees (:data:`twin.video.scene.SCENES`)."""
+    """The kind of synthetic scene every camera of the group sees (:data:`twin.video.scene.SCENES`)."""
     objects: int | None = None
     """Objects in each camera's scene; ``None``: the scene kind's own count."""
 
@@ -81,8 +81,17 @@ class WorldConfig:
     epoch: float = DEFAULT_EPOCH
     sensors: tuple[SensorGroup, ...] = ()
     cameras: CameraSpec = field(default_factory=CameraSpec)
+    camera_groups: tuple[CameraSpec, ...] = ()
+    """More groups of cameras after ``cameras``, each with its own profile and scene; their
+    cameras are numbered on after the first group's (``cam-01``…)."""
     gateway_username: str = "admin"
     gateway_password: str = "password"
+
+    def camera_specs(self) -> list[tuple[str, CameraSpec]]:
+        """Every camera's id and the spec of its group, in order."""
+        groups = (self.cameras, *self.camera_groups)
+        specs = [spec for spec in groups for _ in range(spec.count)]
+        return [(f"cam-{i + 1:02d}", spec) for i, spec in enumerate(specs)]
 
 
 def default_sensor_group(count: int) -> SensorGroup:

@@ -77,8 +77,8 @@ def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
     if settings.seed is not None:
         config = dataclasses.replace(config, seed=settings.seed)
     if settings.cameras is not None:
-        config = dataclasses.replace(
-            config, cameras=dataclasses.replace(config.cameras, count=settings.cameras)
+        config = dataclasses.replace(  # N cameras of the first group's kind
+            config, cameras=dataclasses.replace(config.cameras, count=settings.cameras), camera_groups=()
         )
     if settings.sensors is not None:
         groups = config.sensors or (default_sensor_group(settings.sensors),)

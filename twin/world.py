@@ -30,7 +30,7 @@ from twin.automation.telemetry import Telemetry
 from twin.automation.users import UserDirectory
 from twin.bus import EventBus
 from twin.camera import Camera
-from twin.fleet import WorldConfig
+from twin.fleet import CameraSpec, WorldConfig
 from twin.keys import KeyRing
 from twin.rng import Streams
 from twin.sensors import Samples, SensorFleet, Window
@@ -87,8 +87,10 @@ class World:
             self.sensors[group.device_type] = fleet
             self.sensor_of.update(dict.fromkeys(fleet.device_ids, fleet))
         self.cameras: dict[str, Camera] = {}
-        for i in range(self.config.cameras.count):
-            camera_id = f"cam-{i + 1:02d}"
+        self.camera_spec: dict[str, CameraSpec] = {}
+        """Each camera's group: its boot profile and scene."""
+        for i, (camera_id, spec) in enumerate(self.config.camera_specs()):
+            self.camera_spec[camera_id] = spec
             self.cameras[camera_id] = Camera(self, camera_id, i + 1)
         self.users = UserDirectory(self)
         self.device_types = DeviceTypeRegistry(self)

@@ -262,3 +262,40 @@ def test_a_good_camera_fleet_reaches_the_world_config() -> None:
     config = parse_scenario(text, "s.yaml").world_config()
     assert config.cameras == CameraSpec(3, "single_stream", "parking", 5)
     assert parse_scenario("name: x\n", "s.yaml").world_config().cameras == CameraSpec()
+
+
+async def test_camera_groups_each_boot_with_their_own_profile_and_scene(tmp_path: Path) -> None:
+    path = tmp_path / "groups.yaml"
+    path.write_text(
+        "name: groups\nseed: 5\nclock: {mode: step, epoch: 1767225600}\nfleet:\n  cameras:\n"
+        "    - {count: 1, profile: low_bandwidth, scene: empty}\n"
+        "    - {count: 2, scene: crowd}\n"
+    )
+    twin = build(Settings(scenario=path, step=True))
+    assert list(twin.world.cameras) == ["cam-01", "cam-02", "cam-03"]
+    assert scene_of(twin.world, "cam-01").boxes(10.0) == []
+    crowd = [b.label for b in scene_of(twin.world, "cam-03").boxes(10.0)]
+    assert crowd.count("person") == SCENES["crowd"]
+    for camera_id, profile in (("cam-01", "low_bandwidth"), ("cam-02", "default")):
+        transport = httpx.ASGITransport(app=twin.gateway_apps[camera_id])
+        async with httpx.AsyncClient(transport=transport, base_url=f"http://{camera_id}") as client:
+            auth = {"Authorization": await gateway_token(client)}
+            current = await data(await client.get(MEDIA + "/profile", headers=auth))
+            assert current["name"] == profile, camera_id
+
+
+@pytest.mark.parametrize(
+    ("cameras", "message"),
+    [
+        ("[]", "s.yaml:4: fleet.cameras: List should have at least 1 item"),
+        ("[{count: 200}, {count: 60}]", "s.yaml:4: fleet.cameras: Value error, at most 254 cameras in all"),
+        (
+            "[{count: 1}, {scene: beach}]",
+            "s.yaml:4: fleet.cameras.1.scene: Value error, unknown scene 'beach'",
+        ),
+    ],
+)
+def test_bad_camera_groups_are_one_line(cameras: str, message: str) -> None:
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(f"name: x\nfleet:\n  sensors: []\n  cameras: {cameras}\n", "s.yaml")
+    assert len(str(err.value).splitlines()) == 1 and str(err.value).startswith(message), str(err.value)

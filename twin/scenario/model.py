@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -137,8 +138,12 @@ class Sensors(_Strict):
     metrics: dict[str, Signal] = Field(min_length=1)
 
 
+MAX_CAMERAS = 254
+"""Cameras in a world at the most (their addresses end in 1..254)."""
+
+
 class Cameras(_Strict):
-    count: int = Field(default=1, ge=0, le=254)
+    count: int = Field(default=1, ge=0, le=MAX_CAMERAS)
     profile: str = Field(
         default="default",
         description="the media profile every camera boots with (GET /media/profile)",
@@ -172,9 +177,27 @@ class Cameras(_Strict):
         return self
 
 
+def _one_group_or_many(schema: dict) -> None:
+    """Editors: ``cameras`` is one group (a mapping) or a list of groups."""
+    many = {key: schema.pop(key) for key in ("type", "items", "minItems") if key in schema}
+    schema["anyOf"] = [many["items"], many]
+
+
 class Fleet(_Strict):
     sensors: list[Sensors] = Field(default_factory=list)
-    cameras: Cameras = Field(default_factory=Cameras)
+    cameras: Annotated[list[Cameras], BeforeValidator(lambda v: [v] if isinstance(v, dict) else v)] = Field(
+        default_factory=lambda: [Cameras()],
+        min_length=1,
+        description="one group of cameras, or a list of groups (numbered on: cam-01, cam-02, ...)",
+        json_schema_extra=_one_group_or_many,
+    )
+
+    @field_validator("cameras")
+    @classmethod
+    def _cameras_fit(cls, groups: list[Cameras]) -> list[Cameras]:
+        if sum(g.count for g in groups) > MAX_CAMERAS:
+            raise ValueError(f"at most {MAX_CAMERAS} cameras in all")
+        return groups
 
 
 class ClockSpec(_Strict):
@@ -245,6 +268,7 @@ class Scenario(_Strict):
 
     def world_config(self, wall_now: float | None = None) -> WorldConfig:
         """The world this scenario describes; ``wall_now`` resolves ``epoch: now``."""
+        first, *more = self.fleet.cameras
         groups = tuple(
             SensorGroup(
                 device_type=s.type,
@@ -266,7 +290,8 @@ class Scenario(_Strict):
             seed=self.seed,
             epoch=float(int(wall_now or 0)) if self.clock.epoch == "now" else self.clock.epoch,
             sensors=groups,
-            cameras=CameraSpec(**self.fleet.cameras.model_dump()),
+            cameras=CameraSpec(**first.model_dump()),
+            camera_groups=tuple(CameraSpec(**g.model_dump()) for g in more),
         )
 
 
@@ -357,6 +382,8 @@ def _known_path(data: object, loc: tuple) -> tuple:
         except (KeyError, IndexError, TypeError):
             if isinstance(node, dict) and part in node.values():
                 continue  # the discriminator's tag, not a key of the file
+            if isinstance(node, dict) and part == 0:
+                continue  # a mapping given where a list of them may stand (fleet.cameras)
         out.append(part)
     return tuple(out)
 

@@ -69,7 +69,7 @@ class TwinGatewayMedia(MediaConfiguration):
 
     def _defaults(self) -> cfg.MediaSettings:
         """The settings the camera boots with: the fleet's profile, with ``default`` beside it."""
-        boot = self._world.config.cameras.profile
+        boot = self._world.camera_spec.get(self._id, self._world.config.cameras).profile
         settings = self._preset(boot)
         settings.profiles["default"] = self._preset("default").to_dict()
         settings.profiles[boot] = settings.to_dict()

@@ -70,7 +70,7 @@ PROFILES: dict[str, tuple[StreamConfig, ...]] = {
     ),
     "single_stream": (StreamConfig("main", "h264", 1920, 1080, 30, 4_000_000, 30),),
 }
-"""The media profiles a camera can boot with (``fleet.cameras.profile``): its encoders. The camera
+"""The media profiles a camera can boot with (``fleet.cameras[].profile``): its encoders. The camera
 keeps ``default`` and the profile it booted with in its profile list (``GET media/profiles``)."""
 
 

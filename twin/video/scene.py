@@ -6,7 +6,7 @@ same boxes and the same pixels, so a frame can be rendered for any instant in an
 an AI model's detections can be checked against. Coordinates are normalised to [0, 1] of the
 scene's panorama (the renderer shows a window of it: PTZ moves the window, zoom shrinks it).
 
-A scene has a kind (:data:`SCENES`), chosen per camera fleet (``fleet.cameras.scene``):
+A scene has a kind (:data:`SCENES`), chosen per camera group (``fleet.cameras[].scene``):
 
 - ``street``: people, cars and trucks crossing the view (the default);
 - ``empty``: the background only, no objects (nothing to detect);
@@ -239,5 +239,5 @@ def _scene(key: int, objects: int | None, kind: str) -> Scene:
 def scene_of(world: World, camera_id: str) -> Scene:
     """The scene ``camera_id`` sees in ``world``: the fleet's scene kind and object count, seeded by
     the camera's ``{camera_id}/scene`` stream. Every consumer of a camera's scene asks here."""
-    spec = world.config.cameras
+    spec = world.camera_spec.get(camera_id, world.config.cameras)
     return _scene(world.streams.key(f"{camera_id}/scene"), spec.objects, spec.scene)
