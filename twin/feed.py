@@ -37,9 +37,11 @@ class Feed(Generic[T]):
         self._queue.append(item)
         self._ready.set()
 
-    def end(self) -> None:
-        """No more items: the reader gets what is queued, then ``None``."""
+    def end(self, *, discard: bool = False) -> None:
+        """No more items: the reader gets what is queued (nothing, with ``discard``), then ``None``."""
         self.closed = True
+        if discard:
+            self._queue.clear()
         self._ready.set()
 
     async def next(self) -> T | None:

@@ -4,8 +4,6 @@ the oldest frame when the client falls behind."""
 
 from __future__ import annotations
 
-import asyncio
-from collections import deque
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +12,7 @@ import simpy
 
 from hardware.ports.agents import PushFrame
 from hardware.ports.errors import Unavailable
+from twin.feed import Feed
 from twin.video.render import Renderer, View
 from twin.video.scene import scene_of
 
@@ -27,18 +26,15 @@ JPEG_QUALITY = 80
 
 
 class PushSession:
-    """A push stream session: frames from a SimPy process onto a bounded queue (drop oldest)."""
+    """A push stream session: frames from a SimPy process onto a bounded feed (drop oldest)."""
 
     def __init__(self, registry: ExtensionRegistry, extension_id: str, session_id: str) -> None:
         self.registry = registry
         self.world = registry.world
         self.extension_id = extension_id
         self.session_id = session_id
-        self.dropped = 0
-        self.closed = False
         self.sequence = 0
-        self._queue: deque[PushFrame] = deque()
-        self._waiter: asyncio.Future[None] | None = None
+        self._feed: Feed[PushFrame] = Feed(SESSION_QUEUE)
         camera_id = min(self.world.cameras) if self.world.cameras else "ext-camera"
         self.renderer = Renderer(scene_of(self.world, camera_id), *FRAME_SIZE, camera_id)
         self.process = self.world.env.process(self._run())
@@ -69,31 +65,26 @@ class PushSession:
             metadata={"width": FRAME_SIZE[0], "height": FRAME_SIZE[1], "objects": len(boxes)},
         )
         self.sequence += 1
-        if len(self._queue) >= SESSION_QUEUE:
-            self._queue.popleft()
-            self.dropped += 1
-        self._queue.append(frame)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        self._feed.offer(frame)
+
+    @property
+    def closed(self) -> bool:
+        return self._feed.closed
+
+    @property
+    def dropped(self) -> int:
+        return self._feed.dropped
 
     async def next_frame(self) -> PushFrame:
-        while not self._queue:
-            if self.closed:
-                raise Unavailable("the stream session was closed", resource="stream")
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self._queue.popleft()
+        frame = await self._feed.next()
+        if frame is None:
+            raise Unavailable("the stream session was closed", resource="stream")
+        return frame
 
     def close(self) -> None:
         if self.closed:
             return
-        self.closed = True
-        self._queue.clear()
+        self._feed.end(discard=True)
         if self.process.is_alive:
             self.process.interrupt("closed")
         self.registry.open_sessions.pop(self.session_id, None)
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
