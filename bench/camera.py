@@ -35,7 +35,7 @@ from websockets.asyncio.client import connect
 
 from hardware.ports.types import ClockMode
 from twin.serve import build, start, stop
-from twin.settings import Settings
+from twin.settings import LOOPBACK, Settings
 from twin.video import stream as video_stream
 
 FPS = 25
@@ -123,14 +123,7 @@ async def measure(cameras: int, seconds: float, warmup: float) -> Result:
         scenario=None,
         cameras=cameras,
         sensors=1,
-        host="127.0.0.1",
-        port=0,
-        control_port=0,
-        mqtt_host="127.0.0.1",
-        mqtt_port=0,
-        gateway_addressing="port",
-        gateway_http_port=0,
-        gateway_https_port=0,
+        **LOOPBACK,
     )
     twin = build(settings)
     twin.clock.set_mode(ClockMode.REALTIME)

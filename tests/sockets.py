@@ -7,25 +7,12 @@ import inspect
 from collections.abc import Callable
 
 from tests.conftest import SCENARIOS
-from twin.settings import Settings
+from twin.settings import LOOPBACK, Settings
 
 
 def socket_settings(**overrides) -> Settings:
     """The test scenario in step mode, every server on a free loopback port."""
-    base = {
-        "scenario": SCENARIOS / "test.yaml",
-        "step": True,
-        "host": "127.0.0.1",
-        "port": 0,
-        "control_port": 0,
-        "mqtt_host": "127.0.0.1",
-        "mqtt_port": 0,
-        "gateway_addressing": "port",
-        "gateway_http_port": 0,
-        "gateway_https_port": 0,
-    }
-    base.update(overrides)
-    return Settings(**base)
+    return Settings(**{"scenario": SCENARIOS / "test.yaml", "step": True, **LOOPBACK, **overrides})
 
 
 async def until(check: Callable, attempts: int = 250) -> None:

@@ -48,6 +48,19 @@ class Settings:
         return ClockMode.STEP if self.step else None
 
 
+LOOPBACK = {
+    "host": "127.0.0.1",
+    "port": 0,
+    "control_port": 0,
+    "mqtt_host": "127.0.0.1",
+    "mqtt_port": 0,
+    "gateway_addressing": "port",
+    "gateway_http_port": 0,
+    "gateway_https_port": 0,
+}
+"""Settings that put every server on a free loopback port (scenario runs, benches, socket tests)."""
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="twin", description="Hardware-in-the-loop simulator and digital twin.")
     sub = p.add_subparsers(dest="command", required=True)

@@ -30,7 +30,7 @@ from hardware.ports.events import Event, EventKind
 from hardware.ports.types import ClockMode
 from twin.scenario.expectations import RunRecord, Verdict, judge_all
 from twin.scenario.model import Scenario, Step, load_scenario
-from twin.settings import Settings
+from twin.settings import LOOPBACK, Settings
 
 log = logging.getLogger("twin")
 
@@ -198,15 +198,8 @@ def runner_settings(source: Path, opts: RunOptions, mqtt: bool = True) -> Settin
         scenario=source,
         step=bool(opts.step),
         speed=opts.speed,
-        host="127.0.0.1",
-        port=0,
-        control_port=0,
-        mqtt_host="127.0.0.1",
-        mqtt_port=0,
-        gateway_addressing="port",
-        gateway_http_port=0,
-        gateway_https_port=0,
         log_level="warning",
+        **LOOPBACK,
     )
 
 
