@@ -60,6 +60,8 @@ class Form:
     def __init__(self) -> None:
         self.fields: dict[str, str] = {}
         self.files: dict[str, tuple[str, bytes]] = {}
+        self.content_types: dict[str, str] = {}
+        """Each file field's ``Content-Type``, when its part had one."""
 
     def file(self, *names: str) -> tuple[str, bytes]:
         for name in names:
@@ -100,6 +102,8 @@ async def read_form(request: Request) -> Form:
         name = disp.get(b"name", b"").decode(errors="replace")
         if b"filename" in disp:
             form.files[name] = (disp[b"filename"].decode(errors="replace"), bytes(part["data"]))
+            if ctype := part["headers"].get("content-type"):
+                form.content_types[name] = ctype.decode("latin-1").strip()
         else:
             form.fields[name] = part["data"].decode(errors="replace")
 

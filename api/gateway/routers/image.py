@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import Body
+from api.gateway.schemas_files import read_form
 from hardware.ports.camera_hw import (
     AiOverlay,
     ImageSettings,
@@ -177,18 +178,12 @@ async def put_osd(request: Request, backend: Backend) -> JSONResponse:
 
 @router.post("/osd/upload-image")
 async def upload_osd_image(request: Request, backend: Backend) -> JSONResponse:
-    try:
-        form = await request.form(max_files=1, max_fields=4)
-    except Exception as err:  # not multipart, or malformed
-        raise InvalidInput("Expected multipart form data with field 'file'") from err
-    upload = form.get("file")
-    if upload is None or isinstance(upload, str):
-        raise InvalidInput("No file uploaded")
-    data = await upload.read(MAX_UPLOAD + 1)
+    form = await read_form(request)
+    filename, data = form.file("file")
     if len(data) > MAX_UPLOAD:
         raise InvalidInput("File too large")
-    name = form.get("name") if isinstance(form.get("name"), str) and form.get("name") else upload.filename
-    file = backend.picture.upload_osd_image(str(name or ""), upload.content_type or "", data)
+    name = form.fields.get("name") or filename
+    file = backend.picture.upload_osd_image(name, form.content_types.get("file", ""), data)
     return schemas.ok(
         {"name": file.name, "size": len(file.data), "url": f"/api/v1/media/osd/image/{file.name}"}
     )
