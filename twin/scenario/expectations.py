@@ -18,9 +18,6 @@ from api.realtime.mqtt import MqttSession
 from hardware.ports.events import Event
 from twin.journal import JournalEntry
 
-NOT_YET: dict[str, str] = {}
-"""Expectation kinds that are known but cannot be judged yet, with the reason (none at present)."""
-
 
 @dataclass(frozen=True, slots=True)
 class RunRecord:

@@ -32,7 +32,6 @@ from twin.fleet import (
     WorldConfig,
 )
 from twin.scenario import actions
-from twin.scenario.expectations import NOT_YET as EXPECTATIONS_NOT_YET
 from twin.scenario.expectations import Expectation
 from twin.video.config import PROFILES
 from twin.video.scene import MAX_OBJECTS, SCENES
@@ -361,15 +360,6 @@ def _precheck(data: dict, source: str, key_lines: dict) -> list[str]:
                 dotted = ".".join(str(p) for p in path)
                 msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
                 problems.append(f"{_where(source, data, path, key_lines)}: {dotted}: {msg}")
-    expectations = data.get("expectations")
-    for i, exp in enumerate(expectations if isinstance(expectations, list) else []):
-        if isinstance(exp, dict) and exp.get("expect") in EXPECTATIONS_NOT_YET:
-            path = ("expectations", i, "expect")
-            why = EXPECTATIONS_NOT_YET[exp["expect"]]
-            problems.append(
-                f"{_where(source, data, path, key_lines)}: expectations.{i}.expect: "
-                f"{exp['expect']!r} cannot be judged yet: {why}"
-            )
     return problems
 
 
