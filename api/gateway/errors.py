@@ -146,3 +146,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         return fail(1000, "internal error")
+
+
+def unsupported_media() -> JSONResponse:
+    """The device's 415 for a body that is not JSON: code 1001, ``error.type`` "validation"."""
+    response = fail(1001, "Content-Type must be application/json", type_="validation")
+    response.status_code = 415
+    return response

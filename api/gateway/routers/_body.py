@@ -7,10 +7,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from starlette.requests import Request
+
 from hardware.ports.errors import InvalidInput
 
 BAD_FORMAT = "Invalid request format"
 _MISSING = object()
+
+
+def is_json(request: Request) -> bool:
+    """``application/json`` or ``application/*+json``, as the device's content-type guard accepts."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
 
 
 class Body:

@@ -11,15 +11,11 @@ from fastapi.responses import JSONResponse
 
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, Username, require_session
+from api.gateway.routers._body import is_json
 from api.gateway.schemas_files import field, json_object
 from hardware.ports.errors import InvalidInput, NotFound
 
 router = APIRouter(prefix="/api/v1", tags=["device"], dependencies=[Depends(require_session)])
-
-
-def _is_json(request: Request) -> bool:
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
 
 
 # Device info ---------------------------------------------------------------------------------------
@@ -42,10 +38,8 @@ async def factory(backend: Backend) -> JSONResponse:
 
 @router.post("/device-info/factory")
 async def set_factory(request: Request, backend: Backend) -> JSONResponse:
-    if not _is_json(request):
-        response = errors.fail(1001, "Content-Type must be application/json", type_="validation")
-        response.status_code = 415
-        return response
+    if not is_json(request):
+        return errors.unsupported_media()
     body = json_object(await request.body())
     key = field(body, "field", str, required=True)
     backend.admin.set_factory(key, field(body, "value", str, required=True))

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
-from api.gateway.routers._body import Body
+from api.gateway.routers._body import Body, is_json
 from api.gateway.schemas_files import read_form
 from hardware.ports.camera_hw import (
     AiOverlay,
@@ -30,19 +30,6 @@ router = APIRouter(prefix="/api/v1/media", tags=["media"], dependencies=[Depends
 MASK_FIELDS = ("enabled", "masks")
 MASK_ITEM_FIELDS = ("id", "x", "y", "width", "height", "enabled")
 MAX_UPLOAD = 4 * 1024 * 1024
-
-
-def is_json(request: Request) -> bool:
-    """``application/json`` or ``*+json``, as the device's content-type guard accepts."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
-
-
-def unsupported() -> JSONResponse:
-    """The device's 415: code 1001, ``error.type`` "validation"."""
-    response = errors.fail(1001, "Content-Type must be application/json", type_="validation")
-    response.status_code = 415
-    return response
 
 
 def ok_msg(message: str) -> JSONResponse:
@@ -211,7 +198,7 @@ async def get_privacy_mask(backend: Backend) -> JSONResponse:
 @router.put("/privacy-mask")
 async def put_privacy_mask(request: Request, backend: Backend) -> JSONResponse:
     if not is_json(request):
-        return unsupported()
+        return errors.unsupported_media()
     body = Body(await request.body())
     body.only(*MASK_FIELDS)
     masks = []

@@ -7,10 +7,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from api.gateway import schemas
+from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
-from api.gateway.routers._body import Body
-from api.gateway.routers.image import is_json, ok_msg, unsupported
+from api.gateway.routers._body import Body, is_json
+from api.gateway.routers.image import ok_msg
 from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.media import StreamConfig
 
@@ -34,7 +34,7 @@ async def get_config(backend: Backend) -> JSONResponse:
 @router.post("/config")
 async def set_config(request: Request, backend: Backend) -> JSONResponse:
     if not is_json(request):
-        return unsupported()
+        return errors.unsupported_media()
     backend.media.set_config(Body(await request.body()).body)
     return ok_msg("Configuration updated")
 
@@ -69,7 +69,7 @@ async def export_config(backend: Backend) -> JSONResponse:
 @router.post("/config/import")
 async def import_config(request: Request, backend: Backend) -> JSONResponse:
     if not is_json(request):
-        return unsupported()
+        return errors.unsupported_media()
     body = Body(await request.body())
     config = body.obj("config", required=True)
     backend.media.import_config(

@@ -20,6 +20,7 @@ from starlette.websockets import WebSocketDisconnect
 from api.gateway import errors, schemas
 from api.gateway import schemas_files as shapes
 from api.gateway.deps import Backend, require_session
+from api.gateway.routers._body import is_json
 from api.gateway.ws import until_first_ends, ws_backend
 from hardware.ports.clock import Clock
 from hardware.ports.errors import DomainError
@@ -33,11 +34,6 @@ LOGIN_TIMEOUT_S = 60.0
 MAX_LINE = 4096
 
 
-def _is_json(content_type: str) -> bool:
-    media = content_type.split(";")[0].strip().lower()
-    return media == "application/json" or media.endswith("+json")
-
-
 @router.get("/config")
 async def get_config(backend: Backend) -> JSONResponse:
     return schemas.ok({"config": backend.shell.ssh_config()})
@@ -45,10 +41,8 @@ async def get_config(backend: Backend) -> JSONResponse:
 
 @router.post("/config")
 async def set_config(request: Request, backend: Backend) -> JSONResponse:
-    if not _is_json(request.headers.get("content-type", "")):
-        response = errors.fail(1001, "Content-Type must be application/json", type_="validation")
-        response.status_code = 415
-        return response
+    if not is_json(request):
+        return errors.unsupported_media()
     changes, restart = shapes.ssh_changes(await request.body())
     backend.shell.set_ssh_config(changes, restart)
     message = "SSH configuration updated" + (" and service restarted" if restart else "")
