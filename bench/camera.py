@@ -34,9 +34,9 @@ import httpx
 from websockets.asyncio.client import connect
 
 from hardware.ports.types import ClockMode
+from twin.camera.video import stream as video_stream
 from twin.serve import build, start, stop
 from twin.settings import LOOPBACK, Settings
-from twin.video import stream as video_stream
 
 FPS = 25
 ENCODERS = {

@@ -18,8 +18,8 @@ from websockets.asyncio.client import connect
 
 from hardware.ports.types import ClockMode
 from tests.sockets import socket_settings, until
+from twin.camera.video import stream as video_stream
 from twin.serve import build, start, stop
-from twin.video import stream as video_stream
 
 pytestmark = pytest.mark.socket
 

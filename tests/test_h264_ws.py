@@ -14,8 +14,8 @@ from api.gateway.routers import media as media_router
 from hardware.ports.media import MediaFrame
 from tests.sockets import socket_settings
 from tests.twin.test_video import decode
+from twin.camera.video import stream as video_stream
 from twin.serve import build, start, stop
-from twin.video import stream as video_stream
 
 pytestmark = pytest.mark.socket
 

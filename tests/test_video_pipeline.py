@@ -15,9 +15,9 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.sockets import socket_settings
+from twin.camera.video import stream as video_stream
+from twin.camera.video.encoder import avcc_to_annexb
 from twin.serve import Twin, build, start, stop
-from twin.video import stream as video_stream
-from twin.video.encoder import avcc_to_annexb
 
 pytestmark = pytest.mark.socket
 SCALE = 0.25  # main 480x270, sub 320x180

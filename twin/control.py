@@ -22,7 +22,7 @@ from twin.world import World, WorldSnapshot
 if TYPE_CHECKING:
     from api.automation.ratelimit import RateLimiter
     from api.faults import FaultSet
-    from twin.camera import Camera
+    from twin.camera.camera import Camera
 
 MAX_SNAPSHOTS = 32
 

@@ -68,9 +68,9 @@ class SensorGroup:
 class CameraSpec:
     count: int = 1
     profile: str = "default"
-    """The media profile every camera of the group boots with (:data:`twin.video.config.PROFILES`)."""
+    """The media profile every camera of the group boots with (:data:`twin.camera.video.config.PROFILES`)."""
     scene: str = "street"
-    """The kind of synthetic scene every camera of the group sees (:data:`twin.video.scene.SCENES`)."""
+    """The kind of synthetic scene every camera of the group sees (:data:`twin.camera.video.scene.SCENES`)."""
     objects: int | None = None
     """Objects in each camera's scene; ``None``: the scene kind's own count."""
 

@@ -35,10 +35,10 @@ from hardware.ports.types import ClockMode
 from twin.automation.backend import TwinAutomation
 from twin.automation.delivery import run_worker
 from twin.automation.network import network_info
+from twin.camera.gateway import TwinGateway
 from twin.clock import SimClock
 from twin.control import TwinControl
 from twin.fleet import WorldConfig, default_sensor_group
-from twin.gateway import TwinGateway
 from twin.journal import RequestJournal
 from twin.scenario import load_scenario
 from twin.scenario.actions import describe

@@ -29,9 +29,9 @@ from twin.automation.rules import RuleEngine
 from twin.automation.telemetry import Telemetry
 from twin.automation.users import UserDirectory
 from twin.bus import EventBus
-from twin.camera import Camera
+from twin.camera.camera import Camera
+from twin.camera.keys import KeyRing
 from twin.fleet import CameraSpec, WorldConfig
-from twin.keys import KeyRing
 from twin.rng import Streams
 from twin.sensors import Samples, SensorFleet, Window
 from twin.store import Store

@@ -8,9 +8,9 @@ import pytest
 
 from tests.api.test_gateway_apps import MANIFEST, install, while_time_runs
 from tests.conftest import gateway_token
-from twin.camera import Camera
+from twin.camera.camera import Camera
+from twin.camera.storage import DATA
 from twin.serve import Twin
-from twin.storage import DATA
 
 HEF = b"HEF\x00" + bytes(2_000_000)
 

@@ -13,8 +13,8 @@ from websockets.exceptions import InvalidStatus
 
 from tests.conftest import gateway_token
 from tests.sockets import socket_settings, until
+from twin.camera.video.audio import CHUNK_S, TONE_HZ
 from twin.serve import build, start, stop
-from twin.video.audio import CHUNK_S, TONE_HZ
 
 AUDIO = "/api/v1/audio"
 

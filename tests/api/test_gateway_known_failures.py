@@ -11,9 +11,9 @@ import pytest
 
 from tests.api.test_gateway_apps import MANIFEST, install, while_time_runs
 from tests.conftest import gateway_token
-from twin.camera import Camera
+from twin.camera.camera import Camera
+from twin.camera.storage import DATA, ROOT
 from twin.serve import Twin
-from twin.storage import DATA, ROOT
 
 START = "/api/v1/apps/people-counter/start"
 LOGS = "/api/v1/apps/people-counter/logs"

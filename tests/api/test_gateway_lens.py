@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from tests.conftest import gateway_token
-from twin.lens import FOCUS_SPEED, ZOOM_STEPS, Lens
+from twin.camera.lens import FOCUS_SPEED, ZOOM_STEPS, Lens
 from twin.serve import Twin
 
 LENS = "/api/v1/device/lens"

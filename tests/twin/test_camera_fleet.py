@@ -12,14 +12,14 @@ import pytest
 from hardware.ports.events import EventKind
 from tests.conftest import gateway_token
 from tests.twin.test_video import decode
+from twin.camera.video import stream as video_stream
+from twin.camera.video.config import PROFILES
+from twin.camera.video.scene import SCENES, Scene, scene_of
 from twin.fleet import CameraSpec, WorldConfig
 from twin.scenario import ScenarioError
 from twin.scenario.model import parse_scenario
 from twin.serve import Twin, build
 from twin.settings import Settings
-from twin.video import stream as video_stream
-from twin.video.config import PROFILES
-from twin.video.scene import SCENES, Scene, scene_of
 from twin.world import World
 
 MEDIA = "/api/v1/media"
@@ -189,7 +189,7 @@ def test_only_moving_vehicles_hum() -> None:
     """A parked car's engine is off: the microphone hears the tone and noise only, until it drives."""
     import numpy as np
 
-    from twin.video.audio import pcm
+    from twin.camera.video.audio import pcm
 
     scene = scene_of(world_of(scene="parking", objects=1), "cam-01")
     rate = 8000

@@ -10,9 +10,9 @@ import pytest
 
 from hardware.ports.errors import Conflict, InternalError, InvalidInput, NotFound
 from hardware.ports.events import EventKind
-from twin import os_upgrade as osu
-from twin import ota as ota_module
-from twin.camera import BOOT_S, RESTART_DELAY_S, Camera
+from twin.camera import os_upgrade as osu
+from twin.camera import ota as ota_module
+from twin.camera.camera import BOOT_S, RESTART_DELAY_S, Camera
 from twin.fleet import CameraSpec, WorldConfig
 from twin.world import World
 

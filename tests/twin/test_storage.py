@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hardware.ports.errors import StorageFull
-from twin.storage import DATA, ROOT, Storage
+from twin.camera.storage import DATA, ROOT, Storage
 from twin.world import World
 
 

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from hardware.ports.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageFull
+from twin.camera.vfs import Confined, VirtualFS, mode_text, split
 from twin.fleet import CameraSpec, WorldConfig
-from twin.vfs import Confined, VirtualFS, mode_text, split
 from twin.world import World
 
 

@@ -12,14 +12,14 @@ from hardware.ports.camera_hw import AiOverlay
 from hardware.ports.errors import NotFound
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
+from twin.camera.detections import MISS_RATE, Detector
+from twin.camera.video import stream as video_stream
+from twin.camera.video.backend import TwinGatewayMedia
+from twin.camera.video.encoder import H264Encoder, avcc_to_annexb
+from twin.camera.video.render import Renderer, View
+from twin.camera.video.scene import Scene
 from twin.clock import SimClock
-from twin.detections import MISS_RATE, Detector
 from twin.fleet import CameraSpec, WorldConfig
-from twin.video import stream as video_stream
-from twin.video.backend import TwinGatewayMedia
-from twin.video.encoder import H264Encoder, avcc_to_annexb
-from twin.video.render import Renderer, View
-from twin.video.scene import Scene
 from twin.world import World
 
 

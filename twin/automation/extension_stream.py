@@ -12,9 +12,9 @@ import simpy
 
 from hardware.ports.agents import PushFrame
 from hardware.ports.errors import Unavailable
+from twin.camera.video.render import Renderer, View
+from twin.camera.video.scene import scene_of
 from twin.feed import Feed
-from twin.video.render import Renderer, View
-from twin.video.scene import scene_of
 
 if TYPE_CHECKING:
     from twin.automation.extensions import ExtensionRegistry

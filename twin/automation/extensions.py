@@ -47,8 +47,8 @@ from twin.automation.extension_manifests import (
     check_manifest,
 )
 from twin.automation.extension_stream import FRAME_SIZE, PushSession
+from twin.camera.video.scene import scene_of
 from twin.rng import hash_uniform
-from twin.video.scene import scene_of
 
 LOG_LINES = 200
 

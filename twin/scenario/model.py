@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from twin.camera.video.config import PROFILES
+from twin.camera.video.scene import MAX_OBJECTS, SCENES
 from twin.fleet import (
     DEFAULT_EPOCH,
     CameraSpec,
@@ -33,8 +35,6 @@ from twin.fleet import (
 )
 from twin.scenario import actions
 from twin.scenario.expectations import Expectation
-from twin.video.config import PROFILES
-from twin.video.scene import MAX_OBJECTS, SCENES
 
 
 class ScenarioError(ValueError):

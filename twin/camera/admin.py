@@ -1,0 +1,286 @@
+"""A camera's administrative state: device name and factory data, key/value settings, network
+configuration of its interfaces, the operation/system event log, and config jobs.
+
+Event logs: clients add entries; the device adds its own (boot). Levels info, warning, error,
+critical; categories operation, system. Network: ``eth0`` (the default route) and ``wlan0``
+(down); a static configuration is validated as dotted quads.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import ipaddress
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hardware.ports.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from twin.camera.camera import Camera
+
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SETTING_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+LEVELS = ("info", "warning", "error", "critical")
+CATEGORIES = ("operation", "system")
+MAX_EVENT_LOGS = 5000
+FACTORY_FIELDS = ("serial", "model", "hardware_version", "manufacture_date", "vendor")
+TEMPLATES = (
+    ("system.boot", "system", "info", "Device booted", "设备启动"),
+    ("app.installed", "operation", "info", "Application {app_id} installed", "应用 {app_id} 已安装"),
+    (
+        "app.start_failed",
+        "operation",
+        "error",
+        "Application {app_id} failed to start",
+        "应用 {app_id} 启动失败",
+    ),
+    ("storage.full", "system", "critical", "Partition {mountpoint} is full", "分区 {mountpoint} 已满"),
+    ("user.login", "operation", "info", "User {username} logged in", "用户 {username} 登录"),
+)
+
+
+@dataclass
+class Interface:
+    name: str
+    mac: str
+    mode: str = "dhcp"
+    ip: str = ""
+    mask: str = "255.255.255.0"
+    gateway: str = ""
+    dns: list[str] = field(default_factory=list)
+    up: bool = True
+    default: bool = False
+
+
+class DeviceAdmin:
+    def __init__(self, camera: Camera) -> None:
+        self.camera = camera
+        n = camera.index
+        digest = hashlib.blake2b(f"{camera.world.seed}/{camera.id}".encode(), digest_size=6).hexdigest()
+        self.device_name = f"aicam-{n:02d}"
+        self.factory: dict[str, str] = {
+            "serial": f"NE503{digest[:8].upper()}",
+            "model": "NE503-AIPC",
+            "hardware_version": "V1.2",
+            "manufacture_date": "2026-03-18",
+            "vendor": "camthink",
+        }
+        mac = ":".join(["02", "1a", *(digest[i : i + 2] for i in range(0, 8, 2))])
+        self.interfaces: dict[str, Interface] = {
+            "eth0": Interface(
+                "eth0",
+                mac,
+                "dhcp",
+                f"192.168.1.{100 + n}",
+                "255.255.255.0",
+                "192.168.1.1",
+                ["192.168.1.1"],
+                True,
+                True,
+            ),
+            "wlan0": Interface("wlan0", mac[:-2] + "ff", "dhcp", "", "", "", [], False, False),
+        }
+        self.settings: dict[str, str] = {}
+        self.logs: deque[dict[str, Any]] = deque(maxlen=MAX_EVENT_LOGS)
+        self._seq = 0
+        self.log("system.boot", "system", "info", "system", "Device booted", "设备启动")
+
+    # Device info -------------------------------------------------------------------------------
+    def info(self) -> dict[str, object]:
+        eth = self.interfaces["eth0"]
+        return {
+            "device_name": self.device_name,
+            "model": self.factory["model"],
+            "serial": self.factory["serial"],
+            "firmware_version": self.camera.info().version,
+            "hardware_version": self.factory["hardware_version"],
+            "mac_address": eth.mac,
+            "ip_address": eth.ip,
+        }
+
+    def rename(self, name: str) -> None:
+        if not NAME.match(name):
+            raise InvalidInput(
+                "device_name may contain letters, digits, '_' and '-' only", resource="parameter"
+            )
+        self.device_name = name
+
+    def set_factory(self, key: str, value: str) -> None:
+        if key not in FACTORY_FIELDS:
+            raise InvalidInput(f"unknown factory field {key!r}", resource="parameter")
+        if not value:
+            raise InvalidInput("value is required")
+        self.factory[key] = value
+
+    # Settings ----------------------------------------------------------------------------------
+    def set(self, key: str, value: str) -> None:
+        if not SETTING_KEY.match(key):
+            raise InvalidInput("invalid setting key", resource="parameter")
+        self.settings[key] = value
+
+    def delete(self, key: str) -> None:
+        if self.settings.pop(key, None) is None:
+            raise NotFound(f"setting not found: {key}")
+
+    # Network -----------------------------------------------------------------------------------
+    def interface(self, name: str) -> Interface:
+        iface = self.interfaces.get(name or "eth0")
+        if iface is None:
+            raise NotFound(f"interface not found: {name}")
+        return iface
+
+    def network_config(self, name: str) -> dict[str, object]:
+        i = self.interface(name)
+        dns = [*i.dns, "", ""]
+        return {
+            "interface": i.name,
+            "mode": i.mode,
+            "ip_address": i.ip,
+            "subnet_mask": i.mask,
+            "gateway": i.gateway,
+            "dns1": dns[0],
+            "dns2": dns[1],
+            "mac_address": i.mac,
+        }
+
+    def configure(self, name: str, mode: str, ip: str, mask: str, gateway: str, dns: list[str]) -> None:
+        iface = self.interface(name)
+        if mode not in ("dhcp", "static"):
+            raise InvalidInput("mode must be dhcp or static", resource="parameter")
+        if mode == "static":
+            for label, value in (("ip_address", ip), ("subnet_mask", mask)):
+                _quad(label, value, required=True)
+            _quad("gateway", gateway)
+            for value in dns:
+                _quad("dns", value)
+            iface.ip, iface.mask, iface.gateway, iface.dns = ip, mask, gateway, [d for d in dns if d]
+        iface.mode = mode
+
+    def interfaces_view(self) -> list[dict[str, object]]:
+        return [
+            {
+                "name": i.name,
+                "ip_address": i.ip,
+                "subnet_mask": i.mask,
+                "mac_address": i.mac,
+                "status": "up" if i.up else "down",
+                "is_default": i.default,
+                "gateway": i.gateway if i.default else "",
+                "dns": list(i.dns) if i.default else [],
+            }
+            for i in self.interfaces.values()
+        ]
+
+    # Event logs --------------------------------------------------------------------------------
+    def log(
+        self,
+        event_type: str,
+        category: str,
+        level: str,
+        source: str,
+        message: str,
+        message_zh: str = "",
+        user: str = "",
+        data: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        if level not in LEVELS:
+            raise InvalidInput(f"level must be one of {', '.join(LEVELS)}", resource="parameter")
+        if category not in CATEGORIES:
+            raise InvalidInput(f"category must be one of {', '.join(CATEGORIES)}", resource="parameter")
+        if not event_type or not message:
+            raise InvalidInput("event_type and message are required")
+        self._seq += 1
+        stamp = _rfc3339(self.camera.clock.now())
+        entry: dict[str, Any] = {
+            "id": self._seq,
+            "event_id": f"{event_type}-{self._seq}",
+            "timestamp": stamp,
+            "event_type": event_type,
+            "level": level,
+            "category": category,
+            "source": source,
+            "message": message,
+            "message_zh": message_zh or message,
+            "created_at": stamp,
+        }
+        if user:
+            entry["user"] = user
+        if data:
+            entry["data"] = data
+        self.logs.append(entry)
+        return entry
+
+    def query(
+        self, category: str, level: str, start: str, end: str, search: str, limit: int, offset: int
+    ) -> dict[str, object]:
+        if not 0 < limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000", resource="parameter")
+        if offset < 0:
+            raise InvalidInput("offset must not be negative", resource="parameter")
+        lo, hi = _parse_time(start, "start_time"), _parse_time(end, "end_time")
+        rows = [
+            e
+            for e in reversed(self.logs)
+            if (category in ("", "all") or e["category"] == category)
+            and (not level or e["level"] == level)
+            and (lo is None or _parse_time(e["timestamp"], "") >= lo)  # type: ignore[operator]
+            and (hi is None or _parse_time(e["timestamp"], "") <= hi)  # type: ignore[operator]
+            and (not search or search.lower() in e["message"].lower())
+        ]
+        return {
+            "total": len(rows),
+            "limit": limit,
+            "offset": offset,
+            "entries": rows[offset : offset + limit],
+        }
+
+    def statistics(self) -> dict[str, int]:
+        today = _rfc3339(self.camera.clock.now())[:10]
+        todays = [e for e in self.logs if e["timestamp"].startswith(today)]
+        return {
+            "today_errors": sum(1 for e in todays if e["level"] == "error"),
+            "today_warnings": sum(1 for e in todays if e["level"] == "warning"),
+            "today_critical": sum(1 for e in todays if e["level"] == "critical"),
+            "operations": sum(1 for e in self.logs if e["category"] == "operation"),
+            "system_events": sum(1 for e in self.logs if e["category"] == "system"),
+            "total_entries": len(self.logs),
+        }
+
+    def templates(self) -> list[dict[str, str]]:
+        return [
+            {"event_type": t, "category": c, "level": lv, "message": m, "message_zh": zh}
+            for t, c, lv, m, zh in TEMPLATES
+        ]
+
+    def cleanup(self, before: str) -> int:
+        cutoff = _parse_time(before, "before")
+        keep = [e for e in self.logs if cutoff is not None and _parse_time(e["timestamp"], "") >= cutoff]  # type: ignore[operator]
+        removed = len(self.logs) - len(keep)
+        self.logs = deque(keep, maxlen=MAX_EVENT_LOGS)
+        return removed
+
+
+def _quad(label: str, value: str, *, required: bool = False) -> None:
+    if not value and not required:
+        return
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError as err:
+        raise InvalidInput(f"invalid {label}: {value!r}", resource="parameter") from err
+
+
+def _rfc3339(unix: float) -> str:
+    return dt.datetime.fromtimestamp(unix, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_time(value: str, label: str) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as err:
+        raise InvalidInput(f"invalid {label}: expected RFC 3339", resource="parameter") from err
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)

@@ -1,0 +1,392 @@
+"""The camera's AI runtime: model files on the data partition, the accelerator's memory as a
+``simpy.Container``, and inference subscriptions of running apps.
+
+- Upload stores a ``.hef`` under ``/data/aipc/models`` (charged to the data partition; the device
+  wants 100 MB free for model storage). Delete removes the file and gives the bytes back.
+- Load charges the model's estimated memory on the accelerator; unload gives it back and is
+  refused while an app uses the model.
+- An app's inference subscription names a model and a stream; a name the device does not know is
+  ``NOT_FOUND``. Without the camera service there are no frames: detections stay at zero
+  (``stop_camera_service`` provokes it; killing the ``camera-daemon`` process does the same).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from hardware.ports.errors import InternalError, InvalidInput, NotFound, StorageFull
+from hardware.ports.gateway_apps import AiStats, ModelInfo, ModelStats, ModelUpload
+from twin.camera.stats import NPU_MEMORY_BYTES, RUNTIME_RESIDENT_BYTES, accelerator_stats
+from twin.camera.storage import DATA, remove_file, write_file
+from twin.camera.video.stream import DEFAULT_STREAMS
+
+if TYPE_CHECKING:
+    from twin.camera.camera import Camera
+
+MODEL_DIR = "/data/aipc/models"
+MODEL_STORAGE_MIN_FREE = 100 * 1024 * 1024
+MEMORY_OVERHEAD = 24 * 1024 * 1024
+MEMORY_FACTOR = 1.5
+"""Accelerator memory of a loaded model: its file size times this + a fixed context overhead."""
+INFERENCE_FPS = 15.0
+LATENCY_US = 8200.0
+
+MODEL_TYPES = (
+    ("detection", "Object detection", ("yolo",)),
+    ("classification", "Classification", ()),
+    ("segmentation", "Segmentation", ()),
+    ("keypoint", "Keypoints", ("landmarks", "landmark")),
+    ("clip", "CLIP", ()),
+    ("embedding", "Embedding", ()),
+    ("ocr_detection", "OCR detection", ()),
+    ("ocr_recognition", "OCR recognition", ()),
+    ("depth", "Depth estimation", ()),
+    ("genai", "Generative AI", ()),
+)
+
+
+@dataclass
+class Model:
+    model_id: str
+    name: str
+    model_path: str
+    file_size: int
+    file_hash: str
+    model_type: str = ""
+    variant: str = ""
+    threshold: float = 0.0
+    max_detections: int = 0
+    source: str = "disk"
+    owner_app_id: str = ""
+    loaded_at: float | None = None
+    memory: int = 0
+    inferences: int = 0
+    users: set[str] = field(default_factory=set)
+
+    def info(self, now: float) -> ModelInfo:
+        return ModelInfo(
+            model_id=self.model_id,
+            name=self.name,
+            model_path=self.model_path,
+            status="loaded" if self.loaded_at is not None else "uploaded",
+            source=self.source,
+            desired_state="loaded" if self.loaded_at is not None else "unloaded",
+            owner_app_id=self.owner_app_id,
+            used_by_apps=tuple(sorted(self.users)),
+            load_timestamp=int(self.loaded_at) if self.loaded_at is not None else 0,
+            estimated_memory=self.estimated_memory(),
+            model_type=self.model_type,
+            variant=self.variant,
+            threshold=self.threshold,
+            max_detections=self.max_detections,
+            file_size=self.file_size,
+            file_hash=self.file_hash,
+            network_name=self.name,
+            input_width=640,
+            input_height=640,
+        )
+
+    def estimated_memory(self) -> int:
+        return int(self.file_size * MEMORY_FACTOR) + MEMORY_OVERHEAD
+
+
+@dataclass
+class Subscription:
+    app_id: str
+    model_id: str
+    stream_id: str
+    since: float
+
+
+class AiRuntime:
+    def __init__(self, camera: Camera) -> None:
+        self.camera = camera
+        self.world = camera.world
+        self.models: dict[str, Model] = {}
+        self.memory = simpy.Container(self.world.env, capacity=NPU_MEMORY_BYTES, init=RUNTIME_RESIDENT_BYTES)
+        self.subscriptions: dict[str, Subscription] = {}
+        self.camera_service_running = True
+        self._scanned = False
+
+    # Camera service ------------------------------------------------------------------------
+    def stop_camera_service(self) -> None:
+        """The camera daemon goes down: no frames, apps fall back to simulation mode."""
+        self.camera_service_running = False
+
+    def start_camera_service(self) -> None:
+        self.camera_service_running = True
+
+    def power_cycle(self) -> None:
+        """A reboot: the accelerator forgets every loaded model; the camera daemon starts again."""
+        for model in self.models.values():
+            self._release(model)
+            model.users.clear()
+        self.subscriptions.clear()
+        self.camera_service_running = True
+
+    def stream_names(self) -> tuple[str, ...]:
+        return tuple(c.stream_id for c in DEFAULT_STREAMS)
+
+    # Models --------------------------------------------------------------------------------
+    def _ensure_scanned(self) -> None:
+        """Models on disk at boot (the stock model) are registered on first use."""
+        if not self._scanned:
+            self._scanned = True
+            self._scan()
+
+    def _model(self, model_id: str) -> Model:
+        self._ensure_scanned()
+        model = self.models.get(model_id) or next(
+            (m for m in self.models.values() if m.name == model_id), None
+        )
+        if model is None:
+            raise NotFound(f"Model not found: {model_id}", resource="model")
+        return model
+
+    def list(self) -> tuple[ModelInfo, ...]:
+        self._ensure_scanned()
+        now = self.camera.clock.now()
+        return tuple(m.info(now) for m in sorted(self.models.values(), key=lambda m: m.model_id))
+
+    def get(self, model_id: str) -> ModelInfo:
+        return self._model(model_id).info(self.camera.clock.now())
+
+    def parse(self, filename: str, data: bytes) -> dict[str, object]:
+        _check_format(filename)
+        stem = PurePosixPath(filename).stem
+        return {
+            "filename": filename,
+            "size": len(data),
+            "file_hash": hashlib.sha256(data).hexdigest(),
+            "network_name": stem,
+            "vstream_info": _vstreams(stem),
+        }
+
+    def upload(self, upload: ModelUpload) -> ModelInfo:
+        _check_format(upload.filename)
+        stem = PurePosixPath(upload.filename).stem
+        model_id = upload.model_id or stem
+        if model_id in self.models:
+            self.delete(model_id)
+        storage = self.camera.storage
+        if storage.free_bytes(DATA) - len(upload.data) < MODEL_STORAGE_MIN_FREE:
+            raise StorageFull(
+                "insufficient storage for model: at least 100 MB must stay free", resource="model"
+            )
+        path = f"{MODEL_DIR}/{model_id}.hef"
+        write_file(self._fs(), storage, path, upload.data)
+        self.models[model_id] = Model(
+            model_id=model_id,
+            name=stem,
+            model_path=path,
+            file_size=len(upload.data),
+            file_hash=hashlib.sha256(upload.data).hexdigest(),
+            model_type=upload.model_type,
+            variant=upload.variant,
+            threshold=upload.threshold,
+            max_detections=upload.max_detections,
+        )
+        return self.get(model_id)
+
+    def register(self, model_id: str, model_path: str, fields: dict[str, object]) -> ModelInfo:
+        if not model_id or not model_path:
+            raise InvalidInput("model_id and model_path are required")
+        if not model_path.startswith("/"):
+            raise InvalidInput("model_path must be absolute", resource="parameter")
+        _check_format(model_path)
+        existing = next((m for m in self.models.values() if m.model_path == model_path), None)
+        if existing is None:
+            raise NotFound(f"model file not found: {model_path}", resource="file")
+        model = replace(existing, model_id=model_id, source="dynamic", users=set())
+        for key in ("model_type", "variant"):
+            if isinstance(fields.get(key), str):
+                setattr(model, key, fields[key])
+        self.models[model_id] = model
+        return self.get(model_id)
+
+    def scan(self) -> tuple[ModelInfo, ...]:
+        """Register every ``.hef`` under the model directory that the registry does not know yet
+        (a file copied there through the files API); returns every model found there."""
+        self._ensure_scanned()
+        self._scan()
+        return tuple(m for m in self.list() if m.model_path.startswith(MODEL_DIR + "/"))
+
+    def _scan(self) -> tuple[ModelInfo, ...]:
+        fs = self._fs()
+        if fs is None or not fs.exists(MODEL_DIR):
+            return ()
+        known = {m.model_path for m in self.models.values()}
+        found = []
+        for name, node in fs.listdir(MODEL_DIR):
+            path = f"{MODEL_DIR}/{name}"
+            if not name.lower().endswith(".hef") or path in known or getattr(node, "kind", "") != "-":
+                continue
+            stem = name[: -len(".hef")]
+            size = fs.size_of(node)
+            digest = hashlib.sha256(f"{path}/{size}".encode()).hexdigest()
+            self.models[stem] = Model(stem, stem, path, size, digest, model_type="detection")
+            found.append(self.get(stem))
+        return tuple(found)
+
+    def _fs(self) -> Any:
+        return getattr(self.camera, "fs", None)
+
+    def load(self, model_id: str) -> ModelInfo:
+        model = self._model(model_id)
+        if model.loaded_at is not None:
+            raise InvalidInput("Model is already loaded")
+        need = model.estimated_memory()
+        free = self.memory.capacity - self.memory.level
+        if need > free:
+            raise InternalError(
+                f"Failed to load model: accelerator memory exhausted ({need} bytes needed, {free} free)",
+                resource="model_load",
+            )
+        self.memory.put(need)
+        model.memory = need
+        model.loaded_at = self.camera.clock.now()
+        return self.get(model.model_id)
+
+    def unload(self, model_id: str) -> ModelInfo:
+        model = self._model(model_id)
+        if model.loaded_at is None:
+            raise InvalidInput("Model is not loaded")
+        if model.users:
+            raise InternalError(
+                f"model is used by apps: {', '.join(sorted(model.users))}", resource="operation"
+            )
+        self._release(model)
+        return self.get(model.model_id)
+
+    def _release(self, model: Model) -> None:
+        if model.loaded_at is not None and model.memory:
+            self.memory.get(model.memory)
+        model.memory = 0
+        model.loaded_at = None
+
+    def delete(self, model_id: str) -> tuple[str, ...]:
+        """Unload, remove the file, give the bytes back; running apps lose their subscription."""
+        model = self._model(model_id)
+        affected = tuple(sorted(self.apps_of(model.model_id)))
+        for app_id in affected:
+            self.subscriptions.pop(app_id, None)
+        model.users.clear()
+        self._release(model)
+        del self.models[model.model_id]
+        if not any(m.model_path == model.model_path for m in self.models.values()):
+            remove_file(self._fs(), self.camera.storage, model.model_path)
+        return affected
+
+    def apps_of(self, model_id: str) -> set[str]:
+        """Apps whose manifest names the model, installed or running."""
+        model = self._model(model_id)
+        apps = getattr(self.camera, "apps", None)
+        declared = apps.apps_using_model(model.model_id, model.name) if apps is not None else set()
+        return declared | model.users
+
+    # Inference -----------------------------------------------------------------------------
+    def subscribe(self, app_id: str, model_name: str, stream_id: str) -> Subscription:
+        """An app asks for inference results of ``model_name`` on ``stream_id``."""
+        model = self._model(model_name)
+        if stream_id not in self.stream_names():
+            raise NotFound(f"stream not found: {stream_id}", resource="stream")
+        if model.loaded_at is None:
+            self.load(model.model_id)
+        model.users.add(app_id)
+        sub = Subscription(app_id, model.model_id, stream_id, self.world.env.now)
+        self.subscriptions[app_id] = sub
+        return sub
+
+    def unsubscribe(self, app_id: str) -> None:
+        sub = self.subscriptions.pop(app_id, None)
+        if sub is not None and sub.model_id in self.models:
+            self.models[sub.model_id].users.discard(app_id)
+
+    def detections(self, app_id: str) -> int:
+        """Detections in the app's latest frame: zero without a video source."""
+        sub = self.subscriptions.get(app_id)
+        if sub is None or not self.camera_service_running:
+            return 0
+        self.models[sub.model_id].inferences += int(INFERENCE_FPS)
+        rng = self.world.streams.get(f"{self.camera.id}/ai/{app_id}")
+        return int(rng.poisson(2.5))
+
+    # Figures -------------------------------------------------------------------------------
+    def used_memory(self) -> int:
+        return int(self.memory.level)
+
+    def utilization(self) -> float:
+        """Fraction of the accelerator busy: a share per loaded model with subscribers."""
+        active = sum(1 for m in self.models.values() if m.loaded_at is not None and m.users)
+        return min(
+            1.0, 0.04 * sum(1 for m in self.models.values() if m.loaded_at is not None) + 0.18 * active
+        )
+
+    def stats(self) -> AiStats:
+        cam = self.camera
+        base = accelerator_stats(self.world.seed, cam.id, self.world.env.now, cam.uptime())
+        rows = []
+        for m in sorted(self.models.values(), key=lambda m: m.model_id):
+            if m.loaded_at is None:
+                continue
+            qps = INFERENCE_FPS * len(m.users) if self.camera_service_running else 0.0
+            rows.append(ModelStats(m.model_id, m.inferences, 0, LATENCY_US if qps else 0.0, qps, 0, qps))
+        util = max(base.device_utilization / 100.0, self.utilization())
+        return AiStats(
+            model_stats=tuple(rows),
+            device_utilization=round(util, 4),
+            device_temperature=base.device_temperature,
+            total_memory_bytes=base.total_memory_bytes,
+            used_memory_bytes=self.used_memory(),
+            cpu_utilization=0.0,
+            ram_total_kib=0,
+            ram_used_kib=0,
+        )
+
+    def capabilities(self) -> dict[str, object]:
+        fields = [
+            {
+                "key": "threshold",
+                "type": "number",
+                "required": False,
+                "default": 0.5,
+                "min": 0,
+                "max": 1,
+                "step": 0.05,
+            },
+            {
+                "key": "max_detections",
+                "type": "number",
+                "required": False,
+                "default": 100,
+                "min": 1,
+                "max": 1000,
+            },
+        ]
+        types = []
+        for type_id, label, aliases in MODEL_TYPES:
+            row: dict[str, object] = {"id": type_id, "label": label, "fields": fields}
+            if aliases:
+                row["aliases"] = list(aliases)
+            types.append(row)
+        return {
+            "formats": [{"extension": ".hef", "mime_type": "application/octet-stream", "label": "Hailo HEF"}],
+            "model_types": types,
+        }
+
+
+def _check_format(filename: str) -> None:
+    if not filename.lower().endswith(".hef"):
+        raise InvalidInput("Invalid model format: only .hef files are accepted", resource="model_format")
+
+
+def _vstreams(stem: str) -> list[dict[str, object]]:
+    return [
+        {"name": f"{stem}/input_layer1", "direction": "input", "shape": [640, 640, 3]},
+        {"name": f"{stem}/nms_output", "direction": "output", "shape": [80, 5, 100]},
+    ]

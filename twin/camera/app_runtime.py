@@ -1,0 +1,154 @@
+"""What an installed app does on the camera while its container runs, as a mixin of the app
+manager: the workload (inference subscription, frames and detections, event topics, NDJSON log
+lines), health probes, and restarts after the container ends under it (``twin.camera.app_health``).
+
+A running app subscribes to the inference results its manifest names
+(``permissions.inference.models`` and ``video``, or ``MODEL_ID``/``STREAM_ID`` in its env): a name
+the device does not know is logged as ``NOT_FOUND``; without the camera service it runs in
+simulation mode with zero detections. It subscribes to the event topics of ``SUBSCRIBE_TOPICS``
+(comma separated): one its manifest does not declare is refused.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from hardware.ports.errors import DomainError, NotFound, Unavailable
+from twin.camera import app_health
+from twin.camera.event_bus import covered
+
+if TYPE_CHECKING:
+    from twin.camera.apps import App
+    from twin.camera.camera import Camera
+    from twin.camera.containers import Container
+
+TICK_S = 5.0
+
+
+class AppRuntime:
+    """Mixed into ``AppManager``, which provides the attributes below."""
+
+    camera: Camera
+    env: simpy.Environment
+    apps: dict[str, App]
+
+    def _app(self, app_id: str) -> App:  # pragma: no cover - provided by AppManager
+        raise NotImplementedError
+
+    def _detach(self, app: App) -> None:  # pragma: no cover - provided by AppManager
+        raise NotImplementedError
+
+    def begin_start(self, app_id: str, deadline: float | None = None) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def container_exited(self, app_id: str, reason: str) -> None:
+        """The app's container went away under it (killed, crashed, out of memory, unhealthy);
+        its restart policy may bring it back."""
+        app = self.apps.get(app_id)
+        if app is None or app.state != "running":
+            return
+        self._detach(app)
+        app.state = "failed" if reason in app_health.RESTARTED_ON else "stopped"
+        app.stopped_at, app.last_error = self.camera.clock.now(), reason
+        policy = app_health.restart_policy(app.manifest)
+        if reason in app_health.RESTARTED_ON and policy.enabled:
+            if policy.max_retries and app.restarts_in_row >= policy.max_retries:
+                return
+            app.restarts_in_row += 1
+            self.env.process(self._restart_later(app, policy.delay_for(app.restarts_in_row)))
+
+    def _restart_later(self, app: App, delay: float):
+        yield self.env.timeout(delay)
+        if self.apps.get(app.id) is app and app.state == "failed" and self.camera.powered:
+            app.restart_count += 1
+            self.begin_start(app.id)
+
+    def break_health(self, app_id: str, broken: bool = True) -> None:
+        """The app stops answering its health probe (a hung worker); ``False`` heals it."""
+        self._app(app_id).unhealthy = broken
+
+    def _health(self, app: App, container: Container, probe: app_health.Probe):
+        log = self.camera.containers.log
+        failures = 0
+        while container.state == "running":
+            yield self.env.timeout(probe.interval)
+            if container.state != "running":
+                return
+            if not app.unhealthy:
+                failures, app.restarts_in_row = 0, 0
+                continue
+            failures += 1
+            log(container, "warning", f"{app_health.failure_text(probe)} ({failures}/{probe.retries})")
+            if failures >= probe.retries:
+                log(container, "error", "container is unhealthy: stopping it")
+                self.camera.containers.kill(container.id, reason="unhealthy")
+                return
+
+    # What a running app does ---------------------------------------------------------------
+    def _workload(self, container: Container):
+        app = self.apps[container.app_id]
+        m = app.manifest
+        log = self.camera.containers.log
+        ai, bus = self.camera.ai, self.camera.events
+        log(container, "info", f"Starting {m.name} v{m.version}")
+        model = container.env.get("MODEL_ID") or (m.models[0] if m.models else "")
+        stream = container.env.get("STREAM_ID") or (m.video[0] if m.video else "main")
+        inference = False
+        if model:
+            try:
+                ai.subscribe(app.id, model, stream)
+                inference = True
+                log(container, "info", f"Subscribed to inference results of model {model} on stream {stream}")
+            except NotFound as err:
+                log(
+                    container,
+                    "error",
+                    f"inference subscription failed: rpc error: code = NotFound desc = {err.message}",
+                )
+            except DomainError as err:
+                log(container, "error", f"inference subscription failed: {err.message}")
+        self._subscribe_topics(app, container)
+        probe = app_health.probe_of(m)
+        if probe is not None:
+            self.env.process(self._health(app, container, probe))
+        if inference and not ai.camera_service_running:
+            log(container, "warning", "No video stream available, running in simulation mode")
+        topic = f"app/{app.id}/detections"
+        may_publish = covered(topic, m.publish)
+        while True:
+            yield self.env.timeout(TICK_S)
+            if not inference:
+                log(container, "info", "heartbeat: idle, no inference subscription")
+                continue
+            app.frames += 1
+            count = ai.detections(app.id)
+            mode = "" if ai.camera_service_running else " (simulation mode)"
+            log(container, "info", f"frame {app.frames}: detections={count}{mode}")
+            if may_publish:
+                try:
+                    bus.emit(
+                        topic, {"app_id": app.id, "frame": app.frames, "detections": count}, source=app.id
+                    )
+                except Unavailable as err:
+                    log(container, "error", f"event publish failed: {err.message}")
+
+    def _subscribe_topics(self, app: App, container: Container) -> None:
+        log = self.camera.containers.log
+        wanted = [t.strip() for t in container.env.get("SUBSCRIBE_TOPICS", "").split(",") if t.strip()]
+        for topic in wanted:
+            if not covered(topic, app.manifest.subscribe):
+                log(
+                    container,
+                    "error",
+                    f"event subscribe {topic} failed: permission denied: topic not declared in "
+                    "permissions.events.subscribe",
+                )
+                continue
+            try:
+                self.camera.events.subscribe(app.id, topic)
+                app.subscribed.append(topic)
+                log(container, "info", f"Subscribed to events {topic}")
+            except Unavailable as err:
+                log(container, "error", f"event subscribe {topic} failed: {err.message}")

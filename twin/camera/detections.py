@@ -1,0 +1,78 @@
+"""The camera's AI model: detections derived from the scene's ground truth.
+
+At each detection tick (:data:`TICK_HZ` per second of world time) every object in view is detected
+unless a seeded draw misses it (:data:`MISS_RATE`); its box is the ground truth, jittered by a few
+percent, with a seeded confidence. Now and then a false positive appears (:data:`FALSE_RATE` per
+tick). Everything is a pure function of (camera key, tick, view), so the same seed gives the same
+detections whichever frame asks, and the AI overlay matches what the event bus reports.
+"""
+
+from __future__ import annotations
+
+from hardware.ports.camera_hw import Detection
+from twin.camera.video.render import window_fractions
+from twin.camera.video.scene import Scene
+from twin.rng import hash_uniform
+
+TICK_HZ = 5
+MISS_RATE = 0.08
+FALSE_RATE = 0.03
+MIN_VISIBLE = 0.4
+"""Fraction of a box that must be in view for the model to see it."""
+JITTER = 0.03
+
+
+class Detector:
+    def __init__(self, key: int, miss_rate: float = MISS_RATE, false_rate: float = FALSE_RATE) -> None:
+        self.key = key
+        self.miss_rate = miss_rate
+        self.false_rate = false_rate
+
+    def detect(
+        self, scene: Scene, t: float, zoom: float = 1.0, pan: float = 0.0, tilt: float = 0.0
+    ) -> tuple[Detection, ...]:
+        """Detections at sim time ``t`` for a view at ``zoom``/``pan``/``tilt``; boxes in view fractions."""
+        tick = int(t * TICK_HZ)
+        wx, wy, ww, wh = window_fractions(zoom, pan, tilt)
+        out = []
+        for box in scene.boxes(tick / TICK_HZ):
+            # the first eight objects keep their draws; more (crowds) draw from their own counters
+            base = (
+                tick * 64 + box.object_id * 8
+                if box.object_id < 8
+                else (1 << 40) + (tick * 64 + box.object_id) * 8
+            )
+            u = hash_uniform(self.key, [base, base + 1, base + 2, base + 3, base + 4])
+            if u[0] < self.miss_rate:
+                continue
+            x0 = max(box.x, wx)
+            y0 = max(box.y, wy)
+            x1 = min(box.x + box.w, wx + ww)
+            y1 = min(box.y + box.h, wy + wh)
+            if x1 <= x0 or y1 <= y0 or (x1 - x0) * (y1 - y0) < MIN_VISIBLE * box.w * box.h:
+                continue
+            jx, jy = (float(u[1]) - 0.5) * JITTER * box.w, (float(u[2]) - 0.5) * JITTER * box.h
+            out.append(
+                Detection(
+                    box.label,
+                    round(0.55 + 0.44 * float(u[3]), 3),
+                    round((x0 + jx - wx) / ww, 4),
+                    round((y0 + jy - wy) / wh, 4),
+                    round((x1 - x0) / ww, 4),
+                    round((y1 - y0) / wh, 4),
+                    box.object_id,
+                )
+            )
+        f = hash_uniform(self.key, [tick * 64 + 60, tick * 64 + 61, tick * 64 + 62, tick * 64 + 63])
+        if scene.movers and f[0] < self.false_rate:  # an empty scene has no clutter to mistake
+            out.append(
+                Detection(
+                    "person",
+                    round(0.5 + 0.2 * float(f[3]), 3),
+                    round(0.9 * float(f[1]), 4),
+                    round(0.4 + 0.4 * float(f[2]), 4),
+                    0.05,
+                    0.15,
+                )
+            )
+        return tuple(out)

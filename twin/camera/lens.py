@@ -1,0 +1,281 @@
+"""A camera's motorised lens: zoom, focus and iris motors, and the autofocus controller.
+
+Motors (:class:`twin.camera.motor.Motor`) move at a fixed rate on the world clock. The scene is sharpest at
+focus position :meth:`Lens.ideal_focus` for the current zoom (the zoom-follow curve at the scene's
+distance); the renderer blurs by the distance from it.
+
+Autofocus jobs are in :mod:`twin.camera.autofocus`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from hardware.ports.camera_hw import MOTOR_RESET_ZERO, AfJob, AfStatus, LensStatus, MotorLimit
+from hardware.ports.errors import InvalidInput
+from twin.camera.area import CameraArea
+from twin.camera.autofocus import Autofocus
+from twin.camera.motor import Motor
+from twin.rng import hash_uniform
+
+if TYPE_CHECKING:
+    from twin.world import World
+
+ZOOM_STEPS = 2000
+FOCUS_STEPS = 3000
+IRIS_MAX = 1023
+ZOOM_SPEED = 800.0  # steps per second at speed 100
+FOCUS_SPEED = 1200.0
+IRIS_SPEED = 400.0
+MAX_RATIO = 4.0
+"""Optical zoom at the tele end; the wide end is 1x."""
+BLUR_STEPS_PER_PX = 60.0
+"""Focus steps of error per pixel of blur sigma at 1280 pixels of width."""
+
+
+class Lens(Autofocus):
+    def __init__(self, world: World, camera_id: str) -> None:
+        self.world = world
+        self.env = world.env
+        self.camera_id = camera_id
+        self._key = world.streams.key(f"{camera_id}/lens")
+        self.distance_m = 6.0 + 24.0 * float(hash_uniform(self._key, 0))
+        """How far the scene is: where the zoom-follow curve puts sharp focus."""
+        self.zoom_motor = Motor(self.env, ZOOM_STEPS, ZOOM_SPEED, 0)
+        self.focus_motor = Motor(self.env, FOCUS_STEPS, FOCUS_SPEED, self.curve(0, self.distance_m))
+        self.iris_motor = Motor(self.env, IRIS_MAX, IRIS_SPEED, 512)
+        self.autofocus_enabled = False
+        self.zoom_rz_done = True
+        self.focus_rz_done = True
+        self._jobs = 0
+        self._af: simpy.Process | None = None
+        self._af_status = self._status_of("", "none", "idle", 0.0, False, self.env.now)
+
+    # Optics ----------------------------------------------------------------------------------
+    @staticmethod
+    def curve(zoom_pos: float, distance_m: float) -> float:
+        """The zoom-follow curve: the focus position that is sharp at ``distance_m`` for a zoom."""
+        z = zoom_pos / ZOOM_STEPS
+        return 500.0 + 1700.0 * z**1.4 + 2400.0 / max(distance_m, 0.5) * (0.3 + z)
+
+    @staticmethod
+    def distance_of(zoom_pos: float, focus_pos: float) -> float:
+        """Inverse of :meth:`curve` in the distance (the AF's distance estimate)."""
+        z = zoom_pos / ZOOM_STEPS
+        rest = focus_pos - 500.0 - 1700.0 * z**1.4
+        return round(2400.0 * (0.3 + z) / rest, 2) if rest > 1 else 0.0
+
+    def ideal_focus(self) -> float:
+        return self.curve(self.zoom_motor.position(), self.distance_m)
+
+    def zoom_position(self, ratio: float) -> float:
+        """The zoom motor position of a ratio, clamped to the lens's range."""
+        return (min(max(ratio, 1.0), MAX_RATIO) - 1.0) / (MAX_RATIO - 1.0) * ZOOM_STEPS
+
+    def zoom_ratio(self) -> float:
+        return 1.0 + (MAX_RATIO - 1.0) * self.zoom_motor.position() / ZOOM_STEPS
+
+    def defocus(self) -> float:
+        """Focus steps away from sharp."""
+        return abs(self.focus_motor.position() - self.ideal_focus())
+
+    def blur_sigma(self, width: int) -> float:
+        """Gaussian sigma in pixels of a ``width``-pixel frame for the current defocus."""
+        return min(14.0, self.defocus() / BLUR_STEPS_PER_PX) * width / 1280
+
+    def exposure(self) -> float:
+        """Light through the iris relative to the default opening (1.0 at ADC 512)."""
+        return max(0.05, self.iris_motor.position() / 512)
+
+    def status(self) -> LensStatus:
+        return LensStatus(
+            zoom_state=self.zoom_motor.state,
+            focus_state=self.focus_motor.state,
+            zoom_rz_done=self.zoom_rz_done,
+            focus_rz_done=self.focus_rz_done,
+            zoom_pos=round(self.zoom_motor.position()),
+            focus_pos=round(self.focus_motor.position()),
+            iris_adc=round(self.iris_motor.position()),
+            autofocus_enabled=self.autofocus_enabled,
+            zoom_limit=self.zoom_motor.limit,
+            focus_limit=self.focus_motor.limit,
+        )
+
+    # Commands --------------------------------------------------------------------------------
+    def zoom(self, speed: int) -> None:
+        _check_speed(speed)
+        self.zoom_motor.run(speed)
+        if speed == 0 and self.autofocus_enabled:
+            self.focus_motor.move_to(self.ideal_focus())
+
+    def focus(self, speed: int) -> None:
+        _check_speed(speed)
+        self.cancel_af()
+        self.focus_motor.run(speed)
+
+    def set_autofocus(self, enable: bool) -> None:
+        self.autofocus_enabled = enable
+        if enable:
+            self.oneshot_af()
+
+    def set_zoom_level(self, level: float) -> None:
+        if not 1.0 <= level <= MAX_RATIO:
+            raise InvalidInput(f"zoom level must be between 1 and {MAX_RATIO:g}")
+        target = self.zoom_position(level)
+        self.zoom_motor.move_to(target)
+        if self.autofocus_enabled:
+            self._follow(target, self.distance_m)
+
+    def set_focus_level(self, level: float) -> None:
+        if not 0.0 <= level <= 1.0:
+            raise InvalidInput("focus level must be between 0 and 1")
+        self.cancel_af()
+        self.focus_motor.move_to(level * FOCUS_STEPS)
+
+    def iris(self, speed: int) -> None:
+        _check_speed(speed)
+        self.iris_motor.run(speed)
+
+    def iris_target(self, target: int) -> None:
+        if not 0 <= target <= IRIS_MAX:
+            raise InvalidInput(f"iris target must be between 0 and {IRIS_MAX}")
+        self.iris_motor.move_to(target)
+
+    def set_limits(self, zoom: MotorLimit | None, focus: MotorLimit | None) -> None:
+        if zoom is not None:
+            self.zoom_motor.set_limit(zoom)
+        if focus is not None:
+            self.focus_motor.set_limit(focus)
+
+    def reset_zero(self, zoom: bool, focus: bool) -> None:
+        self.cancel_af()
+        self.env.process(self._zeroed(self._start_reset(zoom, focus), zoom, focus))
+
+    def init(self) -> None:
+        self.cancel_af()
+        self.env.process(self._init(self._start_reset(True, True)))
+
+    def goto(self, zoom_ratio: float, focus_distance_m: float) -> None:
+        if not 1.0 <= zoom_ratio <= MAX_RATIO:
+            raise InvalidInput(f"zoom_ratio must be between 1 and {MAX_RATIO:g}")
+        if focus_distance_m <= 0:
+            raise InvalidInput("focus_distance_m must be positive")
+        self.cancel_af()
+        target = self.zoom_position(zoom_ratio)
+        self.zoom_motor.move_to(target)
+        self._follow(target, focus_distance_m)
+
+    def _follow(self, zoom_target: float, distance_m: float) -> simpy.Event:
+        """Move zoom and focus together so focus stays on the curve: both arrive at once."""
+        zoom_time = abs(zoom_target - self.zoom_motor.position()) / ZOOM_SPEED
+        focus_target = self.curve(zoom_target, distance_m)
+        focus_dist = abs(focus_target - self.focus_motor.position())
+        speed = 1.0 if zoom_time <= 0 else min(1.0, focus_dist / FOCUS_SPEED / zoom_time)
+        zoom_done = self.zoom_motor.move_to(zoom_target)
+        focus_done = self.focus_motor.move_to(focus_target, speed if focus_dist else 1.0)
+        return self.env.all_of([zoom_done, focus_done])
+
+    def _start_reset(self, zoom: bool, focus: bool) -> simpy.Event:
+        """Start both motors towards zero now; the event fires when both are there."""
+        moves = []
+        if zoom:
+            self.zoom_rz_done = False
+            moves.append(self.zoom_motor.move_to(0, 1.0, MOTOR_RESET_ZERO))
+        if focus:
+            self.focus_rz_done = False
+            moves.append(self.focus_motor.move_to(0, 1.0, MOTOR_RESET_ZERO))
+        return self.env.all_of(moves)
+
+    def _zeroed(self, moves: simpy.Event, zoom: bool, focus: bool) -> Generator[simpy.Event, Any, None]:
+        results = yield moves
+        arrived = all(results.values())
+        if zoom:
+            self.zoom_rz_done = arrived
+        if focus:
+            self.focus_rz_done = arrived
+
+    def _init(self, moves: simpy.Event) -> Generator[simpy.Event, Any, None]:
+        yield from self._zeroed(moves, True, True)
+        yield self._follow(self.zoom_motor.limit.min_pos, self.distance_m)
+
+    # Snapshot --------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        motors = {"zoom": self.zoom_motor, "focus": self.focus_motor, "iris": self.iris_motor}
+        return {
+            **{name: m.position() for name, m in motors.items()},
+            "limits": {name: [m.limit.min_pos, m.limit.max_pos] for name, m in motors.items()},
+            "autofocus": self.autofocus_enabled,
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Motors stopped where the snapshot had them (a move in progress is not resumed)."""
+        motors = {"zoom": self.zoom_motor, "focus": self.focus_motor, "iris": self.iris_motor}
+        for name, motor in motors.items():
+            lo, hi = state["limits"][name]
+            motor.limit = MotorLimit(lo, hi)
+            motor.place(state[name])
+        self.autofocus_enabled = state["autofocus"]
+
+
+def _check_speed(speed: int) -> None:
+    if not -100 <= speed <= 100:
+        raise InvalidInput("speed must be between -100 and 100")
+
+
+class TwinGatewayLens(CameraArea):
+    """The gateway's lens area over one camera of the world (looked up on each call)."""
+
+    @property
+    def _lens(self) -> Lens:
+        return self.camera.lens
+
+    def status(self) -> LensStatus:
+        return self._lens.status()
+
+    def af_status(self) -> AfStatus:
+        return self._lens.af_status()
+
+    def zoom(self, speed: int) -> None:
+        self._lens.zoom(speed)
+
+    def focus(self, speed: int) -> None:
+        self._lens.focus(speed)
+
+    def set_autofocus(self, enable: bool) -> None:
+        self._lens.set_autofocus(enable)
+
+    def oneshot_af(self) -> AfJob:
+        return self._lens.oneshot_af()
+
+    def cancel_af(self) -> AfJob:
+        return self._lens.cancel_af()
+
+    def zoom_follow(self, ratio: float) -> AfJob:
+        return self._lens.zoom_follow(ratio)
+
+    def set_zoom_level(self, level: float) -> None:
+        self._lens.set_zoom_level(level)
+
+    def set_focus_level(self, level: float) -> None:
+        self._lens.set_focus_level(level)
+
+    def reset_zero(self, zoom: bool, focus: bool) -> None:
+        self._lens.reset_zero(zoom, focus)
+
+    def iris(self, speed: int) -> None:
+        self._lens.iris(speed)
+
+    def iris_target(self, target: int) -> None:
+        self._lens.iris_target(target)
+
+    def set_limits(self, zoom: MotorLimit | None, focus: MotorLimit | None) -> None:
+        self._lens.set_limits(zoom, focus)
+
+    def init(self) -> None:
+        self._lens.init()
+
+    def goto(self, zoom_ratio: float, focus_distance_m: float) -> None:
+        self._lens.goto(zoom_ratio, focus_distance_m)

@@ -1,0 +1,420 @@
+"""A camera's peripherals: white light, IR LED and IR-cut filter, PTZ, GPIO, fan and heater (over
+:mod:`twin.camera.thermal`), radar, alarm outputs, Wiegand readers and the RS485 port.
+
+Day and night follow the world clock (:func:`twin.camera.video.scene.daylight`); with the IR-cut filter in
+``auto`` the camera switches to night (grayscale, IR-lit) below :data:`NIGHT_BELOW` daylight and emits
+``day_night_switch`` when it changes. GPIO inputs and Wiegand card reads come from seeded SimPy
+processes and become events. PTZ pan and tilt are motors (tenths of a degree) over the panorama.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import simpy
+
+from hardware.ports.camera_hw import DeviceStatus, GpioPin, GpioRead, PtzCommand, Switched
+from hardware.ports.errors import Conflict, InvalidInput, NotFound
+from hardware.ports.events import EventKind
+from twin.camera.area import CameraArea
+from twin.camera.motor import Motor
+from twin.camera.thermal import Thermal
+from twin.camera.video.scene import daylight, scene_of
+from twin.rng import hash_uniform
+
+if TYPE_CHECKING:
+    from twin.camera.camera import Camera
+
+IRCUT_MODES = {"auto": 0, "day": 1, "night": 2}
+NIGHT_BELOW = 0.25
+PAN_RANGE = 450  # tenths of a degree either side of centre
+TILT_RANGE = 150
+PTZ_SPEED = 300.0  # tenths of a degree per second at speed 100
+INPUT_PINS = (0, 1, 2, 3)
+OUTPUT_PINS = (4, 5, 6, 7)
+GPIO_MEAN_S = 900.0
+"""Mean time between changes of one GPIO input."""
+WIEGAND_MEAN_S = 600.0
+"""Mean time between card reads on an enabled Wiegand channel."""
+CHANNELS = (0, 1)
+MCU_VERSION = "1.4.2"
+SWITCHES = ("fan", "heat", "radar", "alarm-out", "wiegand")
+BAUD_RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200)
+
+
+class Peripherals:
+    def __init__(self, camera: Camera) -> None:
+        self.camera = camera
+        self.world = camera.world
+        self.env = camera.world.env
+        self.id = camera.id
+        self._key = self.world.streams.key(f"{camera.id}/peripherals")
+        self.scene = scene_of(self.world, camera.id)
+        self.thermal = Thermal(self.world, camera.id)
+        self.light_level = 0
+        self.ir_led_level = 0
+        self.ircut_mode = "auto"
+        self.pan = Motor(self.env, 2 * PAN_RANGE, PTZ_SPEED, PAN_RANGE)
+        self.tilt = Motor(self.env, 2 * TILT_RANGE, PTZ_SPEED, TILT_RANGE)
+        self.presets: dict[int, tuple[float, float]] = {}
+        self.gpio: dict[int, bool] = dict.fromkeys(INPUT_PINS + OUTPUT_PINS, False)
+        self.radar = False
+        self.alarm_out = dict.fromkeys(CHANNELS, False)
+        self.wiegand = dict.fromkeys(CHANNELS, False)
+        self.rs485: dict[str, Any] | None = None
+        self._night = self.night()
+        self.env.process(self._inputs())
+        self.env.process(self._cards())
+        self.env.process(self._day_night())
+
+    # Light -------------------------------------------------------------------------------------
+    def daylight(self) -> float:
+        return daylight(self.world.now())
+
+    def night(self) -> bool:
+        if self.ircut_mode == "auto":
+            return self.daylight() < NIGHT_BELOW
+        return self.ircut_mode == "night"
+
+    def light_sensor(self) -> int:
+        return min(1023, round(1023 * self.daylight() + 2.0 * self.light_level))
+
+    def set_light(self, level: int) -> None:
+        _level(level)
+        self.light_level = level
+
+    def set_ir_led(self, level: int) -> None:
+        _level(level)
+        self.ir_led_level = level
+
+    def set_ir_cut(self, mode: str) -> None:
+        if mode not in IRCUT_MODES:
+            raise InvalidInput("mode must be auto, day or night")
+        self.ircut_mode = mode
+        self._check_day_night()
+
+    def _check_day_night(self) -> None:
+        night = self.night()
+        if night != self._night:
+            self._night = night
+            self.world.emit(EventKind.CAMERA_DAY_NIGHT, self.id, mode="night" if night else "day")
+
+    def _day_night(self) -> Generator[simpy.Event, Any, None]:
+        while True:
+            yield self.env.timeout(60.0)
+            self._check_day_night()
+
+    # PTZ -----------------------------------------------------------------------------------------
+    def pan_deg(self) -> float:
+        return round((self.pan.position() - PAN_RANGE) / 10, 2)
+
+    def tilt_deg(self) -> float:
+        return round((self.tilt.position() - TILT_RANGE) / 10, 2)
+
+    def view_offset(self) -> tuple[float, float]:
+        """Pan and tilt as -1..1 of their range: where the view sits in the panorama."""
+        return (self.pan.position() - PAN_RANGE) / PAN_RANGE, (self.tilt.position() - TILT_RANGE) / TILT_RANGE
+
+    def ptz(self, cmd: PtzCommand) -> None:
+        lens = self.camera.lens
+        if cmd.action not in ("pan", "tilt", "stop", "preset", "zoom", "focus"):
+            raise InvalidInput("action must be pan, tilt, stop, preset, zoom or focus")
+        if not 0 <= cmd.speed <= 100:
+            raise InvalidInput("speed must be between 0 and 100")
+        if cmd.action == "stop" or cmd.direction == "stop":
+            self.pan.stop()
+            self.tilt.stop()
+        elif cmd.action in ("pan", "tilt"):
+            sign = {"left": -1, "right": 1, "up": 1, "down": -1}.get(cmd.direction)
+            if sign is None:
+                raise InvalidInput("direction must be left, right, up, down or stop")
+            motor = self.pan if cmd.direction in ("left", "right") else self.tilt
+            motor.run(sign * (cmd.speed or 50))
+        elif cmd.action == "preset":
+            if not 1 <= cmd.preset_id <= 255:
+                raise InvalidInput("preset_id must be between 1 and 255")
+            self._preset(cmd.preset_id, cmd.speed or 100)
+        elif cmd.action == "zoom":
+            lens.zoom(cmd.zoom_speed)
+        else:
+            lens.focus(cmd.focus_speed)
+
+    def _preset(self, preset_id: int, speed: int) -> None:
+        """Go to a stored preset; an unknown preset stores the current position under that id."""
+        if preset_id not in self.presets:
+            self.presets[preset_id] = (self.pan.position(), self.tilt.position())
+            return
+        pan, tilt = self.presets[preset_id]
+        done = self.env.all_of([self.pan.move_to(pan, speed / 100), self.tilt.move_to(tilt, speed / 100)])
+        self.env.process(self._reached(done, preset_id))
+
+    def _reached(self, done: simpy.Event, preset_id: int) -> Generator[simpy.Event, Any, None]:
+        results = yield done
+        if all(results.values()):
+            self.world.emit(EventKind.CAMERA_PTZ_PRESET, self.id, preset_id=preset_id)
+
+    # GPIO ----------------------------------------------------------------------------------------
+    def gpio_pin(self, pin: int) -> GpioPin:
+        if pin not in self.gpio:
+            raise NotFound(f"GPIO pin {pin} not available")
+        direction = "in" if pin in INPUT_PINS else "out"
+        return GpioPin(pin, self.gpio[pin], "ok", direction)
+
+    def gpio_read(self, pins: list[int] | None) -> GpioRead:
+        wanted = pins if pins else list(self.gpio)
+        if len(wanted) > 64:
+            raise InvalidInput("at most 64 pins")
+        results = tuple(
+            self.gpio_pin(p) if p in self.gpio else GpioPin(p, False, "unavailable", "") for p in wanted
+        )
+        return GpioRead(tuple(self.gpio), INPUT_PINS, OUTPUT_PINS, results)
+
+    def gpio_write(self, pin: int, value: bool) -> None:
+        if pin not in self.gpio:
+            raise InvalidInput(f"GPIO pin {pin} not available")
+        if pin in INPUT_PINS:
+            raise InvalidInput(f"GPIO pin {pin} is an input")
+        if self.gpio[pin] != value:
+            self.gpio[pin] = value
+            self.world.emit(EventKind.CAMERA_GPIO_CHANGE, self.id, pin=pin, value=value, direction="out")
+
+    def _inputs(self) -> Generator[simpy.Event, Any, None]:
+        """Each input pin flips at seeded exponential intervals; one process for all of them."""
+        n = 0
+        due = {}
+        for pin in INPUT_PINS:
+            n += 1
+            due[pin] = self.env.now + _exp(self._key, n, GPIO_MEAN_S)
+        while True:
+            pin = min(due, key=due.__getitem__)
+            yield self.env.timeout(max(0.0, due[pin] - self.env.now))
+            self.gpio[pin] = not self.gpio[pin]
+            self.world.emit(
+                EventKind.CAMERA_GPIO_CHANGE, self.id, pin=pin, value=self.gpio[pin], direction="in"
+            )
+            n += 1
+            due[pin] = self.env.now + _exp(self._key, n, GPIO_MEAN_S)
+
+    # Switches ------------------------------------------------------------------------------------
+    def switch(self, what: str, enabled: bool, channel: int = 0) -> Switched:
+        if what == "fan":
+            self.thermal.set(fan=enabled)
+        elif what == "heat":
+            self.thermal.set(heater=enabled)
+        elif what == "radar":
+            self.radar = enabled
+        elif what in ("alarm-out", "wiegand"):
+            table = self.alarm_out if what == "alarm-out" else self.wiegand
+            if channel not in table:
+                raise InvalidInput(f"channel must be one of {list(table)}")
+            table[channel] = enabled
+        else:
+            raise NotFound(f"no {what} on this device")
+        return Switched(True, enabled, f"{what} {'enabled' if enabled else 'disabled'}")
+
+    def switched(self, what: str, channel: int = 0) -> Switched:
+        if what in ("alarm-out", "wiegand"):
+            table = self.alarm_out if what == "alarm-out" else self.wiegand
+            if channel not in table:
+                raise InvalidInput(f"channel must be one of {list(table)}")
+            enabled = table[channel]
+        else:
+            enabled = {"fan": self.thermal.fan, "heat": self.thermal.heater, "radar": self.radar}[what]
+        return Switched(True, enabled, "ok")
+
+    def alarm_outputs(self) -> dict[str, bool]:
+        return {
+            "alarm_out0": self.alarm_out[0],
+            "alarm_out1": self.alarm_out[1],
+            "wiegand0": self.wiegand[0],
+            "wiegand1": self.wiegand[1],
+        }
+
+    def _cards(self) -> Generator[simpy.Event, Any, None]:
+        """Card reads on enabled Wiegand channels: 26-bit frames (facility 8 bits, card 16 bits)."""
+        n = 10_000
+        while True:
+            n += 1
+            yield self.env.timeout(_exp(self._key, n, WIEGAND_MEAN_S))
+            channel = int(hash_uniform(self._key, n + 500_000) * len(CHANNELS))
+            if not self.wiegand[channel]:
+                continue
+            facility = int(hash_uniform(self._key, n + 600_000) * 256)
+            card = int(hash_uniform(self._key, n + 700_000) * 65536)
+            self.world.emit(
+                EventKind.CAMERA_WIEGAND, self.id, channel=channel, bits=26, facility=facility, card=card
+            )
+
+    # Radar ---------------------------------------------------------------------------------------
+    def radar_targets(self) -> list[dict[str, float]]:
+        """Targets from the scene's ground truth: range from the box's foot, angle from its centre."""
+        if not self.radar:
+            return []
+        out = []
+        for box in self.scene.boxes(self.env.now):
+            foot = box.y + box.h
+            out.append(
+                {
+                    "id": box.object_id,
+                    "range_m": round(2.0 + 40.0 * (1.0 - foot), 2),
+                    "angle_deg": round((box.x + box.w / 2 - 0.5) * 60.0 + self.pan_deg(), 2),
+                }
+            )
+        return out
+
+    # RS485 ---------------------------------------------------------------------------------------
+    def rs485_init(self, baudrate: int, config: str) -> None:
+        if baudrate not in BAUD_RATES:
+            raise InvalidInput(f"baudrate must be one of {list(BAUD_RATES)}")
+        self.rs485 = {"baudrate": baudrate, "config": config, "loopback": "loopback" in config.lower()}
+
+    def rs485_deinit(self) -> None:
+        self.rs485 = None
+
+    def rs485_tx(self, data: bytes) -> None:
+        if self.rs485 is None:
+            raise Conflict("RS485 not initialised")
+        if not data:
+            raise InvalidInput("data is empty")
+        if self.rs485["loopback"]:
+            seconds = len(data) * 10 / self.rs485["baudrate"]
+            self.env.process(self._echo(data, seconds))
+
+    def _echo(self, data: bytes, seconds: float) -> Generator[simpy.Event, Any, None]:
+        yield self.env.timeout(seconds)
+        self.world.emit(EventKind.CAMERA_RS485_RX, self.id, data=data.hex())
+
+    # Snapshot ----------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        return {
+            "light": self.light_level,
+            "ir_led": self.ir_led_level,
+            "ircut": self.ircut_mode,
+            "pan": self.pan.position(),
+            "tilt": self.tilt.position(),
+            "presets": {str(k): list(v) for k, v in self.presets.items()},
+            "gpio": {str(k): v for k, v in self.gpio.items()},
+            "radar": self.radar,
+            "alarm_out": {str(k): v for k, v in self.alarm_out.items()},
+            "wiegand": {str(k): v for k, v in self.wiegand.items()},
+            "rs485": dict(self.rs485) if self.rs485 is not None else None,
+            "fan": self.thermal.fan,
+            "heater": self.thermal.heater,
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.light_level, self.ir_led_level = state["light"], state["ir_led"]
+        self.ircut_mode = state["ircut"]
+        self._night = self.night()
+        self.pan.place(state["pan"])
+        self.tilt.place(state["tilt"])
+        self.presets = {int(k): (v[0], v[1]) for k, v in state["presets"].items()}
+        self.gpio = {int(k): v for k, v in state["gpio"].items()}
+        self.radar = state["radar"]
+        self.alarm_out = {int(k): v for k, v in state["alarm_out"].items()}
+        self.wiegand = {int(k): v for k, v in state["wiegand"].items()}
+        self.rs485 = dict(state["rs485"]) if state["rs485"] is not None else None
+        self.thermal.set(fan=state["fan"], heater=state["heater"])
+
+    # Status --------------------------------------------------------------------------------------
+    def device_status(self) -> DeviceStatus:
+        lens = self.camera.lens
+        return DeviceStatus(
+            soc_temp_c=self.thermal.soc_temp(),
+            mcu_temp_c=self.thermal.mcu_temp(),
+            light_sensor=self.light_sensor(),
+            ptz_pan_pos=self.pan_deg(),
+            ptz_tilt_pos=self.tilt_deg(),
+            zoom_pos=round(lens.zoom_motor.position()),
+            focus_pos=round(lens.focus_motor.position()),
+            autofocus_enabled=lens.autofocus_enabled,
+            ircut_mode=IRCUT_MODES[self.ircut_mode],
+            white_light_level=self.light_level,
+            ir_led_level=self.ir_led_level,
+            mcu_version=MCU_VERSION,
+            mcu_uptime_ms=round(self.camera.uptime() * 1000),
+        )
+
+    def capabilities(self) -> dict[str, bool]:
+        return {
+            "has_video": True,
+            "has_codec": True,
+            "has_led": True,
+            "has_sensor": True,
+            "has_mcu": True,
+            "has_env_ctrl": True,
+            "has_alarm": True,
+            "has_rs485": True,
+            "has_osd": True,
+            "has_draw": True,
+            "has_audio": False,
+        }
+
+
+def _level(level: int) -> None:
+    if not 0 <= level <= 100:
+        raise InvalidInput("level must be between 0 and 100")
+
+
+def _exp(key: int, n: int, mean: float) -> float:
+    """A seeded exponential interval: the ``n``-th draw of this entity, at least 1 s."""
+    u = float(hash_uniform(key, n))
+    return max(1.0, -mean * math.log(1.0 - u))
+
+
+class TwinGatewayPeripherals(CameraArea):
+    """The gateway's peripherals area over one camera of the world (looked up on each call)."""
+
+    @property
+    def _p(self) -> Peripherals:
+        return self.camera.peripherals
+
+    def device_status(self) -> DeviceStatus:
+        return self._p.device_status()
+
+    def capabilities(self) -> dict[str, bool]:
+        return self._p.capabilities()
+
+    def set_light(self, level: int) -> None:
+        self._p.set_light(level)
+
+    def set_ir_led(self, level: int) -> None:
+        self._p.set_ir_led(level)
+
+    def set_ir_cut(self, mode: str) -> None:
+        self._p.set_ir_cut(mode)
+
+    def ptz(self, command: PtzCommand) -> None:
+        self._p.ptz(command)
+
+    def gpio_read(self, pins: list[int] | None) -> GpioRead:
+        return self._p.gpio_read(pins)
+
+    def gpio_pin(self, pin: int) -> GpioPin:
+        return self._p.gpio_pin(pin)
+
+    def gpio_write(self, pin: int, value: bool) -> None:
+        self._p.gpio_write(pin, value)
+
+    def switch(self, what: str, enabled: bool, channel: int = 0) -> Switched:
+        return self._p.switch(what, enabled, channel)
+
+    def switched(self, what: str, channel: int = 0) -> Switched:
+        return self._p.switched(what, channel)
+
+    def alarm_outputs(self) -> dict[str, bool]:
+        return self._p.alarm_outputs()
+
+    def radar_targets(self) -> list[dict[str, float]]:
+        return self._p.radar_targets()
+
+    def rs485_init(self, baudrate: int, config: str) -> None:
+        self._p.rs485_init(baudrate, config)
+
+    def rs485_deinit(self) -> None:
+        self._p.rs485_deinit()
+
+    def rs485_tx(self, data: bytes) -> None:
+        self._p.rs485_tx(data)

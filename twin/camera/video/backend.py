@@ -1,0 +1,336 @@
+"""The twin's implementation of the gateway's media area and picture settings, over one camera.
+
+Streams and the camera daemon's configuration belong to the world's current SimPy environment:
+after a reset or restore (a new environment) the old streams' viewers are closed and fresh
+streams and default settings are made on next use.
+
+Every frame is rendered through a :class:`~twin.camera.video.render.View` captured on the world's thread at
+the frame's tick: the lens (zoom, focus error, iris), the peripherals (PTZ, day/night, IR, light) and
+these settings (image, transform, OSD, privacy masks, AI overlay with the model's detections).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import cv2
+import numpy as np
+
+from hardware.ports.camera_hw import (
+    AiOverlay,
+    Detection,
+    ImageSettings,
+    OsdImageFile,
+    OsdStream,
+    PrivacyMaskConfig,
+    Transform,
+)
+from hardware.ports.errors import InvalidInput, NotFound, Unavailable
+from hardware.ports.events import EventKind
+from hardware.ports.media import StreamConfig, StreamStatus
+from twin.camera.area import camera_of
+from twin.camera.detections import Detector
+from twin.camera.video import config as cfg
+from twin.camera.video import stream as _stream
+from twin.camera.video.media_config import MediaConfiguration
+from twin.camera.video.render import Renderer, View, default_osd
+from twin.camera.video.scene import Scene, scene_of
+from twin.camera.video.stream import VideoStream, Viewer
+
+if TYPE_CHECKING:
+    from twin.camera.camera import Camera
+    from twin.clock import SimClock
+    from twin.world import World
+
+MAX_OSD_IMAGES = 32
+MAX_OSD_IMAGE_BYTES = 2 * 1024 * 1024
+DETECTIONS_EVERY_S = 1.0
+
+
+class TwinGatewayMedia(MediaConfiguration):
+    def __init__(self, world: World, clock: SimClock, camera_id: str) -> None:
+        self._world = world
+        self._clock = clock
+        self._id = camera_id
+        self._env = None
+        self._streams: dict[str, VideoStream] = {}
+        self._settings = self._defaults()
+        self._osd_files: dict[str, OsdImageFile] = {}
+        self._osd_pixels: dict[str, np.ndarray] = {}
+        self._scene = Scene(0)
+        self._detector = Detector(0)
+
+    # World -------------------------------------------------------------------------------------
+    @staticmethod
+    def _preset(name: str) -> cfg.MediaSettings:
+        streams = [_stream.scaled(c, _stream.RESOLUTION_SCALE) for c in cfg.PROFILES[name]]
+        return cfg.MediaSettings(streams, {s.stream_id: True for s in streams}, profile=name)
+
+    def _defaults(self) -> cfg.MediaSettings:
+        """The settings the camera boots with: the fleet's profile, with ``default`` beside it."""
+        boot = self._world.camera_spec.get(self._id, self._world.config.cameras).profile
+        settings = self._preset(boot)
+        settings.profiles["default"] = self._preset("default").to_dict()
+        settings.profiles[boot] = settings.to_dict()
+        return settings
+
+    def _current(self) -> dict[str, VideoStream]:
+        if self._env is not self._world.env:
+            for old in self._streams.values():
+                old.close()
+            self._scene = scene_of(self._world, self._id)
+            self._detector = Detector(self._world.streams.key(f"{self._id}/detections"))
+            self._settings = self._defaults()
+            self._osd_files, self._osd_pixels = {}, {}
+            self._streams = {c.stream_id: self._new_stream(c) for c in self._settings.streams}
+            self._env = self._world.env
+        return self._streams
+
+    def _new_stream(self, config: StreamConfig) -> VideoStream:
+        return VideoStream(self._world, self._id, config, self._scene, self._view)
+
+    def _settings_now(self) -> cfg.MediaSettings:
+        self._current()
+        return self._settings
+
+    def _sync(self) -> None:
+        """Make the running streams match the settings: new ones, changed ones, removed ones."""
+        streams = self._current()
+        wanted = {c.stream_id: c for c in self._settings.streams}
+        for name in list(streams):
+            if name not in wanted:
+                streams.pop(name).close()
+        for name, config in wanted.items():
+            if name not in streams:
+                streams[name] = self._new_stream(config)
+            elif streams[name].config != config:
+                streams[name].reconfigure(config)
+            if not self._settings.enabled.get(name, True):
+                for viewer in list(streams[name].viewers):
+                    viewer.close()
+        self._streams = {name: streams[name] for name in wanted}
+
+    def _camera(self) -> Camera:
+        return camera_of(self._world, self._id)
+
+    def _view(self, stream_id: str) -> View:
+        camera = self._camera()
+        lens, per = camera.lens, camera.peripherals
+        s = self._settings
+        pan, tilt = per.view_offset()
+        zoom = lens.zoom_ratio()
+        osd = s.osd.get(stream_id)
+        if osd is None:
+            texts, dates = default_osd(self._id)
+            images: tuple = ()
+        else:
+            texts, dates = osd.text_overlays, osd.datetime_overlays
+            images = tuple(
+                (i.x, i.y, self._osd_pixels[i.name])
+                for i in osd.image_overlays
+                if i.enabled and i.name in self._osd_pixels
+            )
+        detections = (
+            self._detector.detect(self._scene, self._world.env.now, zoom, pan, tilt)
+            if s.overlay.enabled
+            else ()
+        )
+        return View(
+            unix_time=camera.clock.now(),  # the OSD shows device time
+            camera_id=self._id,
+            zoom=zoom,
+            pan=pan,
+            tilt=tilt,
+            blur_1280=lens.blur_sigma(1280),
+            exposure=lens.exposure(),
+            daylight=per.daylight(),
+            night=per.night(),
+            light=per.light_level,
+            ir_led=per.ir_led_level,
+            image=s.image,
+            transform=s.transform,
+            masks=s.privacy.masks if s.privacy.enabled else (),
+            texts=texts,
+            datetimes=dates,
+            images=images,
+            overlay=s.overlay,
+            detections=detections,
+        )
+
+    # Streams -----------------------------------------------------------------------------------
+    def streams(self) -> list[StreamConfig]:
+        return [s.config for s in self._current().values()]
+
+    def stream(self, stream_id: str) -> VideoStream:
+        stream = self._current().get(stream_id)
+        if stream is None:
+            raise NotFound(f"stream {stream_id} not found", resource="stream")
+        return stream
+
+    def _service_running(self) -> bool:
+        camera = self._world.cameras.get(self._id)
+        ai = getattr(camera, "ai", None)
+        return camera is not None and getattr(ai, "camera_service_running", True)
+
+    def status(self) -> list[StreamStatus]:
+        out = []
+        now = self._world.env.now
+        service = self._service_running()
+        for s in self._current().values():
+            enabled = self._settings.enabled.get(s.config.stream_id, True)
+            # The device's camera daemon encodes all the time; the twin renders only while someone
+            # watches, but reports what the device would: an active stream whose last frame is at
+            # most one frame period old.
+            period = 1.0 / s.config.fps
+            if not service:
+                out.append(StreamStatus(s.config, "unknown", False, None, 0.0, "camera service not running"))
+                continue
+            if not enabled:
+                state, since, fps = "inactive", None, 0.0
+            elif s.interrupted_until is not None:
+                state, since, fps = "starting", None, 0.0
+            else:
+                state = "active"
+                if s.running() and s.last_frame_at is not None:
+                    since = round((now - s.last_frame_at) * 1000, 1)
+                else:
+                    since = round((now % period) * 1000, 1)
+                fps = s.measured_fps() if s.running() else float(s.config.fps)
+            out.append(
+                StreamStatus(
+                    config=s.config,
+                    status=state,
+                    has_encoder=enabled,
+                    ms_since_last_frame=since,
+                    measured_fps=fps,
+                    status_detail="" if enabled else "disabled in configuration",
+                    viewers=len(s.viewers),
+                    dropped_frames=s.dropped(),
+                )
+            )
+        return out
+
+    def render_now(self, stream_id: str) -> np.ndarray:
+        """The frame the stream shows at this instant (BGR), rendered on the caller's thread."""
+        config = self.stream(stream_id).config
+        renderer = Renderer(self._scene, config.width, config.height, self._id)
+        return renderer.render(self._world.env.now, self._view(stream_id))
+
+    def open_viewer(self, stream_id: str) -> Viewer:
+        stream = self.stream(stream_id)
+        if not self._settings.enabled.get(stream_id, True):
+            raise Unavailable(f"stream {stream_id} is disabled")
+        if not self._service_running():
+            raise Unavailable("camera service not running")
+        return stream.join()
+
+    # Picture -----------------------------------------------------------------------------------
+    def image(self) -> ImageSettings:
+        return self._settings_now().image
+
+    def set_image(self, settings: ImageSettings) -> None:
+        for k in ("brightness", "contrast", "saturation", "sharpness"):
+            if not -100 <= getattr(settings, k) <= 100:
+                raise InvalidInput(f"{k} must be between -100 and 100")
+        self._settings_now().image = settings
+
+    def transform(self) -> Transform:
+        return self._settings_now().transform
+
+    def set_transform(self, transform: Transform) -> None:
+        if transform.rotation not in cfg.ROTATIONS:
+            raise InvalidInput("rotation must be 0, 90, 180 or 270")
+        self._settings_now().transform = transform
+
+    def osd(self) -> tuple[OsdStream, ...]:
+        s = self._settings_now()
+        out = []
+        for c in s.streams:
+            current = s.osd.get(c.stream_id)
+            if current is None:
+                texts, dates = default_osd(self._id)
+                current = OsdStream(c.stream_id, texts, dates)
+            out.append(current)
+        return tuple(out)
+
+    def set_osd(self, streams: tuple[OsdStream, ...]) -> None:
+        s = self._settings_now()
+        for o in streams:
+            if s.stream(o.stream_name) is None:
+                raise NotFound(f"stream {o.stream_name} not found", resource="stream")
+        for o in streams:
+            s.osd[o.stream_name] = o
+
+    def _check_osd_streams(self) -> None:
+        s = self._settings
+        for name in list(s.osd):
+            if s.stream(name) is None:
+                s.osd.pop(name)
+
+    def upload_osd_image(self, name: str, content_type: str, data: bytes) -> OsdImageFile:
+        self._current()
+        if not name or "/" in name or "\\" in name or ".." in name:
+            raise InvalidInput("invalid image name")
+        if len(data) > MAX_OSD_IMAGE_BYTES:
+            raise InvalidInput("image too large")
+        if name not in self._osd_files and len(self._osd_files) >= MAX_OSD_IMAGES:
+            raise InvalidInput(f"at most {MAX_OSD_IMAGES} OSD images")
+        pixels = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED) if data else None
+        if pixels is None:
+            raise InvalidInput("not a PNG, JPEG or BMP image")
+        if pixels.ndim == 2:
+            pixels = cv2.cvtColor(pixels, cv2.COLOR_GRAY2BGR)
+        pixels = pixels[:, :, :4].astype(np.uint8) if pixels.dtype != np.uint8 else pixels[:, :, :4]
+        file = OsdImageFile(name, content_type or "application/octet-stream", data)
+        self._osd_files[name] = file
+        self._osd_pixels[name] = np.ascontiguousarray(pixels)
+        return file
+
+    def osd_image(self, name: str) -> OsdImageFile:
+        self._current()
+        file = self._osd_files.get(name)
+        if file is None:
+            raise NotFound(f"OSD image {name} not found", resource="file")
+        return file
+
+    def privacy_masks(self) -> PrivacyMaskConfig:
+        return self._settings_now().privacy
+
+    def set_privacy_masks(self, config: PrivacyMaskConfig) -> None:
+        for m in config.masks:
+            if not (0 <= m.x <= 1 and 0 <= m.y <= 1 and 0 <= m.width <= 1 and 0 <= m.height <= 1):
+                raise InvalidInput("mask coordinates are fractions of the frame (0..1)")
+            if m.x + m.width > 1 + 1e-9 or m.y + m.height > 1 + 1e-9:
+                raise InvalidInput("a mask must lie inside the frame")
+        self._settings_now().privacy = config
+
+    def ai_overlay(self) -> AiOverlay:
+        return self._settings_now().overlay
+
+    def set_ai_overlay(self, overlay: AiOverlay) -> None:
+        s = self._settings_now()
+        was = s.overlay.enabled
+        s.overlay = dataclasses.replace(overlay)
+        if overlay.enabled and not was:
+            self._world.env.process(self._publish_detections(self._world.env))
+
+    def _publish_detections(self, env):
+        """While the overlay is on: one ``camera.detections`` event per second of world time."""
+        while env is self._world.env and self._settings.overlay.enabled:
+            found = self.detections()
+            labels: dict[str, int] = {}
+            for d in found:
+                labels[d.label] = labels.get(d.label, 0) + 1
+            self._world.emit(EventKind.CAMERA_DETECTIONS, self._id, count=len(found), labels=labels)
+            yield env.timeout(DETECTIONS_EVERY_S)
+
+    def detections(self) -> list[Detection]:
+        self._current()
+        camera = self._camera()
+        if not self._service_running():
+            return []  # no frames, nothing to infer on: apps see zero detections
+        pan, tilt = camera.peripherals.view_offset()
+        return list(
+            self._detector.detect(self._scene, self._world.env.now, camera.lens.zoom_ratio(), pan, tilt)
+        )

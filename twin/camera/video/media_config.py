@@ -1,0 +1,151 @@
+"""The camera daemon's configuration operations of the media area: the whole document (get, post
+overlay, one field, export/import), encoders (hot update, full reconfigure), RTSP, profiles, the
+pipeline and the stream list. Mixed into :class:`twin.camera.video.backend.TwinGatewayMedia`, which owns the
+settings and makes the running streams match them (``_sync``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hardware.ports.errors import Conflict, InvalidInput, NotFound
+from hardware.ports.media import StreamConfig
+from twin.camera.video import config as cfg
+from twin.camera.video import stream as _stream
+from twin.camera.video.stream import VideoStream
+
+MAX_STREAMS = 8
+
+
+class MediaConfiguration:
+    def _settings_now(self) -> cfg.MediaSettings:
+        raise NotImplementedError
+
+    def _current(self) -> dict[str, VideoStream]:
+        raise NotImplementedError
+
+    def _sync(self) -> None:
+        raise NotImplementedError
+
+    def _check_osd_streams(self) -> None:
+        raise NotImplementedError
+
+    def config(self) -> dict[str, Any]:
+        return self._settings_now().to_dict()
+
+    def set_config(self, overlay: dict[str, Any]) -> None:
+        s = self._settings_now()
+        s.apply(overlay)
+        self._check_osd_streams()
+        self._sync()
+
+    def config_field(self, field_path: str) -> tuple[int, str]:
+        return self._settings_now().field(field_path)
+
+    def set_config_field(self, field_path: str, kind: int, value: str) -> None:
+        self._settings_now().set_field(field_path, kind, value)
+        self._sync()
+
+    def export_config(self) -> dict[str, Any]:
+        return {"schema": cfg.EXPORT_SCHEMA, "version": cfg.EXPORT_VERSION, "config": self.config()}
+
+    def import_config(self, schema: str, version: int, config: dict[str, Any]) -> None:
+        if schema != cfg.EXPORT_SCHEMA:
+            raise InvalidInput(f"schema must be {cfg.EXPORT_SCHEMA}")
+        if version != cfg.EXPORT_VERSION:
+            raise InvalidInput(f"unsupported version {version}")
+        s = self._settings_now()
+        parsed = cfg.parse_document(cfg.merge(s.to_dict(), config))
+        for name, value in parsed.items():
+            setattr(s, name, value)
+        self._sync()
+
+    def set_encoder(self, stream_name: str, bitrate_bps: int, framerate: int, gop: int) -> None:
+        """Hot update of bitrate, frame rate and GOP (zero keeps the current value)."""
+        self.reconfigure_encoder(stream_name, 0, 0, "", bitrate_bps, framerate, gop)
+
+    def reconfigure_encoder(
+        self, stream_name: str, width: int, height: int, codec: str, bitrate_bps: int, fps: int, gop: int
+    ) -> int:
+        """Full reinit of one encoder; returns the interruption in milliseconds."""
+        s = self._settings_now()
+        current = s.stream(stream_name)
+        if current is None:
+            raise NotFound(f"stream {stream_name} not found", resource="stream")
+        enc = {
+            "codec": codec or current.codec,
+            "width": width or current.width,
+            "height": height or current.height,
+            "fps": fps or current.fps,
+            "bitrate_bps": bitrate_bps or current.bitrate_bps,
+            "gop": gop or current.gop,
+        }
+        new = cfg.stream_config(stream_name, enc)
+        s.streams = [new if c.stream_id == stream_name else c for c in s.streams]
+        self._sync()
+        return round(_stream.INTERRUPT_S * 1000)
+
+    def reconfigure_pipeline(self) -> int:
+        for stream in self._current().values():
+            stream.reconfigure(stream.config)
+        return round(_stream.INTERRUPT_S * 1000)
+
+    def set_rtsp(self, enabled: bool) -> None:
+        self._settings_now().rtsp_enabled = enabled
+
+    def profile(self) -> dict[str, Any]:
+        s = self._settings_now()
+        return {"name": s.profile, "config": s.to_dict()}
+
+    def profiles(self) -> list[tuple[str, bool]]:
+        s = self._settings_now()
+        return [(name, name == s.profile) for name in s.profiles]
+
+    def switch_profile(self, name: str) -> None:
+        s = self._settings_now()
+        doc = s.profiles.get(name)
+        if doc is None:
+            raise NotFound(f"profile {name} not found", resource="profile")
+        parsed = cfg.parse_document(doc)
+        for key, value in parsed.items():
+            setattr(s, key, value)
+        s.profile = name
+        self._sync()
+
+    def backup_profile(self, name: str) -> str:
+        s = self._settings_now()
+        name = name or s.profile
+        if not name or "/" in name or ".." in name:
+            raise InvalidInput("invalid profile name")
+        s.profiles[name] = {**s.to_dict(), "profile": name}
+        return name
+
+    def add_stream(self, config: StreamConfig) -> None:
+        s = self._settings_now()
+        if not config.stream_id or "/" in config.stream_id or ".." in config.stream_id:
+            raise InvalidInput("invalid stream name")
+        if s.stream(config.stream_id) is not None:
+            raise Conflict(f"stream {config.stream_id} already exists")
+        if len(s.streams) >= MAX_STREAMS:
+            raise InvalidInput(f"at most {MAX_STREAMS} streams")
+        enc = {k: getattr(config, k) for k in ("codec", "width", "height", "fps", "bitrate_bps", "gop")}
+        s.streams = [*s.streams, cfg.stream_config(config.stream_id, enc)]
+        s.enabled[config.stream_id] = True
+        self._sync()
+
+    def remove_stream(self, name: str) -> None:
+        s = self._settings_now()
+        if s.stream(name) is None:
+            raise NotFound(f"stream {name} not found", resource="stream")
+        if len(s.streams) == 1:
+            raise InvalidInput("cannot remove the last stream")
+        s.streams = [c for c in s.streams if c.stream_id != name]
+        s.enabled.pop(name, None)
+        s.osd.pop(name, None)
+        self._sync()
+
+    def enable_stream(self, name: str, enabled: bool) -> None:
+        s = self._settings_now()
+        if s.stream(name) is None:
+            raise NotFound(f"stream {name} not found", resource="stream")
+        s.enabled[name] = enabled
+        self._sync()

@@ -1,0 +1,305 @@
+"""The OpenCV renderer: a frame is the scene seen through the device at one instant.
+
+The scene is a panorama :data:`PAN_W` x :data:`PAN_H` times the view's size; the lens and PTZ pick a
+window of it (zoom shrinks the window, pan/tilt move it) which is scaled to the output size. Then, in
+the order a camera applies them:
+
+1. grading: IR night mode turns the picture grayscale (IR-lit), saturation mixes towards gray,
+   exposure (iris x scene light, white light, IR LED) and brightness/contrast scale the levels;
+2. defocus: a Gaussian blur whose sigma grows with the focus error (:meth:`twin.camera.lens.Lens.blur_sigma`);
+3. sharpness (unsharp mask), transform (flip, mirror, rotation);
+4. privacy masks, blacked out;
+5. the AI overlay (detection boxes and labels) and the OSD (text, date/time, uploaded images).
+
+Grading is a per-pixel colour map, so the graded background window is cached (per window and grading)
+and the objects are drawn with graded colours: a frame costs one copy plus what changed.
+Output is BGR ``uint8`` of shape ``(height, width, 3)``: the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import cv2
+import numpy as np
+
+from hardware.ports.camera_hw import (
+    AiOverlay,
+    Detection,
+    ImageSettings,
+    OsdDatetime,
+    OsdText,
+    PrivacyMask,
+    Transform,
+)
+from twin.camera.video.scene import Scene
+
+PAN_W, PAN_H = 1.5, 1.25
+FONT = cv2.FONT_HERSHEY_SIMPLEX
+FONT_PX = 22.0
+"""Height in pixels of OpenCV's simplex font at scale 1."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class View:
+    """Everything about the device that shapes a frame, captured at one instant."""
+
+    unix_time: float
+    camera_id: str = ""
+    zoom: float = 1.0
+    pan: float = 0.0
+    """-1 (left) .. 1 (right) of the panorama."""
+    tilt: float = 0.0
+    """-1 (down) .. 1 (up)."""
+    blur_1280: float = 0.0
+    """Defocus blur sigma in pixels at 1280 pixels of width."""
+    exposure: float = 1.0
+    daylight: float = 1.0
+    night: bool = False
+    light: int = 0
+    ir_led: int = 0
+    image: ImageSettings = field(default_factory=ImageSettings)
+    transform: Transform = field(default_factory=Transform)
+    masks: tuple[PrivacyMask, ...] = ()
+    texts: tuple[OsdText, ...] = ()
+    datetimes: tuple[OsdDatetime, ...] = ()
+    images: tuple[tuple[float, float, np.ndarray], ...] = field(default=())
+    """Uploaded OSD images to paste: (x, y, BGR or BGRA pixels at 1080 lines)."""
+    overlay: AiOverlay = field(default_factory=AiOverlay)
+    detections: tuple[Detection, ...] = ()
+
+
+def default_osd(camera_id: str) -> tuple[tuple[OsdText, ...], tuple[OsdDatetime, ...]]:
+    """What a fresh device shows: its name and the date and time, top left."""
+    return (
+        (OsdText("name", camera_id, 0.01, 0.02, 32.0),),
+        (OsdDatetime("clock", 0.01, 0.07, "%Y-%m-%d %H:%M:%S", 32.0),),
+    )
+
+
+def window_fractions(zoom: float, pan: float, tilt: float) -> tuple[float, float, float, float]:
+    """``(x0, y0, w, h)`` of the panorama a view shows, in fractions of the panorama."""
+    w, h = 1 / (PAN_W * max(1.0, zoom)), 1 / (PAN_H * max(1.0, zoom))
+    cx = 0.5 + max(-1.0, min(1.0, pan)) * (1 - w) / 2
+    cy = 0.5 - max(-1.0, min(1.0, tilt)) * (1 - h) / 2
+    return cx - w / 2, cy - h / 2, w, h
+
+
+def osd_datetime(fmt: str, unix_time: float) -> str:
+    """``fmt`` (strftime) applied to the world's UTC time."""
+    try:
+        return datetime.fromtimestamp(int(unix_time // 1), UTC).strftime(fmt)
+    except ValueError:
+        return fmt
+
+
+def _background(scene: Scene, width: int, height: int) -> np.ndarray:
+    """The static panorama: sky, ground, buildings with windows, a road with lane marks."""
+    ramp = np.linspace(0.0, 1.0, height, dtype=np.float32)[:, None]
+    top = np.array([200, 170, 120], np.float32) * (0.7 + 0.3 * scene.hue)
+    bottom = np.array([70, 90, 80], np.float32)
+    column = top * (1 - ramp) + bottom * ramp
+    img = np.repeat(column[:, None, :], width, axis=1).reshape(height, width, 3).astype(np.uint8)
+    horizon = int(height * 0.35)
+    cv2.rectangle(img, (0, horizon), (width, height), (90, 95, 95), -1)
+    unit = max(2, width // 160)
+    for j, (fx, fh) in enumerate(scene.shapes * 2):
+        x0 = int(((fx + 0.37 * j) % 1.0) * width * 0.9)
+        top_y = int(horizon - (0.3 + 0.7 * fh) * height * 0.3)
+        x1 = x0 + width // 12
+        cv2.rectangle(img, (x0, top_y), (x1, horizon), (110 + 10 * j, 110, 130), -1)
+        for wy in range(top_y + unit, horizon - unit, 3 * unit):
+            for wx in range(x0 + unit, x1 - unit, 3 * unit):
+                cv2.rectangle(img, (wx, wy), (wx + unit, wy + unit), (40, 60, 70), -1)
+    road = int(height * 0.7)
+    thick = max(1, height // 180)
+    cv2.line(img, (0, road), (width, road), (200, 200, 200), thick)
+    for x in range(0, width, 8 * unit):
+        cv2.line(img, (x, road + 6 * thick), (x + 4 * unit, road + 6 * thick), (220, 220, 220), thick)
+    return img
+
+
+def _grade_params(view: View) -> tuple[bool, float, float, float]:
+    """(grayscale, saturation mix, alpha, beta): the colour map of this view."""
+    if view.night:
+        illumination = 0.3 + 0.7 * view.ir_led / 100
+    else:
+        illumination = 0.25 + 0.75 * view.daylight + 0.5 * view.light / 100
+    gain = min(2.5, view.exposure * illumination)
+    contrast = 1.0 + view.image.contrast / 100
+    alpha = gain * contrast
+    beta = 128.0 * gain * (1.0 - contrast) + 1.27 * view.image.brightness
+    saturation = 1.0 + view.image.saturation / 100
+    return view.night, saturation, alpha, beta
+
+
+def _grade(img: np.ndarray, params: tuple[bool, float, float, float]) -> np.ndarray:
+    gray, saturation, alpha, beta = params
+    if gray:
+        img = cv2.cvtColor(cv2.cvtColor(img, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
+    elif saturation != 1.0:
+        mono = cv2.cvtColor(cv2.cvtColor(img, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
+        img = cv2.addWeighted(img, saturation, mono, 1.0 - saturation, 0.0)
+    if alpha != 1.0 or beta != 0.0:
+        img = cv2.convertScaleAbs(img, alpha=alpha, beta=beta)
+    return img
+
+
+def _blur(img: np.ndarray, sigma: float) -> np.ndarray:
+    if sigma < 0.4:
+        return img
+    if sigma < 3.0:
+        return cv2.GaussianBlur(img, (0, 0), sigma)
+    f = int(sigma / 1.5)
+    h, w = img.shape[:2]
+    small = cv2.resize(img, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA)
+    small = cv2.GaussianBlur(small, (0, 0), sigma / f)
+    return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+
+
+def _bgr(rgb: int) -> tuple[int, int, int]:
+    return (rgb & 0xFF, (rgb >> 8) & 0xFF, (rgb >> 16) & 0xFF)
+
+
+class Renderer:
+    """Renders one scene at one output size; keeps the panorama and the graded window."""
+
+    def __init__(self, scene: Scene, width: int, height: int, camera_id: str = "") -> None:
+        self.scene = scene
+        self.width = width
+        self.height = height
+        self.camera_id = camera_id
+        self.pan_w = round(width * PAN_W)
+        self.pan_h = round(height * PAN_H)
+        self._bg = _background(scene, self.pan_w, self.pan_h)
+        self._cache_key: tuple | None = None
+        self._cache: np.ndarray | None = None
+        self._colors: dict[int, tuple[int, int, int]] = {}
+
+    def window(self, view: View) -> tuple[int, int, int, int]:
+        """``(x0, y0, w, h)`` of the panorama the view shows."""
+        zoom = max(1.0, view.zoom)
+        ww, wh = max(2, round(self.width / zoom)), max(2, round(self.height / zoom))
+        cx = self.pan_w / 2 + max(-1.0, min(1.0, view.pan)) * (self.pan_w - ww) / 2
+        cy = self.pan_h / 2 - max(-1.0, min(1.0, view.tilt)) * (self.pan_h - wh) / 2
+        x0 = min(max(0, round(cx - ww / 2)), self.pan_w - ww)
+        y0 = min(max(0, round(cy - wh / 2)), self.pan_h - wh)
+        return x0, y0, ww, wh
+
+    def to_view(self, x: float, y: float, win: tuple[int, int, int, int]) -> tuple[float, float]:
+        """A panorama point (fractions) as a fraction of the view; may fall outside [0, 1]."""
+        x0, y0, ww, wh = win
+        return (x * self.pan_w - x0) / ww, (y * self.pan_h - y0) / wh
+
+    def render(self, t: float, view: View) -> np.ndarray:
+        """The frame at sim time ``t`` seen through ``view``."""
+        W, H = self.width, self.height
+        win = self.window(view)
+        params = _grade_params(view)
+        key = (win, params)
+        if key != self._cache_key:
+            x0, y0, ww, wh = win
+            crop = self._bg[y0 : y0 + wh, x0 : x0 + ww]
+            if (ww, wh) != (W, H):
+                crop = cv2.resize(crop, (W, H), interpolation=cv2.INTER_LINEAR)
+            self._cache = _grade(np.ascontiguousarray(crop), params)
+            self._cache_key = key
+            self._colors = {
+                m.object_id: tuple(int(c) for c in _grade(np.array([[m.color]], np.uint8), params)[0, 0])
+                for m in self.scene.movers
+            }
+        assert self._cache is not None
+        img = self._cache.copy()
+        edge = max(1, H // 240)
+        for box in self.scene.boxes(t):
+            fx0, fy0 = self.to_view(box.x, box.y, win)
+            fx1, fy1 = self.to_view(box.x + box.w, box.y + box.h, win)
+            p0, p1 = (round(fx0 * W), round(fy0 * H)), (round(fx1 * W), round(fy1 * H))
+            cv2.rectangle(img, p0, p1, self._colors[box.object_id], -1)
+            cv2.rectangle(img, p0, p1, (20, 20, 20), edge)
+        img = _blur(img, view.blur_1280 * W / 1280)
+        if view.image.sharpness > 0:
+            k = view.image.sharpness / 50
+            img = cv2.addWeighted(img, 1 + k, cv2.GaussianBlur(img, (0, 0), 1.0), -k, 0)
+        img = self._transform(img, view.transform)
+        for mask in view.masks:
+            if mask.enabled:
+                p0 = (round(mask.x * W), round(mask.y * H))
+                p1 = (round((mask.x + mask.width) * W), round((mask.y + mask.height) * H))
+                cv2.rectangle(img, p0, p1, (0, 0, 0), -1)
+        if view.overlay.enabled:
+            self._overlay(img, view)
+        self._osd(img, view)
+        return img
+
+    def _transform(self, img: np.ndarray, tr: Transform) -> np.ndarray:
+        flip = None
+        if tr.flip and tr.mirror:
+            flip = -1
+        elif tr.flip:
+            flip = 0
+        elif tr.mirror:
+            flip = 1
+        if flip is not None:
+            img = cv2.flip(img, flip)
+        if tr.rotation == 180:
+            img = cv2.rotate(img, cv2.ROTATE_180)
+        elif tr.rotation in (90, 270):
+            code = cv2.ROTATE_90_CLOCKWISE if tr.rotation == 90 else cv2.ROTATE_90_COUNTERCLOCKWISE
+            img = cv2.resize(cv2.rotate(img, code), (self.width, self.height), interpolation=cv2.INTER_LINEAR)
+        return img
+
+    def _overlay(self, img: np.ndarray, view: View) -> None:
+        W, H = self.width, self.height
+        thick = max(1, round(view.overlay.line_thickness * H / 1080))
+        scale = max(0.3, 20 * H / 1080 / FONT_PX)
+        for det in view.detections:
+            p0 = (round(det.x * W), round(det.y * H))
+            p1 = (round((det.x + det.w) * W), round((det.y + det.h) * H))
+            cv2.rectangle(img, p0, p1, (0, 255, 0), thick)
+            parts = [det.label] if view.overlay.show_label else []
+            if view.overlay.show_confidence:
+                parts.append(f"{det.confidence:.2f}")
+            if parts:
+                org = (p0[0], max(0, p0[1] - 3))
+                cv2.putText(img, " ".join(parts), org, FONT, scale, (0, 255, 0), max(1, thick // 2))
+
+    def _osd(self, img: np.ndarray, view: View) -> None:
+        W, H = self.width, self.height
+        items: list[tuple[str, float, float, float, int]] = [
+            (t.text, t.x, t.y, t.font_size, t.text_color) for t in view.texts if t.enabled and t.text
+        ]
+        items += [
+            (osd_datetime(d.format, view.unix_time), d.x, d.y, d.font_size, d.text_color)
+            for d in view.datetimes
+            if d.enabled
+        ]
+        for text, x, y, size, color in items:
+            px = size * H / 1080
+            scale = max(0.25, px / FONT_PX)
+            thick = max(1, round(px / 12))
+            org = (round(x * W), round(y * H + px))
+            cv2.putText(img, text, org, FONT, scale, (0, 0, 0), thick + 2)
+            cv2.putText(img, text, org, FONT, scale, _bgr(color), thick)
+        for x, y, pixels in view.images:
+            self._paste(img, pixels, round(x * W), round(y * H))
+
+    def _paste(self, img: np.ndarray, pixels: np.ndarray, x: int, y: int) -> None:
+        H = self.height
+        f = H / 1080
+        ph, pw = pixels.shape[:2]
+        size = (max(1, round(pw * f)), max(1, round(ph * f)))
+        if size != (pw, ph):
+            pixels = cv2.resize(pixels, size, interpolation=cv2.INTER_AREA)
+        h = min(pixels.shape[0], img.shape[0] - y)
+        w = min(pixels.shape[1], img.shape[1] - x)
+        if h <= 0 or w <= 0 or x < 0 or y < 0:
+            return
+        src = pixels[:h, :w]
+        dst = img[y : y + h, x : x + w]
+        if src.shape[2] == 4:
+            a = src[:, :, 3:4].astype(np.float32) / 255
+            dst[:] = (src[:, :, :3] * a + dst * (1 - a)).astype(np.uint8)
+        else:
+            dst[:] = src
