@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from twin import settings as settings_mod
-from twin.scenario import ScenarioError
+from twin.scenario.model import ScenarioError
 
 SCENARIO_DIR = settings_mod.DEFAULT_SCENARIO.parent
 
@@ -50,7 +50,7 @@ def scenario_main(argv: list[str]) -> int:
             print(f"{path.name:<28} {_first_comment(path)}")
         return 0
     if args.action == "validate":
-        from twin.scenario import load_scenario
+        from twin.scenario.model import load_scenario
 
         status = 0
         for path in args.files:
@@ -104,10 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("amqtt").setLevel(logging.CRITICAL)
     logging.getLogger("transitions").setLevel(logging.ERROR)
     if command == "run":
-        from twin.serve import serve
+        from twin.scenario.model import load_scenario
+        from twin.scenario.runner import attach
+        from twin.serve import Running, serve
+
+        def on_start(running: Running) -> None:  # the scenario's timeline, the MQTT broker switch
+            attach(running, load_scenario(settings.scenario) if settings.scenario else None)
 
         try:
-            asyncio.run(serve(settings))
+            asyncio.run(serve(settings, on_start))
         except ScenarioError as err:
             print(f"twin: {err}", file=sys.stderr)
             return 2

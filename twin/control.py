@@ -8,7 +8,7 @@ import dataclasses
 import itertools
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -16,7 +16,7 @@ from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.types import ClockMode, ClockState, SnapshotInfo
 from twin.clock import SimClock
 from twin.journal import RequestJournal
-from twin.scenario import actions
+from twin.scenario.actions import BrokerSwitch, Undo, check
 from twin.world import World, WorldSnapshot
 
 if TYPE_CHECKING:
@@ -25,12 +25,6 @@ if TYPE_CHECKING:
     from twin.camera.camera import Camera
 
 MAX_SNAPSHOTS = 32
-
-
-class BrokerSwitch(Protocol):
-    def down(self) -> None: ...
-
-    def up(self) -> None: ...
 
 
 class TwinControl:
@@ -52,7 +46,7 @@ class TwinControl:
             fault_set.seed = world.streams.key(f"faults.{name}")
         self._snapshots: OrderedDict[str, WorldSnapshot] = OrderedDict()
         self._ids = itertools.count(1)
-        self._undo: dict[int, actions.Undo] = {}
+        self._undo: dict[int, Undo] = {}
         self._action_ids = itertools.count(1)
         self.actions_run: list[tuple[float, int, str, dict[str, Any]]] = []
         """(sim time, id, name, params) of every action run."""
@@ -142,7 +136,7 @@ class TwinControl:
     ) -> dict[str, Any]:
         """Run an action now; with ``for_seconds`` its undo runs that many world seconds later.
         Returns the action's id (for :meth:`undo_action`) and when it will be undone."""
-        action = actions.check(name)
+        action = check(name)
         try:
             parsed = action.params.model_validate(params)
         except ValidationError as err:

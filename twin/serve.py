@@ -16,6 +16,7 @@ import signal
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,9 +41,8 @@ from twin.clock import SimClock
 from twin.control import TwinControl
 from twin.fleet import WorldConfig, default_sensor_group
 from twin.journal import RequestJournal
-from twin.scenario import load_scenario
 from twin.scenario.actions import describe
-from twin.scenario.runner import attach
+from twin.scenario.model import load_scenario
 from twin.settings import Settings
 from twin.store import Store
 from twin.world import World
@@ -389,7 +389,10 @@ def banner(running: Running) -> str:
     return "\n".join(lines)
 
 
-async def serve(settings: Settings) -> None:
+async def serve(settings: Settings, on_start: Callable[[Running], object] | None = None) -> None:
+    """Build and start the twin, then serve until SIGINT or SIGTERM. ``on_start`` is called once
+    every listener is up, before the banner (``twin run`` puts the scenario's timeline and the MQTT
+    broker switch on it there)."""
     twin = build(settings)
     stop_requested = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -397,7 +400,8 @@ async def serve(settings: Settings) -> None:
         loop.add_signal_handler(sig, stop_requested.set)
     with tempfile.TemporaryDirectory(prefix="twin-tls-") as cert_dir:
         running = await start(twin, Path(cert_dir))
-        attach(running, load_scenario(settings.scenario) if settings.scenario else None)  # timeline, broker
+        if on_start is not None:
+            on_start(running)
         log.info("%s", banner(running))
         try:
             await stop_requested.wait()

@@ -1,8 +1,10 @@
 """Scenario actions: what a timeline entry can ``do`` to the world and its servers.
 
-Each action is a function of the control layer (``run(control, params)``) that returns its undo
-(or ``None``), with a strict parameter model. A timeline entry's ``for`` undoes it that many world
-seconds later; the control plane's ``POST /actions/{name}`` runs the same function.
+Each action is a function ``run(target, params)`` of what it acts on (a :class:`Target`: the world,
+its clock, the servers' fault sets and rate limiters, the cameras, the MQTT broker's switch; the
+twin's control object is one) that returns its undo (or ``None``), with a strict parameter model.
+A timeline entry's ``for`` undoes it that many world seconds later; the control plane's
+``POST /actions/{name}`` runs the same function.
 """
 
 from __future__ import annotations
@@ -10,16 +12,47 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.ports.errors import InvalidInput, NotFound, Unavailable
 
 if TYPE_CHECKING:
-    from twin.control import TwinControl
+    from api.automation.ratelimit import RateLimiter
+    from api.faults import FaultSet
+    from twin.camera.camera import Camera
+    from twin.clock import SimClock
+    from twin.world import World
 
 Undo = Callable[[], None]
+
+
+class BrokerSwitch(Protocol):
+    def down(self) -> None: ...
+
+    def up(self) -> None: ...
+
+
+class Target(Protocol):
+    """What the actions act on and look up; each lookup raises ``NotFound`` for an unknown name."""
+
+    @property
+    def world(self) -> World: ...
+
+    @property
+    def clock(self) -> SimClock: ...
+
+    @property
+    def broker(self) -> BrokerSwitch | None:
+        """Takes the embedded MQTT broker down and up; ``None`` when the run has none."""
+        ...
+
+    def fault_set(self, server: str) -> FaultSet: ...
+
+    def limiter(self, server: str) -> RateLimiter: ...
+
+    def camera(self, camera_id: str) -> Camera: ...
 
 
 class Params(BaseModel):
@@ -122,30 +155,30 @@ class UnpackParams(CameraParams):
 class Action:
     name: str
     params: type[Params]
-    run: Callable[[TwinControl, Any], Undo | None]
+    run: Callable[[Target, Any], Undo | None]
     doc: str
 
 
 # Implementations ---------------------------------------------------------------------------------
-def _storm(c: TwinControl, p: StormParams) -> Undo:
+def _storm(c: Target, p: StormParams) -> Undo:
     limiter = c.limiter(p.server)
     limiter.storm(p.limit, p.seconds)
     return limiter.calm
 
 
-def _latency(c: TwinControl, p: LatencyParams) -> Undo:
+def _latency(c: Target, p: LatencyParams) -> Undo:
     faults = c.fault_set(p.server)
     faults.add_latency(p.seconds, p.path_prefix, p.jitter)
     return lambda: faults.remove_latency(p.seconds, p.path_prefix, p.jitter)
 
 
-def _errors(c: TwinControl, p: ErrorParams) -> Undo:
+def _errors(c: Target, p: ErrorParams) -> Undo:
     faults = c.fault_set(p.server)
     faults.add_errors(p.status, p.path_prefix, p.count)
     return faults.clear_errors
 
 
-def _loss(c: TwinControl, p: LossParams) -> Undo:
+def _loss(c: Target, p: LossParams) -> Undo:
     faults = c.fault_set(p.server)
     faults.loss = p.fraction
 
@@ -155,19 +188,19 @@ def _loss(c: TwinControl, p: LossParams) -> Undo:
     return undo
 
 
-def _reset(c: TwinControl, p: ResetParams) -> None:
+def _reset(c: Target, p: ResetParams) -> None:
     c.fault_set(p.server).reset_next += p.count
 
 
-def _truncate(c: TwinControl, p: ResetParams) -> None:
+def _truncate(c: Target, p: ResetParams) -> None:
     c.fault_set(p.server).truncate_next += p.count
 
 
-def _drop_streams(c: TwinControl, p: ServerParams) -> None:
+def _drop_streams(c: Target, p: ServerParams) -> None:
     c.fault_set(p.server).drop_streams(at=c.world.env.now)
 
 
-def _hang(c: TwinControl, p: ServerParams) -> Undo:
+def _hang(c: Target, p: ServerParams) -> Undo:
     faults = c.fault_set(p.server)
     faults.hang = True
 
@@ -177,7 +210,7 @@ def _hang(c: TwinControl, p: ServerParams) -> Undo:
     return undo
 
 
-def _bandwidth(c: TwinControl, p: BandwidthParams) -> Undo:
+def _bandwidth(c: Target, p: BandwidthParams) -> Undo:
     faults = c.fault_set(p.server)
     faults.bandwidth = p.bytes_per_second
 
@@ -187,11 +220,11 @@ def _bandwidth(c: TwinControl, p: BandwidthParams) -> Undo:
     return undo
 
 
-def _device_delete(c: TwinControl, p: DeviceParams) -> None:
+def _device_delete(c: Target, p: DeviceParams) -> None:
     c.world.devices.delete(p.device)
 
 
-def _device_recreate(c: TwinControl, p: DeviceParams) -> None:
+def _device_recreate(c: Target, p: DeviceParams) -> None:
     """A deleted simulated sensor comes back under the same id (its history stays archived)."""
     devices = c.world.devices
     if p.device not in c.world.sensor_of:
@@ -201,23 +234,23 @@ def _device_recreate(c: TwinControl, p: DeviceParams) -> None:
         devices.overlays.put(p.device, overlay)
 
 
-def _device_offline(c: TwinControl, p: DeviceParams) -> Undo:
+def _device_offline(c: Target, p: DeviceParams) -> Undo:
     return c.world.devices.take_offline(p.device)
 
 
-def _device_online(c: TwinControl, p: DeviceParams) -> None:
+def _device_online(c: Target, p: DeviceParams) -> None:
     c.world.devices.bring_online(p.device)
 
 
-def _telemetry_gap(c: TwinControl, p: GapParams) -> Undo:
+def _telemetry_gap(c: Target, p: GapParams) -> Undo:
     return c.world.devices.telemetry_window(p.device, p.seconds)
 
 
-def _telemetry_spike(c: TwinControl, p: SpikeParams) -> Undo:
+def _telemetry_spike(c: Target, p: SpikeParams) -> Undo:
     return c.world.devices.telemetry_window(p.device, p.seconds, p.metric, p.delta)
 
 
-def _token_expiry(c: TwinControl, p: ServerParams) -> None:
+def _token_expiry(c: Target, p: ServerParams) -> None:
     """Every session of the server ends: automation JWT sessions are revoked, a camera's dropped."""
     if p.server == "automation":
         users = c.world.users
@@ -228,107 +261,107 @@ def _token_expiry(c: TwinControl, p: ServerParams) -> None:
     c.camera(p.server).drop_sessions("token_expiry")
 
 
-def _ntp_jump(c: TwinControl, p: NtpJumpParams) -> None:
+def _ntp_jump(c: Target, p: NtpJumpParams) -> None:
     clock = c.camera(p.camera).clock
     clock._jump(clock.now() + p.seconds, "ntp_jump")
 
 
-def _clock_speed(c: TwinControl, p: SpeedParams) -> Undo:
+def _clock_speed(c: Target, p: SpeedParams) -> Undo:
     before = c.clock.speed
     c.clock.set_speed(p.speed)
     return lambda: c.clock.set_speed(before)
 
 
-def _camera_restart(c: TwinControl, p: CameraParams) -> None:
+def _camera_restart(c: Target, p: CameraParams) -> None:
     c.camera(p.camera).restart()
 
 
-def _session_drop(c: TwinControl, p: CameraParams) -> None:
+def _session_drop(c: Target, p: CameraParams) -> None:
     c.camera(p.camera).drop_sessions("scenario")
 
 
-def _ota_failure(c: TwinControl, p: OtaFailParams) -> None:
+def _ota_failure(c: Target, p: OtaFailParams) -> None:
     c.camera(p.camera).ota.fail_at(p.stage, p.error)
 
 
-def _ota_power_loss(c: TwinControl, p: CameraParams) -> None:
+def _ota_power_loss(c: Target, p: CameraParams) -> None:
     c.camera(p.camera).ota.power_loss()
 
 
-def _os_upgrade_failure(c: TwinControl, p: OsUpgradeFailParams) -> None:
+def _os_upgrade_failure(c: Target, p: OsUpgradeFailParams) -> None:
     c.camera(p.camera).os_upgrade.fail_at(p.stage, p.error)
 
 
-def _os_upgrade_rollback(c: TwinControl, p: CameraParams) -> None:
+def _os_upgrade_rollback(c: Target, p: CameraParams) -> None:
     c.camera(p.camera).os_upgrade.fail_at("verify", "verification failed: rolled back")
 
 
-def _os_upgrade_power_loss(c: TwinControl, p: CameraParams) -> None:
+def _os_upgrade_power_loss(c: Target, p: CameraParams) -> None:
     c.camera(p.camera).os_upgrade.power_loss()
 
 
 FILL_OWNER = "logs:scenario"
 
 
-def _partition_fill(c: TwinControl, p: PartitionParams) -> Undo:
+def _partition_fill(c: Target, p: PartitionParams) -> Undo:
     storage = c.camera(p.camera).storage
     storage.fill(p.partition, FILL_OWNER, leave=p.leave_bytes)
     return lambda: storage.free(FILL_OWNER)
 
 
-def _partition_free(c: TwinControl, p: CameraParams) -> None:
+def _partition_free(c: Target, p: CameraParams) -> None:
     storage = c.camera(p.camera).storage
     storage.free(FILL_OWNER)
     storage.free_prefix("coredump:")
 
 
-def _core_dump(c: TwinControl, p: CoreDumpParams) -> None:
+def _core_dump(c: Target, p: CoreDumpParams) -> None:
     c.camera(p.camera).containers.write_core_dump(p.bytes, "core.scenario")
 
 
-def _container_of(c: TwinControl, p: ContainerParams) -> str:
+def _container_of(c: Target, p: ContainerParams) -> str:
     app = c.camera(p.camera).apps.apps.get(p.app)
     if app is None:
         raise NotFound(f"no app {p.app!r} on {p.camera}", resource="app")
     return app.container_id
 
 
-def _container_crash(c: TwinControl, p: ContainerParams) -> None:
+def _container_crash(c: Target, p: ContainerParams) -> None:
     c.camera(p.camera).containers.kill(_container_of(c, p), reason="crashed")
 
 
-def _container_oom(c: TwinControl, p: ContainerParams) -> None:
+def _container_oom(c: Target, p: ContainerParams) -> None:
     c.camera(p.camera).containers.kill(_container_of(c, p), reason="OOMKilled")
 
 
-def _slow_image_load(c: TwinControl, p: UnpackParams) -> Undo:
+def _slow_image_load(c: Target, p: UnpackParams) -> Undo:
     runtime = c.camera(p.camera).containers
     before = runtime.unpack_rate
     runtime.slow_storage(p.bytes_per_second)
     return lambda: runtime.slow_storage(before)
 
 
-def _camera_service_stop(c: TwinControl, p: CameraParams) -> Undo:
+def _camera_service_stop(c: Target, p: CameraParams) -> Undo:
     ai = c.camera(p.camera).ai
     ai.stop_camera_service()
     return ai.start_camera_service
 
 
-def _camera_service_start(c: TwinControl, p: CameraParams) -> None:
+def _camera_service_start(c: Target, p: CameraParams) -> None:
     c.camera(p.camera).ai.start_camera_service()
 
 
-def _event_bus_stop(c: TwinControl, p: CameraParams) -> Undo:
+def _event_bus_stop(c: Target, p: CameraParams) -> Undo:
     bus = c.camera(p.camera).events
     bus.stop("scenario")
     return bus.start
 
 
-def _event_bus_start(c: TwinControl, p: CameraParams) -> None:
+def _event_bus_start(c: Target, p: CameraParams) -> None:
     c.camera(p.camera).events.start()
 
 
-def _broker_outage(c: TwinControl, p: NoParams) -> Undo:
+def _broker_outage(c: Target, p: NoParams) -> Undo:
     """The embedded MQTT broker stops (every client is disconnected) until undone."""
     switch = c.broker
     if switch is None:

@@ -33,7 +33,7 @@ from twin.fleet import (
     SignalSpec,
     WorldConfig,
 )
-from twin.scenario import actions
+from twin.scenario.actions import ACTIONS, check
 from twin.scenario.expectations import Expectation
 
 
@@ -222,7 +222,7 @@ class Step(_Strict):
 
     at: float | None = Field(default=None, ge=0, description="sim seconds since the start")
     after: After | None = None
-    do: Annotated[str, Field(json_schema_extra={"enum": sorted(actions.ACTIONS)})]
+    do: Annotated[str, Field(json_schema_extra={"enum": sorted(ACTIONS)})]
     params: dict[str, Any] = Field(default_factory=dict)
     for_: float | None = Field(default=None, alias="for", gt=0, description="undo after this many s")
 
@@ -230,7 +230,7 @@ class Step(_Strict):
     def _check(self) -> Step:
         if (self.at is None) == (self.after is None):
             raise ValueError("give exactly one of 'at' and 'after'")
-        action = actions.check(self.do)
+        action = check(self.do)
         action.params.model_validate(self.params)
         return self
 
@@ -344,8 +344,8 @@ def _precheck(data: dict, source: str, key_lines: dict) -> list[str]:
         if not isinstance(step, dict) or not isinstance(step.get("do"), str):
             continue
         name = step["do"]
-        if name not in actions.ACTIONS:
-            why = f"unknown action {name!r}; known: {', '.join(sorted(actions.ACTIONS))}"
+        if name not in ACTIONS:
+            why = f"unknown action {name!r}; known: {', '.join(sorted(ACTIONS))}"
             path = ("timeline", i, "do")
             problems.append(f"{_where(source, data, path, key_lines)}: timeline.{i}.do: {why}")
             continue
@@ -353,7 +353,7 @@ def _precheck(data: dict, source: str, key_lines: dict) -> list[str]:
         if not isinstance(params, dict):
             continue
         try:
-            actions.ACTIONS[name].params.model_validate(params)
+            ACTIONS[name].params.model_validate(params)
         except ValidationError as err:
             for e in err.errors():
                 path = ("timeline", i, "params", *e["loc"])
