@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from hardware.ports.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.clock import DeviceClock
+    from twin.engine import Engine
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 SETTING_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -56,10 +57,11 @@ class Interface:
 
 
 class DeviceAdmin:
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        n = camera.index
-        digest = hashlib.blake2b(f"{camera.world.seed}/{camera.id}".encode(), digest_size=6).hexdigest()
+    def __init__(self, world: Engine, camera_id: str, index: int, clock: DeviceClock, firmware: str) -> None:
+        self.clock = clock
+        self.firmware_version = firmware
+        n = index
+        digest = hashlib.blake2b(f"{world.seed}/{camera_id}".encode(), digest_size=6).hexdigest()
         self.device_name = f"aicam-{n:02d}"
         self.factory: dict[str, str] = {
             "serial": f"NE503{digest[:8].upper()}",
@@ -95,7 +97,7 @@ class DeviceAdmin:
             "device_name": self.device_name,
             "model": self.factory["model"],
             "serial": self.factory["serial"],
-            "firmware_version": self.camera.info().version,
+            "firmware_version": self.firmware_version,
             "hardware_version": self.factory["hardware_version"],
             "mac_address": eth.mac,
             "ip_address": eth.ip,
@@ -193,7 +195,7 @@ class DeviceAdmin:
         if not event_type or not message:
             raise InvalidInput("event_type and message are required")
         self._seq += 1
-        stamp = _rfc3339(self.camera.clock.now())
+        stamp = _rfc3339(self.clock.now())
         entry: dict[str, Any] = {
             "id": self._seq,
             "event_id": f"{event_type}-{self._seq}",
@@ -238,7 +240,7 @@ class DeviceAdmin:
         }
 
     def statistics(self) -> dict[str, int]:
-        today = _rfc3339(self.camera.clock.now())[:10]
+        today = _rfc3339(self.clock.now())[:10]
         todays = [e for e in self.logs if e["timestamp"].startswith(today)]
         return {
             "today_errors": sum(1 for e in todays if e["level"] == "error"),

@@ -13,9 +13,10 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import simpy
 
@@ -26,7 +27,11 @@ from twin.camera.storage import DATA, remove_file, write_file
 from twin.camera.video.stream import DEFAULT_STREAMS
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.clock import DeviceClock
+    from twin.camera.power import Power
+    from twin.camera.storage import Storage
+    from twin.camera.vfs import VirtualFS
+    from twin.engine import Engine
 
 MODEL_DIR = "/data/aipc/models"
 MODEL_STORAGE_MIN_FREE = 100 * 1024 * 1024
@@ -104,9 +109,14 @@ class Subscription:
 
 
 class AiRuntime:
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self.world = camera.world
+    def __init__(
+        self, world: Engine, camera_id: str, clock: DeviceClock, power: Power, storage: Storage, fs: VirtualFS
+    ) -> None:
+        self.world = world
+        self.camera_id = camera_id
+        self.clock, self.power, self.storage, self.fs = clock, power, storage, fs
+        self.model_users: Callable[[str, str], set[str]] = lambda model_id, name: set()
+        """Apps whose manifest names a model (by id and name); the app manager answers."""
         self.models: dict[str, Model] = {}
         self.memory = simpy.Container(self.world.env, capacity=NPU_MEMORY_BYTES, init=RUNTIME_RESIDENT_BYTES)
         self.subscriptions: dict[str, Subscription] = {}
@@ -150,11 +160,11 @@ class AiRuntime:
 
     def list(self) -> tuple[ModelInfo, ...]:
         self._ensure_scanned()
-        now = self.camera.clock.now()
+        now = self.clock.now()
         return tuple(m.info(now) for m in sorted(self.models.values(), key=lambda m: m.model_id))
 
     def get(self, model_id: str) -> ModelInfo:
-        return self._model(model_id).info(self.camera.clock.now())
+        return self._model(model_id).info(self.clock.now())
 
     def parse(self, filename: str, data: bytes) -> dict[str, object]:
         _check_format(filename)
@@ -173,13 +183,13 @@ class AiRuntime:
         model_id = upload.model_id or stem
         if model_id in self.models:
             self.delete(model_id)
-        storage = self.camera.storage
+        storage = self.storage
         if storage.free_bytes(DATA) - len(upload.data) < MODEL_STORAGE_MIN_FREE:
             raise StorageFull(
                 "insufficient storage for model: at least 100 MB must stay free", resource="model"
             )
         path = f"{MODEL_DIR}/{model_id}.hef"
-        write_file(self._fs(), storage, path, upload.data)
+        write_file(self.fs, storage, path, upload.data)
         self.models[model_id] = Model(
             model_id=model_id,
             name=stem,
@@ -217,7 +227,7 @@ class AiRuntime:
         return tuple(m for m in self.list() if m.model_path.startswith(MODEL_DIR + "/"))
 
     def _scan(self) -> tuple[ModelInfo, ...]:
-        fs = self._fs()
+        fs = self.fs
         if fs is None or not fs.exists(MODEL_DIR):
             return ()
         known = {m.model_path for m in self.models.values()}
@@ -233,9 +243,6 @@ class AiRuntime:
             found.append(self.get(stem))
         return tuple(found)
 
-    def _fs(self) -> Any:
-        return getattr(self.camera, "fs", None)
-
     def load(self, model_id: str) -> ModelInfo:
         model = self._model(model_id)
         if model.loaded_at is not None:
@@ -249,7 +256,7 @@ class AiRuntime:
             )
         self.memory.put(need)
         model.memory = need
-        model.loaded_at = self.camera.clock.now()
+        model.loaded_at = self.clock.now()
         return self.get(model.model_id)
 
     def unload(self, model_id: str) -> ModelInfo:
@@ -279,15 +286,13 @@ class AiRuntime:
         self._release(model)
         del self.models[model.model_id]
         if not any(m.model_path == model.model_path for m in self.models.values()):
-            remove_file(self._fs(), self.camera.storage, model.model_path)
+            remove_file(self.fs, self.storage, model.model_path)
         return affected
 
     def apps_of(self, model_id: str) -> set[str]:
         """Apps whose manifest names the model, installed or running."""
         model = self._model(model_id)
-        apps = getattr(self.camera, "apps", None)
-        declared = apps.apps_using_model(model.model_id, model.name) if apps is not None else set()
-        return declared | model.users
+        return self.model_users(model.model_id, model.name) | model.users
 
     # Inference -----------------------------------------------------------------------------
     def subscribe(self, app_id: str, model_name: str, stream_id: str) -> Subscription:
@@ -313,7 +318,7 @@ class AiRuntime:
         if sub is None or not self.camera_service_running:
             return 0
         self.models[sub.model_id].inferences += int(INFERENCE_FPS)
-        rng = self.world.streams.get(f"{self.camera.id}/ai/{app_id}")
+        rng = self.world.streams.get(f"{self.camera_id}/ai/{app_id}")
         return int(rng.poisson(2.5))
 
     # Figures -------------------------------------------------------------------------------
@@ -328,8 +333,7 @@ class AiRuntime:
         )
 
     def stats(self) -> AiStats:
-        cam = self.camera
-        base = accelerator_stats(self.world.seed, cam.id, self.world.env.now, cam.uptime())
+        base = accelerator_stats(self.world.seed, self.camera_id, self.world.env.now, self.power.uptime())
         rows = []
         for m in sorted(self.models.values(), key=lambda m: m.model_id):
             if m.loaded_at is None:

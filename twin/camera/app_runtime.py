@@ -11,6 +11,7 @@ simulation mode with zero detections. It subscribes to the event topics of ``SUB
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -20,17 +21,53 @@ from twin.camera import app_health
 from twin.camera.event_bus import covered
 
 if TYPE_CHECKING:
-    from twin.camera.apps import App
-    from twin.camera.camera import Camera
-    from twin.camera.containers import Container
+    from twin.camera.ai_runtime import AiRuntime
+    from twin.camera.app_manifest import Manifest
+    from twin.camera.clock import DeviceClock
+    from twin.camera.containers import Container, ContainerRuntime
+    from twin.camera.event_bus import DeviceEventBus
+    from twin.camera.power import Power
 
 TICK_S = 5.0
+APPS_DIR = "/data/aipc/apps"
+
+
+@dataclass
+class App:
+    manifest: Manifest
+    manifest_path: str
+    installed_at: float
+    state: str = "installed"
+    started_at: float = 0.0
+    stopped_at: float = 0.0
+    restart_count: int = 0
+    last_error: str = ""
+    frames: int = 0
+    subscribed: list[str] = field(default_factory=list)
+    unhealthy: bool = False
+    restarts_in_row: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.manifest.app_id
+
+    @property
+    def container_id(self) -> str:
+        return f"aipc-{self.id}"
+
+    @property
+    def instance_path(self) -> str:
+        return f"{APPS_DIR}/{self.id}"
 
 
 class AppRuntime:
     """Mixed into ``AppManager``, which provides the attributes below."""
 
-    camera: Camera
+    clock: DeviceClock
+    power: Power
+    containers: ContainerRuntime
+    events: DeviceEventBus
+    ai: AiRuntime
     env: simpy.Environment
     apps: dict[str, App]
 
@@ -51,7 +88,7 @@ class AppRuntime:
             return
         self._detach(app)
         app.state = "failed" if reason in app_health.RESTARTED_ON else "stopped"
-        app.stopped_at, app.last_error = self.camera.clock.now(), reason
+        app.stopped_at, app.last_error = self.clock.now(), reason
         policy = app_health.restart_policy(app.manifest)
         if reason in app_health.RESTARTED_ON and policy.enabled:
             if policy.max_retries and app.restarts_in_row >= policy.max_retries:
@@ -61,7 +98,7 @@ class AppRuntime:
 
     def _restart_later(self, app: App, delay: float):
         yield self.env.timeout(delay)
-        if self.apps.get(app.id) is app and app.state == "failed" and self.camera.powered:
+        if self.apps.get(app.id) is app and app.state == "failed" and self.power.powered:
             app.restart_count += 1
             self.begin_start(app.id)
 
@@ -70,7 +107,7 @@ class AppRuntime:
         self._app(app_id).unhealthy = broken
 
     def _health(self, app: App, container: Container, probe: app_health.Probe):
-        log = self.camera.containers.log
+        log = self.containers.log
         failures = 0
         while container.state == "running":
             yield self.env.timeout(probe.interval)
@@ -83,15 +120,15 @@ class AppRuntime:
             log(container, "warning", f"{app_health.failure_text(probe)} ({failures}/{probe.retries})")
             if failures >= probe.retries:
                 log(container, "error", "container is unhealthy: stopping it")
-                self.camera.containers.kill(container.id, reason="unhealthy")
+                self.containers.kill(container.id, reason="unhealthy")
                 return
 
     # What a running app does ---------------------------------------------------------------
     def _workload(self, container: Container):
         app = self.apps[container.app_id]
         m = app.manifest
-        log = self.camera.containers.log
-        ai, bus = self.camera.ai, self.camera.events
+        log = self.containers.log
+        ai, bus = self.ai, self.events
         log(container, "info", f"Starting {m.name} v{m.version}")
         model = container.env.get("MODEL_ID") or (m.models[0] if m.models else "")
         stream = container.env.get("STREAM_ID") or (m.video[0] if m.video else "main")
@@ -135,7 +172,7 @@ class AppRuntime:
                     log(container, "error", f"event publish failed: {err.message}")
 
     def _subscribe_topics(self, app: App, container: Container) -> None:
-        log = self.camera.containers.log
+        log = self.containers.log
         wanted = [t.strip() for t in container.env.get("SUBSCRIBE_TOPICS", "").split(",") if t.strip()]
         for topic in wanted:
             if not covered(topic, app.manifest.subscribe):
@@ -147,7 +184,7 @@ class AppRuntime:
                 )
                 continue
             try:
-                self.camera.events.subscribe(app.id, topic)
+                self.events.subscribe(app.id, topic)
                 app.subscribed.append(topic)
                 log(container, "info", f"Subscribed to events {topic}")
             except Unavailable as err:

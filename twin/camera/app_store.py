@@ -11,14 +11,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
 from hardware.ports.errors import Conflict, InvalidInput, NotFound
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from hardware.ports.gateway_apps import AppInfo
+    from twin.camera.clock import DeviceClock
+    from twin.engine import Engine
 
 INSTALLS_KIND = "store_installs"
 """Install records are durable: one document per (camera, app id)."""
@@ -97,11 +99,27 @@ def _store_app(a: StoreApp, now: str) -> dict[str, Any]:
     }
 
 
+class Installer(Protocol):
+    """What the store asks of the app manager: stage a download and a manifest, install them, and
+    tell how an install task and an installed app are doing."""
+
+    tasks: dict[str, Any]
+    apps: dict[str, Any]
+
+    def stage_download(self, filename: str, size: int, seed: str) -> str: ...
+
+    def stage_manifest(self, text: str) -> str: ...
+
+    def install_package(self, manifest_path: str, image_path: str, force: bool) -> str: ...
+
+    def info(self, app_id: str) -> AppInfo: ...
+
+
 class AppStore:
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self._docs = camera.world.store.collection(INSTALLS_KIND)
-        self._prefix = f"{camera.id}:"
+    def __init__(self, world: Engine, camera_id: str, clock: DeviceClock, installer: Installer) -> None:
+        self.clock, self.installer = clock, installer
+        self._docs = world.store.collection(INSTALLS_KIND)
+        self._prefix = f"{camera_id}:"
         self.installs: dict[str, dict[str, Any]] = {
             doc_id.removeprefix(self._prefix): doc
             for doc_id, doc in self._docs.items()
@@ -112,7 +130,7 @@ class AppStore:
         """Store key -> the task of its latest install: one install of an app at a time."""
 
     def _now(self) -> str:
-        return dt.datetime.fromtimestamp(self.camera.clock.now(), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return dt.datetime.fromtimestamp(self.clock.now(), tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def _app(self, key: str) -> StoreApp:
         app = next((a for a in CATALOGUE if a.key == key), None)
@@ -177,7 +195,7 @@ class AppStore:
         if choice is None:
             raise NotFound(f"version {version} of {key} not found")
         detail_id, version, size = choice
-        apps = self.camera.apps
+        apps = self.installer
         running = apps.tasks.get(self._tasks.get(key, ""))
         if running is not None and running.phase not in ("complete", "error"):
             raise Conflict(f"an install of {key} is already running (task {running.task_id})")
@@ -249,9 +267,9 @@ class AppStore:
         if rec is None:
             raise NotFound(f"install record not found: {app_id}")
         out = dict(rec)
-        app = self.camera.apps.apps.get(app_id)
+        app = self.installer.apps.get(app_id)
         if app is not None:
-            info = self.camera.apps.info(app_id)
+            info = self.installer.info(app_id)
             out.update(
                 status=info.state,
                 container_id=info.container_id,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -25,17 +25,24 @@ from hardware.ports.errors import Conflict, DomainError, InternalError, InvalidI
 from hardware.ports.gateway_apps import AppInfo, AppStats, InstallResult, InstallTask, LogLine
 from twin.camera import app_manifest
 from twin.camera.app_manifest import Manifest
-from twin.camera.app_runtime import AppRuntime
+from twin.camera.app_runtime import APPS_DIR, App, AppRuntime
 from twin.camera.app_store import AppStore
 from twin.camera.containers import Volume
 from twin.camera.storage import remove_file, write_file
 from twin.camera.workbench import Workbench
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.ai_runtime import AiRuntime
+    from twin.camera.clock import DeviceClock
+    from twin.camera.containers import ContainerRuntime
+    from twin.camera.event_bus import DeviceEventBus
+    from twin.camera.monitor import Monitor
+    from twin.camera.power import Power
+    from twin.camera.storage import Storage
+    from twin.camera.vfs import VirtualFS
+    from twin.engine import Engine
 
 UPLOAD_DIR = "/tmp/aipc-upload"
-APPS_DIR = "/data/aipc/apps"
 IMAGE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 GZIP_EXPANSION = 2.6
@@ -71,60 +78,46 @@ class Task:
         return InstallTask(self.task_id, self.phase, self.percent, self.message, self.app_id, self.error)
 
 
-@dataclass
-class App:
-    manifest: Manifest
-    manifest_path: str
-    installed_at: float
-    state: str = "installed"
-    started_at: float = 0.0
-    stopped_at: float = 0.0
-    restart_count: int = 0
-    last_error: str = ""
-    frames: int = 0
-    subscribed: list[str] = field(default_factory=list)
-    unhealthy: bool = False
-    restarts_in_row: int = 0
-
-    @property
-    def id(self) -> str:
-        return self.manifest.app_id
-
-    @property
-    def container_id(self) -> str:
-        return f"aipc-{self.id}"
-
-    @property
-    def instance_path(self) -> str:
-        return f"{APPS_DIR}/{self.id}"
-
-
 class AppManager(AppRuntime):
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self.world = camera.world
-        self.env = camera.world.env
+    def __init__(
+        self,
+        world: Engine,
+        camera_id: str,
+        clock: DeviceClock,
+        power: Power,
+        storage: Storage,
+        fs: VirtualFS,
+        events: DeviceEventBus,
+        ai: AiRuntime,
+        containers: ContainerRuntime,
+        monitor: Monitor,
+    ) -> None:
+        self.world = world
+        self.env = world.env
+        self.camera_id = camera_id
+        self.clock, self.power, self.storage, self.fs = clock, power, storage, fs
+        self.events, self.ai, self.containers, self.monitor = events, ai, containers, monitor
         self.staged: dict[str, Staged] = {}
         self.tasks: dict[str, Task] = {}
         self.apps: dict[str, App] = {}
-        self.store = AppStore(camera)
-        self.workbench = Workbench(camera)
+        self.store = AppStore(world, camera_id, clock, self)
+        self.workbench = Workbench(world, camera_id, clock, storage, fs, self)
 
     # Staging -------------------------------------------------------------------------------
     def _stage(self, filename: str, data: bytes, suffixes: tuple[str, ...], keep: bool) -> Staged:
         name = PurePosixPath(filename or "").name
         if not name or not name.lower().endswith(suffixes):
             raise InvalidInput(f"invalid file type: expected {', '.join(suffixes)}")
-        token = int(self.world.streams.get(f"{self.camera.id}/uploads").integers(0, 2**32))
+        token = int(self.world.streams.get(f"{self.camera_id}/uploads").integers(0, 2**32))
         path = f"{UPLOAD_DIR}/{token:08x}-{name}"  # concurrent uploads of "app.yaml" never collide
-        write_file(getattr(self.camera, "fs", None), self.camera.storage, path, data)
+        write_file(self.fs, self.storage, path, data)
         staged = Staged(path, name, len(data), data if keep else b"")
         self.staged[path] = staged
         return staged
 
     def _unstage(self, path: str) -> None:
         if self.staged.pop(path, None) is not None:
-            remove_file(getattr(self.camera, "fs", None), self.camera.storage, path)
+            remove_file(self.fs, self.storage, path)
 
     def upload_image(self, filename: str, data: bytes) -> str:
         return self._stage(filename, data, IMAGE_SUFFIXES, keep=False).path
@@ -132,9 +125,9 @@ class AppManager(AppRuntime):
     def stage_download(self, filename: str, size: int, seed: str) -> str:
         """An image archive fetched from the app store: ``size`` bytes staged like an upload."""
         staged = self._stage(filename, b"", IMAGE_SUFFIXES, keep=False)
-        fs = getattr(self.camera, "fs", None)
+        fs = self.fs
         if fs is None:
-            self.camera.storage.charge_path(staged.path, f"file:{staged.path}", size)
+            self.storage.charge_path(staged.path, f"file:{staged.path}", size)
         else:
             fs.put_sparse(staged.path, size, seed)
         staged.size = size
@@ -163,7 +156,7 @@ class AppManager(AppRuntime):
             raise InvalidInput("manifest_path is required")
         self._purge_tasks()
         task_id = uuid.UUID(
-            int=int(self.world.streams.get(f"{self.camera.id}/tasks").integers(0, 2**63))
+            int=int(self.world.streams.get(f"{self.camera_id}/tasks").integers(0, 2**63))
         ).hex[:8]
         task = Task(task_id, self.env.now)
         self.tasks[task_id] = task
@@ -215,7 +208,7 @@ class AppManager(AppRuntime):
         )
 
     def wizard(self, app_id: str, name: str, image: str, config: dict[str, object]) -> InstallResult:
-        self.camera.containers.image(image)
+        self.containers.image(image)
         doc = {
             "apiVersion": "v1",
             "kind": "Application",
@@ -239,7 +232,7 @@ class AppManager(AppRuntime):
             raise Conflict(
                 f"app {manifest.app_id} is running: stop it before updating", resource="app_running"
             )
-        if not image_path and manifest.image not in self.camera.containers.images:
+        if not image_path and manifest.image not in self.containers.images:
             raise NotFound(f"image {manifest.image} not found on the device", resource="image")
         return manifest
 
@@ -247,11 +240,11 @@ class AppManager(AppRuntime):
         staged = self.staged[image_path]
         compressed = staged.filename.lower().endswith((".gz", ".tgz"))
         unpacked = int(staged.size * (GZIP_EXPANSION if compressed else 1.0))
-        self.camera.containers.import_image(manifest.image, staged.size, unpacked)
+        self.containers.import_image(manifest.image, staged.size, unpacked)
         self._unstage(image_path)
 
     def _register(self, manifest: Manifest, manifest_path: str) -> bool:
-        fs, storage = getattr(self.camera, "fs", None), self.camera.storage
+        fs, storage = self.fs, self.storage
         old = self.apps.get(manifest.app_id)
         if old is not None:
             self._remove_container(old, keep_logs=True)
@@ -259,7 +252,7 @@ class AppManager(AppRuntime):
         text = self.staged[manifest_path].data if manifest_path in self.staged else b""
         write_file(fs, storage, instance_manifest, text or yaml.safe_dump(manifest.raw).encode())
         self._unstage(manifest_path)
-        self.apps[manifest.app_id] = App(manifest, instance_manifest, self.camera.clock.now())
+        self.apps[manifest.app_id] = App(manifest, instance_manifest, self.clock.now())
         return old is not None
 
     # Queries -------------------------------------------------------------------------------
@@ -271,7 +264,7 @@ class AppManager(AppRuntime):
 
     def info(self, app_id: str) -> AppInfo:
         app = self._app(app_id)
-        container = self.camera.containers.containers.get(app.container_id)
+        container = self.containers.containers.get(app.container_id)
         running = container is not None and container.state == "running"
         state = app.state
         if state == "running" and not running:
@@ -308,7 +301,7 @@ class AppManager(AppRuntime):
 
     def logs(self, app_id: str, max_lines: int) -> tuple[LogLine, ...]:
         app = self._app(app_id)
-        container = self.camera.containers.containers.get(app.container_id)
+        container = self.containers.containers.get(app.container_id)
         if container is None:
             return ()
         lines = list(container.logs)
@@ -316,11 +309,11 @@ class AppManager(AppRuntime):
 
     def stats(self, app_id: str) -> AppStats:
         app = self._app(app_id)
-        runtime = self.camera.containers
+        runtime = self.containers
         container = runtime.containers.get(app.container_id)
         cpu, mem = runtime.usage(container) if container is not None else (0.0, 0)
         running = container is not None and container.state == "running"
-        uptime = int(self.camera.clock.now() - app.started_at) if running else 0
+        uptime = int(self.clock.now() - app.started_at) if running else 0
         return AppStats(app.id, uptime, cpu, mem, app.manifest.memory)
 
     # Lifecycle -----------------------------------------------------------------------------
@@ -328,7 +321,7 @@ class AppManager(AppRuntime):
         """Start the app's container; the event succeeds with None or the error (see
         ``ContainerRuntime.start``). The caller applies the 10-s deadline."""
         app = self._app(app_id)
-        runtime = self.camera.containers
+        runtime = self.containers
         container = runtime.containers.get(app.container_id)
         if container is not None and container.state == "running":
             raise Conflict(f"app {app_id} is already running", resource="app_running")
@@ -348,7 +341,7 @@ class AppManager(AppRuntime):
 
         def _settle(event: simpy.Event) -> None:
             error = event.value
-            now = self.camera.clock.now()
+            now = self.clock.now()
             if error is None:
                 app.state, app.started_at, app.last_error = "running", now, ""
             else:
@@ -360,14 +353,14 @@ class AppManager(AppRuntime):
 
     def begin_stop(self, app_id: str) -> simpy.Event:
         app = self._app(app_id)
-        container = self.camera.containers.containers.get(app.container_id)
+        container = self.containers.containers.get(app.container_id)
         if container is None or container.state != "running":
             raise InvalidInput(f"app {app_id} is not running", resource="app_not_running")
-        done = self.camera.containers.stop(container.id)
+        done = self.containers.stop(container.id)
 
         def _settle(_: simpy.Event) -> None:
             self._detach(app)
-            app.state, app.stopped_at = "stopped", self.camera.clock.now()
+            app.state, app.stopped_at = "stopped", self.clock.now()
 
         done.callbacks.append(_settle)
         return done
@@ -384,17 +377,17 @@ class AppManager(AppRuntime):
                 self.begin_start(app.id)
 
     def _power_down(self) -> None:
-        runtime = self.camera.containers
+        runtime = self.containers
         for container in list(runtime.containers.values()):
             runtime.kill(container.id)
-        now = self.camera.clock.now()
+        now = self.clock.now()
         for app in self.apps.values():
             self._detach(app)
             if app.state == "running":
                 app.state, app.stopped_at = "stopped", now
-        self.camera.ai.power_cycle()
-        self.camera.events.start()
-        self.camera.monitor.killed.clear()
+        self.ai.power_cycle()
+        self.events.start()
+        self.monitor.killed.clear()
 
     def count_restart(self, app_id: str) -> None:
         self._app(app_id).restart_count += 1
@@ -402,25 +395,25 @@ class AppManager(AppRuntime):
     def uninstall(self, app_id: str, keep_logs: bool) -> None:
         app = self._app(app_id)
         self._remove_container(app, keep_logs=keep_logs)
-        runtime = self.camera.containers
+        runtime = self.containers
         del self.apps[app_id]
         image = app.manifest.image
         if image in runtime.images and not any(a.manifest.image == image for a in self.apps.values()):
             runtime.delete_image(image)
-        fs = getattr(self.camera, "fs", None)
-        remove_file(fs, self.camera.storage, app.manifest_path)
+        fs = self.fs
+        remove_file(fs, self.storage, app.manifest_path)
         if fs is not None and fs.exists(app.instance_path) and not fs.listdir(app.instance_path):
             fs.remove(app.instance_path)
 
     def _remove_container(self, app: App, keep_logs: bool) -> None:
-        runtime = self.camera.containers
+        runtime = self.containers
         if app.container_id in runtime.containers:
             runtime.kill(app.container_id)
             runtime.remove(app.container_id, keep_logs=keep_logs)
         self._detach(app)
 
     def _detach(self, app: App) -> None:
-        self.camera.ai.unsubscribe(app.id)
+        self.ai.unsubscribe(app.id)
         for pattern in app.subscribed:
-            self.camera.events.unsubscribe(app.id, pattern)
+            self.events.unsubscribe(app.id, pattern)
         app.subscribed.clear()

@@ -1,9 +1,8 @@
-"""An AI camera: its device-side state (power, sessions, credentials, clock). Optics, video and the
-device's services grow in their own modules; this one is the device as its gateway sees it.
+"""An AI camera: the one place that assembles its parts (power, clock, partitions, files, optics,
+peripherals, AI runtime, containers and apps, logs, OTA and OS upgrade), and the device-side state
+its gateway sees directly: sessions and credentials.
 
-Power is a timed state machine on the world clock: ``up → (restart, RESTART_DELAY_S) → down →
-(BOOT_S) → up``. Going down drops every session and emits ``CAMERA_POWER_DOWN`` (the composition
-root closes the camera's listeners on it); coming up emits ``CAMERA_POWER_UP``."""
+Power (:mod:`twin.camera.power`) goes down on a reboot; then every session is dropped."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ import base64
 import hashlib
 import hmac
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cryptography.hazmat.primitives.asymmetric import padding
 
@@ -32,19 +31,19 @@ from twin.camera.monitor import Monitor
 from twin.camera.os_upgrade import OsUpgrade
 from twin.camera.ota import Ota
 from twin.camera.peripherals import Peripherals
+from twin.camera.platform_state import Platform
+from twin.camera.power import BOOT_S, RESTART_DELAY_S, Power
 from twin.camera.stats import accelerator_stats
 from twin.camera.storage import Storage
+from twin.camera.video.scene import SceneWorld
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.camera.keys import KeyRing
 
 FIRMWARE_VERSION = "0.1.0"
 TIMESTAMP_WINDOW_S = 300
 SERVICES = ("ai-runtime", "event-bus", "device-control", "app-manager")
-RESTART_DELAY_S = 2.0
-"""The device answers a reboot or password change, then acts on it this much later."""
-BOOT_S = 40.0
-"""From power-down to a listening gateway again: kernel, services, platform-api."""
+__all__ = ["BOOT_S", "RESTART_DELAY_S", "Camera"]
 PASSWORD_MIN, PASSWORD_MAX = 8, 32
 
 
@@ -53,30 +52,70 @@ def _token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+class CameraWorld(SceneWorld, Protocol):
+    """What a camera uses of the world beyond the engine: its group's spec (for the scene) and the
+    fleet's RSA keys."""
+
+    keys: KeyRing
+
+
 class Camera:
-    def __init__(self, world: World, camera_id: str, index: int) -> None:
+    """The aggregate: builds the parts, each with the collaborators it uses, and wires the hooks
+    that run the other way (power going down, a container exiting, a model's users)."""
+
+    def __init__(self, world: CameraWorld, camera_id: str, index: int) -> None:
         self.world = world
         self.id = camera_id
         self.index = index
         self.username = world.config.gateway_username
         self.password = world.config.gateway_password
-        self.powered = True
-        self.boot_count = 0
-        self.booted_at = world.env.now
-        self.down_until: float | None = None
-        self._restart_pending = False
         self._sessions: dict[str, str] = {}
+        self.power = Power(world, camera_id)
         self.clock = DeviceClock(world, camera_id)
         self.storage = Storage(world, camera_id)
-        self.events, self.ai = DeviceEventBus(world, camera_id), AiRuntime(self)
-        self.containers, self.apps, self.monitor = ContainerRuntime(self), AppManager(self), Monitor(self)
-        self.admin = DeviceAdmin(self)
-        self.lens = Lens(world, camera_id)
-        self.peripherals = Peripherals(self)
         self.fs = seeded(self.clock.now, camera_id, f"{world.seed}/{camera_id}", self.storage, world.store)
-        self.logs = DeviceLogs(self)
-        self.ota = Ota(self)
-        self.os_upgrade = OsUpgrade(self)
+        self.events = DeviceEventBus(world, camera_id)
+        self.ai = AiRuntime(world, camera_id, self.clock, self.power, self.storage, self.fs)
+        self.containers = ContainerRuntime(world, camera_id, self.clock, self.storage, self.fs)
+        self.admin = DeviceAdmin(world, camera_id, index, self.clock, FIRMWARE_VERSION)
+        self.lens = Lens(world, camera_id)
+        self.peripherals = Peripherals(world, camera_id, self.lens, self.power)
+        self.monitor = Monitor(
+            world,
+            camera_id,
+            self.clock,
+            self.power,
+            self.storage,
+            self.events,
+            self.ai,
+            self.containers,
+            self.peripherals,
+        )
+        self.apps = AppManager(
+            world,
+            camera_id,
+            self.clock,
+            self.power,
+            self.storage,
+            self.fs,
+            self.events,
+            self.ai,
+            self.containers,
+            self.monitor,
+        )
+        self.logs = DeviceLogs(world, camera_id, self.clock, self.power, self.fs)
+        self.ota = Ota(world, camera_id, self.clock, self.power, self.fs, self.logs)
+        self.os_upgrade = OsUpgrade(
+            world, camera_id, self.clock, self.power, self.storage, self.fs, self.logs
+        )
+        self.ai.model_users = self.apps.apps_using_model
+        self.containers.exit_listeners.append(self.apps.container_exited)
+        self.power.on_down += [
+            self.drop_sessions,
+            lambda _: self.logs.power_down(),
+            lambda _: self.apps.power_down(),
+        ]
+        self.power.on_up.append(self.apps.power_up)
         world.emit(EventKind.CAMERA_BOOTED, camera_id, index=index)
 
     # Auth ----------------------------------------------------------------------------------
@@ -144,42 +183,22 @@ class Camera:
         self.drop_sessions("password_change")
 
     # Power ---------------------------------------------------------------------------------
+    @property
+    def powered(self) -> bool:
+        return self.power.powered
+
+    @property
+    def boot_count(self) -> int:
+        return self.power.boot_count
+
     def restart(self, delay: float = RESTART_DELAY_S, reason: str = "reboot") -> None:
-        """Reboot ``delay`` from now (an OTA's deploy script, a power cut: 0); a second request
-        while one is pending is a no-op."""
-        if self._restart_pending or not self.powered:
-            return
-        self._restart_pending = True
-        self.world.env.process(self._reboot(delay, reason))
-
-    def _reboot(self, delay: float = RESTART_DELAY_S, reason: str = "reboot"):
-        yield self.world.env.timeout(delay)
-        self._restart_pending = False
-        self.powered = False
-        self.down_until = self.world.env.now + BOOT_S
-        self.drop_sessions(reason)
-        self.logs.power_down()
-        self.apps.power_down()
-        self.world.emit(EventKind.CAMERA_POWER_DOWN, self.id, reason=reason)
-        yield from self._boot(BOOT_S)
-
-    def _boot(self, duration: float):
-        yield self.world.env.timeout(duration)
-        self.powered = True
-        self.down_until = None
-        self.boot_count += 1
-        self.booted_at = self.world.env.now
-        self.apps.power_up()
-        self.world.emit(EventKind.CAMERA_POWER_UP, self.id, boot=self.boot_count)
+        self.power.restart(delay, reason)
 
     def uptime(self) -> float:
-        return self.world.env.now - self.booted_at
+        return self.power.uptime()
 
     def boot_id(self) -> str:
-        """The kernel's random boot id: a UUID per (seed, camera, boot)."""
-        digest = hashlib.blake2b(f"{self.world.seed}/{self.id}/{self.boot_count}".encode(), digest_size=16)
-        h = digest.hexdigest()
-        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}"
+        return self.power.boot_id()
 
     # System --------------------------------------------------------------------------------
     def info(self) -> GatewayInfo:
@@ -197,31 +216,28 @@ class Camera:
         return self.ota.report()
 
     # Snapshot ------------------------------------------------------------------------------
+    def _platform(self) -> Platform:
+        return Platform(self.storage, self.events, self.ai, self.containers, self.apps, self.admin)
+
     def state(self) -> dict[str, Any]:
         return {
             "password": self.password,
-            "powered": self.powered,
             "sessions": dict(self._sessions),
-            "boot_count": self.boot_count,
-            "booted_at": self.booted_at,
-            "down_until": self.down_until,
+            **self.power.state(),
             "clock": self.clock.state(),
             "fs": self.fs.state(),
             "ota": self.ota.state(),
             "os_upgrade": self.os_upgrade.state(),
             "lens": self.lens.state(),
             "peripherals": self.peripherals.state(),
-            "platform": platform_state.dump(self),
+            "platform": platform_state.dump(self._platform()),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.password = state["password"]
-        self.powered = state["powered"]
         self._sessions = dict(state["sessions"])
-        self.boot_count = state.get("boot_count", 0)
-        self.booted_at = state.get("booted_at", self.booted_at)
+        self.power.set_state(state)
         self.clock.set_state(state.get("clock", {}))
-        self.down_until = state.get("down_until")
         if "fs" in state:
             self.fs.set_state(state["fs"])
             self.ota.set_state(state["ota"])
@@ -230,6 +246,5 @@ class Camera:
             self.lens.set_state(state["lens"])
             self.peripherals.set_state(state["peripherals"])
         if "platform" in state:
-            platform_state.load(self, state["platform"])
-        if not self.powered and self.down_until is not None:
-            self.world.env.process(self._boot(max(0.0, self.down_until - self.world.env.now)))
+            platform_state.load(self._platform(), state["platform"])
+        self.power.resume()

@@ -17,7 +17,7 @@ from hardware.ports.events import EventKind
 from hardware.ports.types import ClientTimeSync, DeviceTime, TimeConfig, TimezoneInfo
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_NTP_SERVER = "pool.ntp.org"
@@ -64,7 +64,7 @@ def parse_rfc3339_wall(value: str) -> datetime:
 
 
 class DeviceClock:
-    def __init__(self, world: World, owner: str) -> None:
+    def __init__(self, world: Engine, owner: str) -> None:
         self.world = world
         self.owner = owner
         self.offset = 0.0

@@ -26,12 +26,14 @@ import simpy
 
 from hardware.ports.errors import Conflict, InternalError, InvalidInput, NotFound
 from hardware.ports.gateway_apps import ContainerInfo, ContainerStats, ImageInfo, LogLine
-from twin.camera.storage import DATA, ROOT, is_dir
+from twin.camera.storage import DATA, ROOT, Storage, is_dir
 from twin.feed import Feed
 from twin.rng import hash_normal, stream_key
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.clock import DeviceClock
+    from twin.camera.vfs import VirtualFS
+    from twin.engine import Engine
 
 DEADLINE_EXCEEDED = "rpc error: code = DeadlineExceeded desc = context deadline exceeded"
 UNPACK_RATE = 12_000_000
@@ -41,9 +43,6 @@ STOP_S = 0.4
 LOG_BUFFER = 2000
 FOLLOW_BUFFER = 256
 STORAGE_ROOTS = {ROOT: "/var/lib/containerd", DATA: "/data/containerd"}
-BASE_HOST_DIRS = frozenset(
-    {"/", "/data", "/data/aipc", "/data/aipc/apps", "/tmp", "/var", "/var/log", "/dev", "/run"}
-)
 
 
 @dataclass
@@ -102,14 +101,18 @@ Workload = Callable[[Container], Generator[simpy.Event, Any, None]]
 
 
 class ContainerRuntime:
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self.world = camera.world
-        self.env = camera.world.env
+    def __init__(
+        self, world: Engine, camera_id: str, clock: DeviceClock, storage: Storage, fs: VirtualFS
+    ) -> None:
+        self.world = world
+        self.env = world.env
+        self.camera_id = camera_id
+        self.clock, self.storage, self.fs = clock, storage, fs
+        self.exit_listeners: list[Callable[[str, str], None]] = []
+        """Called with (app id, reason) when a running container ends other than by a stop."""
         self.storage_partition = ROOT
         self.images: dict[str, Image] = {}
         self.containers: dict[str, Container] = {}
-        self.host_dirs: set[str] = set(BASE_HOST_DIRS)
         self.unpack_rate = UNPACK_RATE
         self._next_pid = 2400
 
@@ -117,7 +120,7 @@ class ContainerRuntime:
     def move_storage(self, partition: str) -> None:
         """Put the runtime's root on ``partition`` (``root`` as shipped, ``data`` as advised).
         Images already imported move with it."""
-        storage = self.camera.storage
+        storage = self.storage
         storage.partition(partition)
         for image in self.images.values():
             for owner in (image.owner, f"snapshot:{image.ref}"):
@@ -136,29 +139,22 @@ class ContainerRuntime:
     def fill_storage(self, leave: int) -> int:
         """Earlier images' content fills the runtime's partition, leaving ``leave`` bytes free;
         returns the bytes taken (owner ``image-cache``, freed by ``free_storage``)."""
-        return self.camera.storage.fill(self.storage_partition, "image-cache", leave=leave)
+        return self.storage.fill(self.storage_partition, "image-cache", leave=leave)
 
     def free_storage(self) -> int:
-        return self.camera.storage.free("image-cache")
+        return self.storage.free("image-cache")
 
     def make_host_dir(self, path: str) -> None:
         """The remedy for a missing volume directory (``POST files/mkdir`` does the same)."""
-        fs = getattr(self.camera, "fs", None)
-        if fs is not None:
-            fs.mkdir(path)
-        else:
-            self.host_dirs.add(path.rstrip("/") or "/")
+        self.fs.mkdir(path)
 
     def host_dir_exists(self, path: str) -> bool:
         """Volume host directories are looked up on the camera's file system; nothing creates them."""
-        fs = getattr(self.camera, "fs", None)
-        if fs is None:
-            return (path.rstrip("/") or "/") in self.host_dirs
-        return is_dir(fs, path)
+        return is_dir(self.fs, path)
 
     def write_core_dump(self, nbytes: int, name: str = "core.app") -> int:
         """A crashing process dumps core under ``/var/lib/systemd/coredump`` (root partition)."""
-        storage = self.camera.storage
+        storage = self.storage
         nbytes = min(nbytes, storage.free_bytes(ROOT))
         storage.charge(ROOT, f"coredump:{name}", nbytes)
         return nbytes
@@ -168,8 +164,8 @@ class ContainerRuntime:
         """Import an archive into the content store (charged where the runtime's root is)."""
         if ref in self.images:
             self.delete_image(ref, force=True)
-        self.camera.storage.charge(self.storage_partition, f"image:{ref}", archive_size)
-        digest = stream_key(self.world.seed, f"{self.camera.id}/image/{ref}/{archive_size}")
+        self.storage.charge(self.storage_partition, f"image:{ref}", archive_size)
+        digest = stream_key(self.world.seed, f"{self.camera_id}/image/{ref}/{archive_size}")
         image = Image(
             ref, f"sha256:{digest:016x}{digest ^ 0xA5A5A5A5:016x}", archive_size, unpacked_size, self.now()
         )
@@ -200,8 +196,8 @@ class ContainerRuntime:
         image = self.image(ref)
         if not force and any(c.image == ref for c in self.containers.values()):
             raise InternalError(f"image {ref} is in use by a container", resource="operation")
-        self.camera.storage.free(image.owner)
-        self.camera.storage.free(f"snapshot:{ref}")
+        self.storage.free(image.owner)
+        self.storage.free(f"snapshot:{ref}")
         del self.images[ref]
 
     def pull(self, ref: str) -> None:
@@ -307,7 +303,7 @@ class ContainerRuntime:
         """Write the image's snapshot a second's worth at a time; returns None or the error (a
         process's value). Running out of space stops it there and gives the partial snapshot back;
         the next start then finds its parent snapshot missing."""
-        storage = self.camera.storage
+        storage = self.storage
         owner = f"snapshot:{image.ref}"
         written = 0
         while written < image.unpacked_size:
@@ -370,9 +366,9 @@ class ContainerRuntime:
             container.state = "stopped"
             container.stopped_at = self.now()
         container.pid = 0
-        apps = getattr(self.camera, "apps", None)
-        if was_running and apps is not None and reason != "stopped":
-            apps.container_exited(container.app_id, reason)
+        if was_running and reason != "stopped":
+            for listener in self.exit_listeners:
+                listener(container.app_id, reason)
 
     def remove(self, container_id: str, *, keep_logs: bool = False) -> None:
         container = self.get(container_id)
@@ -381,14 +377,14 @@ class ContainerRuntime:
         for follower in list(container.followers):
             follower.end()
         if not keep_logs:
-            self.camera.storage.free(f"logs:{container_id}")
+            self.storage.free(f"logs:{container_id}")
         del self.containers[container_id]
 
     # Logs ----------------------------------------------------------------------------------
     def log(self, container: Container, level: str, message: str) -> None:
         """Append a line to the container's log (kept on the root partition, like journald's)."""
         line = LogLine(int(self.world.now() * 1e9), level, message)
-        storage = self.camera.storage
+        storage = self.storage
         size = len(message) + 64
         if storage.free_bytes(ROOT) < size:
             return  # a full root partition swallows log lines
@@ -412,14 +408,14 @@ class ContainerRuntime:
 
     # Figures -------------------------------------------------------------------------------
     def now(self) -> float:
-        return self.camera.clock.now()
+        return self.clock.now()
 
     def usage(self, container: Container) -> tuple[float, int]:
         """(cpu percent of one core, memory bytes) of a running container: its app's load with
         noise per 5-s window; zero when not running."""
         if container.state != "running":
             return 0.0, 0
-        key = stream_key(self.world.seed, f"{self.camera.id}/ctr/{container.id}")
+        key = stream_key(self.world.seed, f"{self.camera_id}/ctr/{container.id}")
         window = int(self.env.now // 5.0)
         n_cpu, n_mem = (float(v) for v in hash_normal(key, [window * 2, window * 2 + 1]))
         cpu = max(0.5, min(100.0 * container.cpu_limit, 100.0 * container.cpu_limit * (0.35 + 0.05 * n_cpu)))

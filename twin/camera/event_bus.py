@@ -24,7 +24,7 @@ from hardware.ports.gateway_apps import BusEvent, TopicInfo
 from twin.feed import Feed
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 RELAY_ID = "websocket-stream"
 CLIENT_BUFFER = 256
@@ -74,7 +74,7 @@ class _Topic:
 
 
 class DeviceEventBus:
-    def __init__(self, world: World, camera_id: str) -> None:
+    def __init__(self, world: Engine, camera_id: str) -> None:
         self.world = world
         self.camera_id = camera_id
         self.running = True

@@ -19,8 +19,7 @@ from hardware.ports.types import (
 from twin.camera.area import CameraArea
 from twin.camera.gateway_apps import AppAreas
 from twin.camera.gateway_files import TwinGatewayFiles, TwinGatewayLogs, TwinGatewayShell, TwinGatewayUpgrade
-from twin.camera.lens import TwinGatewayLens
-from twin.camera.peripherals import TwinGatewayPeripherals
+from twin.camera.gateway_hw import TwinGatewayLens, TwinGatewayPeripherals
 from twin.camera.video.audio import TwinGatewayAudio
 from twin.camera.video.backend import TwinGatewayMedia
 from twin.clock import SimClock

@@ -14,15 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from hardware.ports.camera_hw import MOTOR_RESET_ZERO, AfJob, AfStatus, LensStatus, MotorLimit
+from hardware.ports.camera_hw import MOTOR_RESET_ZERO, LensStatus, MotorLimit
 from hardware.ports.errors import InvalidInput
-from twin.camera.area import CameraArea
 from twin.camera.autofocus import Autofocus
 from twin.camera.motor import Motor
 from twin.rng import hash_uniform
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 ZOOM_STEPS = 2000
 FOCUS_STEPS = 3000
@@ -37,7 +36,7 @@ BLUR_STEPS_PER_PX = 60.0
 
 
 class Lens(Autofocus):
-    def __init__(self, world: World, camera_id: str) -> None:
+    def __init__(self, world: Engine, camera_id: str) -> None:
         self.world = world
         self.env = world.env
         self.camera_id = camera_id
@@ -223,59 +222,3 @@ class Lens(Autofocus):
 def _check_speed(speed: int) -> None:
     if not -100 <= speed <= 100:
         raise InvalidInput("speed must be between -100 and 100")
-
-
-class TwinGatewayLens(CameraArea):
-    """The gateway's lens area over one camera of the world (looked up on each call)."""
-
-    @property
-    def _lens(self) -> Lens:
-        return self.camera.lens
-
-    def status(self) -> LensStatus:
-        return self._lens.status()
-
-    def af_status(self) -> AfStatus:
-        return self._lens.af_status()
-
-    def zoom(self, speed: int) -> None:
-        self._lens.zoom(speed)
-
-    def focus(self, speed: int) -> None:
-        self._lens.focus(speed)
-
-    def set_autofocus(self, enable: bool) -> None:
-        self._lens.set_autofocus(enable)
-
-    def oneshot_af(self) -> AfJob:
-        return self._lens.oneshot_af()
-
-    def cancel_af(self) -> AfJob:
-        return self._lens.cancel_af()
-
-    def zoom_follow(self, ratio: float) -> AfJob:
-        return self._lens.zoom_follow(ratio)
-
-    def set_zoom_level(self, level: float) -> None:
-        self._lens.set_zoom_level(level)
-
-    def set_focus_level(self, level: float) -> None:
-        self._lens.set_focus_level(level)
-
-    def reset_zero(self, zoom: bool, focus: bool) -> None:
-        self._lens.reset_zero(zoom, focus)
-
-    def iris(self, speed: int) -> None:
-        self._lens.iris(speed)
-
-    def iris_target(self, target: int) -> None:
-        self._lens.iris_target(target)
-
-    def set_limits(self, zoom: MotorLimit | None, focus: MotorLimit | None) -> None:
-        self._lens.set_limits(zoom, focus)
-
-    def init(self) -> None:
-        self._lens.init()
-
-    def goto(self, zoom_ratio: float, focus_distance_m: float) -> None:
-        self._lens.goto(zoom_ratio, focus_distance_m)

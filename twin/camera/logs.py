@@ -18,7 +18,10 @@ import simpy
 from hardware.ports.errors import DomainError, InvalidInput, NotFound, Unavailable
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.clock import DeviceClock
+    from twin.camera.power import Power
+    from twin.camera.vfs import VirtualFS
+    from twin.engine import Engine
 
 SERVICES = (
     "ai-runtime",
@@ -64,14 +67,17 @@ _CHATTER = {
 
 
 class DeviceLogs:
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self.world = camera.world
+    def __init__(
+        self, world: Engine, camera_id: str, clock: DeviceClock, power: Power, fs: VirtualFS
+    ) -> None:
+        self.world = world
+        self.camera_id = camera_id
+        self.clock, self.power, self.fs = clock, power, fs
         self.journals: dict[str, deque[str]] = {s: deque(maxlen=JOURNAL_LINES) for s in SERVICES}
         self._followers: list[Follower] = []
         self.dropped = 0
         """Lines that could not be written to a log file."""
-        self._rng = self.world.streams.get(f"{camera.id}/logs")
+        self._rng = self.world.streams.get(f"{camera_id}/logs")
         for service in SERVICES:
             self.write(service, "Started " + SERVICE_NAMES[service] + ".")
         self.world.env.process(self._chatter())
@@ -79,11 +85,11 @@ class DeviceLogs:
     # Writing -------------------------------------------------------------------------------
     def _stamp(self) -> str:
         """Syslog's stamp, in the device's local time."""
-        return self.camera.clock.local().strftime("%b %d %H:%M:%S")
+        return self.clock.local().strftime("%b %d %H:%M:%S")
 
     def write(self, service: str, message: str) -> None:
         """One journal line for ``service``, also appended to its log file and to syslog."""
-        line = f"{self._stamp()} {self.camera.id} {service}[{100 + SERVICES.index(service)}]: {message}"
+        line = f"{self._stamp()} {self.camera_id} {service}[{100 + SERVICES.index(service)}]: {message}"
         self.journals[service].append(line)
         data = (line + "\n").encode()
         targets = [f"/var/log/aipc/{service}.log", SYSLOG]
@@ -91,7 +97,7 @@ class DeviceLogs:
             targets.append("/var/log/auth.log")
         for path in targets:
             try:
-                self.camera.fs.append(path, data, keep=FILE_KEEP_BYTES)
+                self.fs.append(path, data, keep=FILE_KEEP_BYTES)
             except DomainError:  # a full root or a removed log directory: the file misses the line
                 self.dropped += 1
         for follower in list(self._followers):
@@ -100,7 +106,7 @@ class DeviceLogs:
     def _chatter(self):
         while True:
             yield self.world.env.timeout(float(self._rng.exponential(CHATTER_MEAN_S)))
-            if not self.camera.powered:
+            if not self.power.powered:
                 continue
             service = SERVICES[int(self._rng.integers(len(SERVICES)))]
             template = _CHATTER[service][int(self._rng.integers(2))]
@@ -117,10 +123,10 @@ class DeviceLogs:
     def _file(self, target: str) -> str:
         if not target.startswith("/") or ".." in target.split("/"):
             raise InvalidInput("Invalid log file path")
-        canonical = self.camera.fs.canonical(target)
+        canonical = self.fs.canonical(target)
         if not any(canonical.rsplit("/", 1)[0] == d for d in LOG_DIRS):
             raise InvalidInput("Log file must be under an allowed log directory")
-        if not self.camera.fs.exists(canonical):
+        if not self.fs.exists(canonical):
             raise NotFound(f"log file not found: {target}", resource="file")
         return canonical
 
@@ -144,7 +150,7 @@ class DeviceLogs:
         kind, target = self.resolve(kind, target)
         if kind == "service":
             return list(self.journals[target])
-        return self.camera.fs.read(target).decode(errors="replace").splitlines()
+        return self.fs.read(target).decode(errors="replace").splitlines()
 
     def tail(self, kind: str, target: str, lines: int) -> tuple[int, str]:
         """(the line count asked for, defaulted and capped; the text of the last that many lines)."""
@@ -157,10 +163,10 @@ class DeviceLogs:
         """(path, size, mtime, service) for every ``*.log`` under the log directories."""
         out = []
         for directory in LOG_DIRS:
-            for name, node in self.camera.fs.listdir(directory):
+            for name, node in self.fs.listdir(directory):
                 if name.endswith(".log") and node.kind == "-":
                     service = name.removesuffix(".log") if directory.endswith("aipc") else ""
-                    out.append((f"{directory}/{name}", self.camera.fs.size_of(node), node.mtime, service))
+                    out.append((f"{directory}/{name}", self.fs.size_of(node), node.mtime, service))
         return out
 
     def follow(self, kind: str, target: str, wait: Callable[[simpy.Event], Awaitable[object]]) -> Follower:

@@ -17,7 +17,14 @@ from twin.camera.storage import DATA
 from twin.rng import hash_normal, stream_key
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.ai_runtime import AiRuntime
+    from twin.camera.clock import DeviceClock
+    from twin.camera.containers import ContainerRuntime
+    from twin.camera.event_bus import DeviceEventBus
+    from twin.camera.peripherals import Peripherals
+    from twin.camera.power import Power
+    from twin.camera.storage import Storage
+    from twin.engine import Engine
 
 CORES = 4
 CPU_MODEL = "Cortex-A76"
@@ -66,29 +73,42 @@ SERVICES = (
 
 
 class Monitor:
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self.world = camera.world
+    def __init__(
+        self,
+        world: Engine,
+        camera_id: str,
+        clock: DeviceClock,
+        power: Power,
+        storage: Storage,
+        events: DeviceEventBus,
+        ai: AiRuntime,
+        containers: ContainerRuntime,
+        peripherals: Peripherals,
+    ) -> None:
+        self.world = world
+        self.camera_id = camera_id
+        self.clock, self.power, self.storage, self.events = clock, power, storage, events
+        self.ai, self.containers, self.peripherals = ai, containers, peripherals
         self.killed: set[str] = set()
 
     # Noise ---------------------------------------------------------------------------------
     def _noise(self, name: str, n: int = 1) -> list[float]:
-        key = stream_key(self.world.seed, f"{self.camera.id}/monitor/{name}")
+        key = stream_key(self.world.seed, f"{self.camera_id}/monitor/{name}")
         window = int(self.world.env.now // WINDOW_S)
         return [float(v) for v in hash_normal(key, [window * n + i for i in range(n)])]
 
     # What runs -----------------------------------------------------------------------------
     def services(self) -> list[Service]:
         down = set(self.killed)
-        if not self.camera.ai.camera_service_running:
+        if not self.ai.camera_service_running:
             down.add("camera-daemon")
-        if not self.camera.events.running:
+        if not self.events.running:
             down.add("event-bus")
         return [s for s in SERVICES if s.name not in down]
 
     def _containers(self) -> list[tuple[str, int, float, int, str]]:
         """(name, pid, cpu % of one core, rss, image) of every running container."""
-        runtime = self.camera.containers
+        runtime = self.containers
         rows = []
         for c in runtime.containers.values():
             if c.state == "running":
@@ -98,7 +118,7 @@ class Monitor:
 
     def cpu_total(self) -> float:
         load = sum(s.cpu for s in self.services()) + sum(r[2] for r in self._containers())
-        load += 6.0 * sum(1 for s in self.camera.ai.subscriptions.values())
+        load += 6.0 * sum(1 for s in self.ai.subscriptions.values())
         total = load / CORES + 0.6 * self._noise("cpu")[0]
         return round(min(100.0, max(0.5, total)), 2)
 
@@ -139,7 +159,7 @@ class Monitor:
         }
 
     def network(self) -> dict[str, object]:
-        up = self.camera.uptime()
+        up = self.power.uptime()
         rx = int(up * NET_RX_BPS)
         tx = int(up * NET_TX_BPS)
         return {
@@ -161,11 +181,11 @@ class Monitor:
         return {"bytes_sent": eth["bytes_sent"], "bytes_recv": eth["bytes_recv"]}
 
     def npu(self) -> float:
-        return round(self.camera.ai.stats().device_utilization * 100.0, 2)
+        return round(self.ai.stats().device_utilization * 100.0, 2)
 
     def summary(self) -> dict[str, object]:
         mem = self.memory()["virtual"]  # type: ignore[index]
-        data = next(p for p in self.camera.storage.usage() if p.name == DATA)
+        data = next(p for p in self.storage.usage() if p.name == DATA)
         return {
             "cpu": {"usage_percent": self.cpu_total(), "cores": CORES, "arch": "arm64"},
             "memory": {
@@ -184,24 +204,24 @@ class Monitor:
                 "mountpoint": data.mountpoint,
             },
             "host": {
-                "hostname": self.camera.id,
+                "hostname": self.camera_id,
                 "os": "linux",
                 "platform": "debian",
                 "platform_version": "12.8",
                 "kernel_version": "6.1.84-aipc",
                 "kernel_arch": "aarch64",
-                "uptime_seconds": int(self.camera.uptime()),
+                "uptime_seconds": int(self.power.uptime()),
             },
             "network": self._totals(),
             "npu": self.npu(),
         }
 
     def snapshot(self) -> dict[str, object]:
-        ai = self.camera.ai.stats()
+        ai = self.ai.stats()
         n_cpu, n_board = self._noise("temps", 2)
         cpu = self.cpu_total()
         return {
-            "timestamp": int(self.camera.clock.now() * 1000),
+            "timestamp": int(self.clock.now() * 1000),
             "cpu": cpu,
             "memory": round(100.0 * self.memory_used() / MEMORY_TOTAL, 2),
             "npu": self.npu(),
@@ -217,12 +237,11 @@ class Monitor:
     def attitude(self) -> tuple[float, float]:
         """(pitch, roll) in degrees: how the camera is mounted, plus the PTZ tilt, plus a little
         vibration. Pitch is positive nose-down, roll positive right-side-down."""
-        key = stream_key(self.world.seed, f"{self.camera.id}/mount")
+        key = stream_key(self.world.seed, f"{self.camera_id}/mount")
         mount_pitch, mount_roll = (float(v) for v in hash_normal(key, [0, 1]))
         tick = int(self.world.env.now * 50)
         vib_p, vib_r = (float(v) for v in hash_normal(key, [2 + 2 * tick, 3 + 2 * tick]))
-        peripherals = getattr(self.camera, "peripherals", None)
-        tilt = peripherals.tilt_deg() if peripherals is not None else 0.0
+        tilt = self.peripherals.tilt_deg()
         pitch = 12.0 + 3.0 * mount_pitch + tilt + 0.05 * vib_p
         roll = 1.5 * mount_roll + 0.05 * vib_r
         return round(max(-90.0, min(90.0, pitch)), 3), round(max(-90.0, min(90.0, roll)), 3)
@@ -252,7 +271,7 @@ class Monitor:
         row = next((r for r in self._rows() if r["pid"] == pid), None)
         if row is None:
             raise NotFound(f"process {pid} not found", resource="process")
-        booted = self.camera.clock.now() - self.camera.uptime()
+        booted = self.clock.now() - self.power.uptime()
         return {
             **row,
             "status": ["sleep"],
@@ -271,7 +290,7 @@ class Monitor:
         self.process(pid)
         service = next((s for s in SERVICES if s.pid == pid), None)
         if service is None:
-            runtime = self.camera.containers
+            runtime = self.containers
             container = next(c for c in runtime.containers.values() if c.pid == pid)
             runtime.kill(container.id, reason=name)
         elif name != "SIGHUP":
@@ -280,9 +299,9 @@ class Monitor:
 
     def _kill_service(self, name: str) -> None:
         if name == "camera-daemon":
-            self.camera.ai.stop_camera_service()
+            self.ai.stop_camera_service()
         elif name == "event-bus":
-            self.camera.events.stop("killed")
+            self.events.stop("killed")
         else:
             self.killed.add(name)
 

@@ -25,7 +25,12 @@ from hardware.ports.errors import Conflict, InternalError, InvalidInput, NotFoun
 from hardware.ports.events import EventKind
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.clock import DeviceClock
+    from twin.camera.logs import DeviceLogs
+    from twin.camera.power import Power
+    from twin.camera.storage import Storage
+    from twin.camera.vfs import VirtualFS
+    from twin.engine import Engine
 
 STAGES = ("upload", "validate", "install", "verify")
 PACKAGE_DIR = "/data/os-upgrade"
@@ -46,9 +51,20 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 class OsUpgrade:
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self.env = camera.world.env
+    def __init__(
+        self,
+        world: Engine,
+        camera_id: str,
+        clock: DeviceClock,
+        power: Power,
+        storage: Storage,
+        fs: VirtualFS,
+        logs: DeviceLogs,
+    ) -> None:
+        self.world = world
+        self.env = world.env
+        self.camera_id = camera_id
+        self.clock, self.power, self.storage, self.fs, self.logs = clock, power, storage, fs, logs
         self.job: dict[str, Any] | None = None
         self.log = ""
         self.version = OS_VERSION
@@ -57,7 +73,7 @@ class OsUpgrade:
         self._process: simpy.Process | None = None
         self._timer: dict[str, Any] = {}
         """When the running step ends (sim time), and the boot count a reboot waits to see change."""
-        self._rng = camera.world.streams.get(f"{camera.id}/os-upgrade")
+        self._rng = world.streams.get(f"{camera_id}/os-upgrade")
 
     # Failure points --------------------------------------------------------------------------
     def fail_at(self, stage: str, error: str = "") -> None:
@@ -70,19 +86,19 @@ class OsUpgrade:
         """Cut power now: a job being installed fails (the active copy stays) and the device reboots."""
         if self._process is not None and self._process.is_alive and self.job:
             self._process.interrupt(f"power lost while {self.job['status']}")
-        self.camera.restart(delay=0.0, reason="power_loss")
+        self.power.restart(delay=0.0, reason="power_loss")
 
     # Internals -------------------------------------------------------------------------------
     def _now(self) -> str:
-        return datetime.fromtimestamp(int(self.camera.clock.now()), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return datetime.fromtimestamp(int(self.clock.now()), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def _set(self, status: str, message: str, **fields: Any) -> None:
         assert self.job is not None
         self.job.update(status=status, message=message, updated_at=self._now(), **fields)
         self._log(f"{status}: {message}")
-        self.camera.world.emit(
+        self.world.emit(
             EventKind.CAMERA_OS_UPGRADE_STATE,
-            self.camera.id,
+            self.camera_id,
             job_id=self.job["job_id"],
             status=status,
             progress=self.job["progress"],
@@ -90,7 +106,7 @@ class OsUpgrade:
 
     def _log(self, line: str) -> None:
         self.log = (self.log + f"[{self._now()}] {line}\n")[-LOG_KEEP:]
-        self.camera.logs.write("platform-api", f"os-upgrade: {line}")
+        self.logs.write("platform-api", f"os-upgrade: {line}")
 
     def _job(self, job_id: str) -> dict[str, Any]:
         if self.job is None or (job_id and job_id != self.job["job_id"]):
@@ -112,7 +128,7 @@ class OsUpgrade:
             raise InvalidInput("package is empty")
         if self.job is not None and self.job["status"] in ACTIVE:
             raise Conflict("another OS upgrade job is active")
-        if self.camera.storage.partition("data").free < len(data) + HEADROOM:
+        if self.storage.partition("data").free < len(data) + HEADROOM:
             raise StorageFull("not enough free space for the package plus 2 GiB")
         digest = hashlib.sha256(data).hexdigest()
         if sha256 and sha256.lower() != digest:
@@ -150,9 +166,9 @@ class OsUpgrade:
         if error:
             self._set("failed", "Upload failed", error=error)
             raise InternalError(f"upload failed: {error}")
-        self.camera.fs.mkdir(PACKAGE_DIR)
+        self.fs.mkdir(PACKAGE_DIR)
         try:
-            self.camera.fs.write(path, data)
+            self.fs.write(path, data)
         except StorageFull as err:
             self._set("failed", "Upload failed", error=err.message)
             raise
@@ -163,7 +179,7 @@ class OsUpgrade:
         job = self._job(job_id)
         self._need(job, "validating", "ready")
         try:
-            data = self.camera.fs.read(job["package_path"])
+            data = self.fs.read(job["package_path"])
         except NotFound as err:
             raise InvalidInput("the package was deleted; upload it again") from err
         problem = self._armed_error("validate")
@@ -191,7 +207,7 @@ class OsUpgrade:
         if strategy not in ("standard", "full"):
             raise InvalidInput("upgrade_strategy must be standard or full")
         self._need(job, "ready")
-        if not self.camera.fs.exists(job["package_path"]):
+        if not self.fs.exists(job["package_path"]):
             raise InvalidInput("the package was deleted; upload it again")
         job.update(upgrade_strategy=strategy, update_mode=update_mode or "ab")
         self._set("installing", f"Writing copy {job['target_copy']}", progress=0)
@@ -231,10 +247,10 @@ class OsUpgrade:
         job = self.job
         assert job is not None
         if verify_left is None:
-            if boots is None or (self.camera.powered and self.camera.boot_count == boots):
-                boots = self.camera.boot_count
-                self.camera.restart(reason="os_upgrade")
-            while self.camera.boot_count == boots:
+            if boots is None or (self.power.powered and self.power.boot_count == boots):
+                boots = self.power.boot_count
+                self.power.restart(reason="os_upgrade")
+            while self.power.boot_count == boots:
                 yield self._wait(1.0, boots=boots)
             self._set("verifying", f"Verifying copy {job['target_copy']}")
         yield self._wait(VERIFY_S if verify_left is None else verify_left)
@@ -256,9 +272,9 @@ class OsUpgrade:
         job = self._job(job_id)
         if job["status"] in ("installing", "installed", "rebooting", "verifying"):
             raise Conflict(f"job is {job['status']}; the package is in use", resource="upgrade")
-        if not self.camera.fs.exists(job["package_path"]):
+        if not self.fs.exists(job["package_path"]):
             raise NotFound("package already deleted", resource="file")
-        self.camera.fs.remove(job["package_path"])
+        self.fs.remove(job["package_path"])
         self._log("package deleted")
         return {"job_id": job["job_id"], "message": "Package deleted"}
 

@@ -27,7 +27,11 @@ from hardware.ports.gateway_files import FirmwareInfo
 from hardware.ports.types import OtaStatus
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.clock import DeviceClock
+    from twin.camera.logs import DeviceLogs
+    from twin.camera.power import Power
+    from twin.camera.vfs import VirtualFS
+    from twin.engine import Engine
 
 STAGES = ("upload", "prepare", "extract", "validate", "deploy")
 STAGE_STATUS = {
@@ -81,9 +85,13 @@ def _member_text(tar: tarfile.TarFile, member: tarfile.TarInfo) -> str:
 
 
 class Ota:
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self.env = camera.world.env
+    def __init__(
+        self, world: Engine, camera_id: str, clock: DeviceClock, power: Power, fs: VirtualFS, logs: DeviceLogs
+    ) -> None:
+        self.world = world
+        self.env = world.env
+        self.camera_id = camera_id
+        self.clock, self.power, self.fs, self.logs = clock, power, fs, logs
         self.status: dict[str, Any] = {}
         self._armed: dict[str, str] = {}
         self._process: simpy.Process | None = None
@@ -102,7 +110,7 @@ class Ota:
         """Cut the camera's power now: a running install fails where it is, the device reboots."""
         if self._process is not None and self._process.is_alive:
             self._process.interrupt("power lost during " + self.status.get("current_step", "install"))
-        self.camera.restart(delay=0.0, reason="power_loss")
+        self.power.restart(delay=0.0, reason="power_loss")
 
     # Requests --------------------------------------------------------------------------------
     @property
@@ -115,7 +123,7 @@ class Ota:
 
     def current_version(self) -> str:
         try:
-            return self.camera.fs.read(VERSION_FILE).decode().strip()
+            return self.fs.read(VERSION_FILE).decode().strip()
         except NotFound:
             return ""
 
@@ -127,7 +135,7 @@ class Ota:
         except FirmwareError as err:
             raise InvalidInput(str(err)) from err
         path = f"/tmp/{_safe_name(filename or 'firmware.tar.gz')}"
-        self.camera.fs.write(path, data)
+        self.fs.write(path, data)
         return FirmwareInfo(
             current_version=self.current_version(),
             target_version=info["version"],
@@ -143,8 +151,8 @@ class Ota:
         self._check_idle()
         self._jobs += 1
         package = f"{WORK_DIR}/{_safe_name(filename or 'firmware.tar.gz')}"
-        self.camera.fs.mkdir(WORK_DIR)
-        self.camera.fs.write(package, data)  # StorageFull here is the client's 507
+        self.fs.mkdir(WORK_DIR)
+        self.fs.write(package, data)  # StorageFull here is the client's 507
         self._start("upload", package, owned=True)
         return {"message": "Firmware uploaded, upgrade started", "status": self.status["status"]}
 
@@ -155,7 +163,7 @@ class Ota:
             raise InvalidInput("path must be an absolute path on the device")
         if ".." in path.split("/"):
             raise InvalidInput("path must not contain '..'")
-        canonical, node = self.camera.fs.resolve(path)
+        canonical, node = self.fs.resolve(path)
         if node.kind != "-":
             raise InvalidInput(f"not a regular file: {path}")
         self._check_idle()
@@ -170,7 +178,7 @@ class Ota:
 
     # The machine -----------------------------------------------------------------------------
     def _start(self, first: str, package: str, owned: bool) -> None:
-        now = int(self.camera.clock.now())
+        now = int(self.clock.now())
         self.status = {
             "status": STAGE_STATUS[first][0],
             "progress": STAGE_STATUS[first][1],
@@ -181,11 +189,11 @@ class Ota:
             "error": "",
             "reboot_needed": False,
             "job_id": f"ota-{now * 1_000_000_000 + self._jobs}",
-            "boot_id": self.camera.boot_id(),
+            "boot_id": self.power.boot_id(),
             "log_path": LOG_FILE,
         }
-        self.camera.fs.mkdir(LOG_FILE.rsplit("/", 1)[0])
-        self.camera.fs.write(LOG_FILE, b"")
+        self.fs.mkdir(LOG_FILE.rsplit("/", 1)[0])
+        self.fs.write(LOG_FILE, b"")
         self._log(f"starting upgrade from {package}")
         self._job = {"first": first, "package": package, "owned": owned}
         self._process = self.env.process(self._run(first, package, owned))
@@ -198,7 +206,7 @@ class Ota:
 
     def _package_info(self, package: str) -> dict[str, str]:
         try:
-            return read_firmware(self.camera.fs.read(package))
+            return read_firmware(self.fs.read(package))
         except FirmwareError as err:
             if err.stage == "extract":
                 raise
@@ -227,18 +235,18 @@ class Ota:
                         raise FirmwareError("validate", info["error"])
                     self.status["version"] = info["version"]
                 elif stage == "deploy":
-                    self.camera.fs.write(VERSION_FILE, (info["version"] + "\n").encode())
+                    self.fs.write(VERSION_FILE, (info["version"] + "\n").encode())
             self.status.update(
                 status="success",
                 progress=100,
                 message=f"Upgrade to {info['version']} complete, rebooting in {int(REBOOT_AFTER_S)} s",
                 reboot_needed=True,
-                finished_at=int(self.camera.clock.now()),
+                finished_at=int(self.clock.now()),
             )
             self._log("deploy complete; rebooting")
             self._emit()
             self._cleanup(package, owned)
-            self.camera.restart(delay=REBOOT_AFTER_S, reason="ota")
+            self.power.restart(delay=REBOOT_AFTER_S, reason="ota")
         except FirmwareError as err:
             self._fail(err.stage, str(err))
             self._cleanup(package, owned)
@@ -253,29 +261,29 @@ class Ota:
         self._log(f"{stage} failed: {error}")
         log = b""
         with contextlib.suppress(DomainError):
-            log = self.camera.fs.read(LOG_FILE)
+            log = self.fs.read(LOG_FILE)
         self.status.update(
             status="failed",
             message="Upgrade failed",
             current_step=stage or self.status.get("current_step", ""),
             error=error,
-            finished_at=int(self.camera.clock.now()),
+            finished_at=int(self.clock.now()),
             log_tail=log[-LOG_TAIL_BYTES:].decode(errors="replace"),
         )
         self._persist()
         self._emit()
 
     def _cleanup(self, package: str, owned: bool) -> None:
-        if owned and self.camera.fs.exists(package):
+        if owned and self.fs.exists(package):
             with contextlib.suppress(DomainError):
-                self.camera.fs.remove(package)
+                self.fs.remove(package)
         self._persist()
 
     def _emit(self) -> None:
         s = self.status
-        self.camera.world.emit(
+        self.world.emit(
             EventKind.CAMERA_OTA_STATE,
-            self.camera.id,
+            self.camera_id,
             status=s["status"],
             step=s["current_step"],
             progress=s["progress"],
@@ -284,25 +292,25 @@ class Ota:
     def _log(self, message: str) -> None:
         """The OTA log and the platform-api journal; a full or missing directory loses the line."""
         with contextlib.suppress(DomainError):
-            self.camera.fs.append(LOG_FILE, f"[{int(self.camera.clock.now())}] {message}\n".encode())
-        self.camera.logs.write("platform-api", f"ota: {message}")
+            self.fs.append(LOG_FILE, f"[{int(self.clock.now())}] {message}\n".encode())
+        self.logs.write("platform-api", f"ota: {message}")
         self._persist()
 
     def _persist(self) -> None:
         with contextlib.suppress(DomainError):
-            self.camera.fs.write(STATUS_FILE, json.dumps(self.status, sort_keys=True).encode())
+            self.fs.write(STATUS_FILE, json.dumps(self.status, sort_keys=True).encode())
 
     # Reading ---------------------------------------------------------------------------------
     def _rebooted(self) -> bool:
         finished = self.status.get("finished_at", 0)
-        return self.status.get("boot_id") != self.camera.boot_id() or (
-            self.camera.clock.now() - finished >= CONFIRM_GRACE_S and finished > 0
+        return self.status.get("boot_id") != self.power.boot_id() or (
+            self.clock.now() - finished >= CONFIRM_GRACE_S and finished > 0
         )
 
     def report(self) -> OtaStatus:
         s = self.status
         if not s:
-            return OtaStatus("", 0, "", "", "", 0, "", False, current_boot_id=self.camera.boot_id())
+            return OtaStatus("", 0, "", "", "", 0, "", False, current_boot_id=self.power.boot_id())
         confirmed = bool(s.get("reboot_needed")) and s["status"] == "success" and self._rebooted()
         return OtaStatus(
             s["status"],
@@ -313,7 +321,7 @@ class Ota:
             s["start_time"],
             s["error"],
             bool(s.get("reboot_needed")) and not confirmed,
-            current_boot_id=self.camera.boot_id(),
+            current_boot_id=self.power.boot_id(),
             job_id=s.get("job_id", ""),
             finished_at=s.get("finished_at", 0),
             reboot_confirmed=confirmed,

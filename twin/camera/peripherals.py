@@ -18,14 +18,14 @@ import simpy
 from hardware.ports.camera_hw import DeviceStatus, GpioPin, GpioRead, PtzCommand, Switched
 from hardware.ports.errors import Conflict, InvalidInput, NotFound
 from hardware.ports.events import EventKind
-from twin.camera.area import CameraArea
 from twin.camera.motor import Motor
 from twin.camera.thermal import Thermal
-from twin.camera.video.scene import daylight, scene_of
+from twin.camera.video.scene import SceneWorld, daylight, scene_of
 from twin.rng import hash_uniform
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.lens import Lens
+    from twin.camera.power import Power
 
 IRCUT_MODES = {"auto": 0, "day": 1, "night": 2}
 NIGHT_BELOW = 0.25
@@ -45,14 +45,14 @@ BAUD_RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200)
 
 
 class Peripherals:
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self.world = camera.world
-        self.env = camera.world.env
-        self.id = camera.id
-        self._key = self.world.streams.key(f"{camera.id}/peripherals")
-        self.scene = scene_of(self.world, camera.id)
-        self.thermal = Thermal(self.world, camera.id)
+    def __init__(self, world: SceneWorld, camera_id: str, lens: Lens, power: Power) -> None:
+        self.world = world
+        self.env = world.env
+        self.id = camera_id
+        self.lens, self.power = lens, power
+        self._key = world.streams.key(f"{camera_id}/peripherals")
+        self.scene = scene_of(world, camera_id)
+        self.thermal = Thermal(world, camera_id)
         self.light_level = 0
         self.ir_led_level = 0
         self.ircut_mode = "auto"
@@ -118,7 +118,7 @@ class Peripherals:
         return (self.pan.position() - PAN_RANGE) / PAN_RANGE, (self.tilt.position() - TILT_RANGE) / TILT_RANGE
 
     def ptz(self, cmd: PtzCommand) -> None:
-        lens = self.camera.lens
+        lens = self.lens
         if cmd.action not in ("pan", "tilt", "stop", "preset", "zoom", "focus"):
             raise InvalidInput("action must be pan, tilt, stop, preset, zoom or focus")
         if not 0 <= cmd.speed <= 100:
@@ -320,7 +320,7 @@ class Peripherals:
 
     # Status --------------------------------------------------------------------------------------
     def device_status(self) -> DeviceStatus:
-        lens = self.camera.lens
+        lens = self.lens
         return DeviceStatus(
             soc_temp_c=self.thermal.soc_temp(),
             mcu_temp_c=self.thermal.mcu_temp(),
@@ -334,7 +334,7 @@ class Peripherals:
             white_light_level=self.light_level,
             ir_led_level=self.ir_led_level,
             mcu_version=MCU_VERSION,
-            mcu_uptime_ms=round(self.camera.uptime() * 1000),
+            mcu_uptime_ms=round(self.power.uptime() * 1000),
         )
 
     def capabilities(self) -> dict[str, bool]:
@@ -362,59 +362,3 @@ def _exp(key: int, n: int, mean: float) -> float:
     """A seeded exponential interval: the ``n``-th draw of this entity, at least 1 s."""
     u = float(hash_uniform(key, n))
     return max(1.0, -mean * math.log(1.0 - u))
-
-
-class TwinGatewayPeripherals(CameraArea):
-    """The gateway's peripherals area over one camera of the world (looked up on each call)."""
-
-    @property
-    def _p(self) -> Peripherals:
-        return self.camera.peripherals
-
-    def device_status(self) -> DeviceStatus:
-        return self._p.device_status()
-
-    def capabilities(self) -> dict[str, bool]:
-        return self._p.capabilities()
-
-    def set_light(self, level: int) -> None:
-        self._p.set_light(level)
-
-    def set_ir_led(self, level: int) -> None:
-        self._p.set_ir_led(level)
-
-    def set_ir_cut(self, mode: str) -> None:
-        self._p.set_ir_cut(mode)
-
-    def ptz(self, command: PtzCommand) -> None:
-        self._p.ptz(command)
-
-    def gpio_read(self, pins: list[int] | None) -> GpioRead:
-        return self._p.gpio_read(pins)
-
-    def gpio_pin(self, pin: int) -> GpioPin:
-        return self._p.gpio_pin(pin)
-
-    def gpio_write(self, pin: int, value: bool) -> None:
-        self._p.gpio_write(pin, value)
-
-    def switch(self, what: str, enabled: bool, channel: int = 0) -> Switched:
-        return self._p.switch(what, enabled, channel)
-
-    def switched(self, what: str, channel: int = 0) -> Switched:
-        return self._p.switched(what, channel)
-
-    def alarm_outputs(self) -> dict[str, bool]:
-        return self._p.alarm_outputs()
-
-    def radar_targets(self) -> list[dict[str, float]]:
-        return self._p.radar_targets()
-
-    def rs485_init(self, baudrate: int, config: str) -> None:
-        self._p.rs485_init(baudrate, config)
-
-    def rs485_deinit(self) -> None:
-        self._p.rs485_deinit()
-
-    def rs485_tx(self, data: bytes) -> None:
-        self._p.rs485_tx(data)

@@ -10,25 +10,42 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from hardware.ports.gateway_apps import LogLine
 from twin.camera import app_manifest
 from twin.camera.ai_runtime import Model
-from twin.camera.apps import App
+from twin.camera.app_runtime import App
 from twin.camera.containers import Image, Volume
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.admin import DeviceAdmin
+    from twin.camera.ai_runtime import AiRuntime
+    from twin.camera.apps import AppManager
+    from twin.camera.containers import ContainerRuntime
+    from twin.camera.event_bus import DeviceEventBus
+    from twin.camera.storage import Storage
 
 LOG_LINES_KEPT = 200
 
 
-def dump(camera: Camera) -> dict[str, Any]:
-    runtime, apps, ai, admin = camera.containers, camera.apps, camera.ai, camera.admin
+@dataclass(frozen=True, slots=True)
+class Platform:
+    """The parts of a camera whose state this module dumps and loads."""
+
+    storage: Storage
+    events: DeviceEventBus
+    ai: AiRuntime
+    containers: ContainerRuntime
+    apps: AppManager
+    admin: DeviceAdmin
+
+
+def dump(platform: Platform) -> dict[str, Any]:
+    runtime, apps, ai, admin = platform.containers, platform.apps, platform.ai, platform.admin
     return {
-        "storage": camera.storage.state(),
+        "storage": platform.storage.state(),
         "runtime": {"partition": runtime.storage_partition, "unpack_rate": runtime.unpack_rate},
         "images": [
             {k: v for k, v in asdict(i).items() if k not in ("unpacking",)} | {"unpacking": None}
@@ -70,7 +87,7 @@ def dump(camera: Camera) -> dict[str, Any]:
             | {"loaded": m.loaded_at is not None}
             for m in ai.models.values()
         ],
-        "services": {"camera": ai.camera_service_running, "event_bus": camera.events.running},
+        "services": {"camera": ai.camera_service_running, "event_bus": platform.events.running},
         "admin": {
             "device_name": admin.device_name,
             "factory": dict(admin.factory),
@@ -80,9 +97,9 @@ def dump(camera: Camera) -> dict[str, Any]:
     }
 
 
-def load(camera: Camera, state: dict[str, Any]) -> None:
-    runtime, apps, ai, admin = camera.containers, camera.apps, camera.ai, camera.admin
-    camera.storage.set_state(state["storage"])
+def load(platform: Platform, state: dict[str, Any]) -> None:
+    runtime, apps, ai, admin = platform.containers, platform.apps, platform.ai, platform.admin
+    platform.storage.set_state(state["storage"])
     runtime.storage_partition = state["runtime"]["partition"]
     runtime.unpack_rate = state["runtime"]["unpack_rate"]
     runtime.images = {i["ref"]: Image(**i) for i in state["images"]}
@@ -96,7 +113,7 @@ def load(camera: Camera, state: dict[str, Any]) -> None:
             ai.load(m["model_id"])
     ai.camera_service_running = state["services"]["camera"]
     if not state["services"]["event_bus"]:
-        camera.events.stop("restored")
+        platform.events.stop("restored")
     for a in state["apps"]:
         manifest = app_manifest.parse(_yaml(a["manifest"]))
         apps.apps[manifest.app_id] = App(

@@ -21,7 +21,7 @@ from hardware.ports.errors import Conflict, Forbidden, InvalidInput, NotFound, S
 from hardware.ports.gateway_apps import PartitionUsage
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 GB = 1_000_000_000
 MB = 1_000_000
@@ -113,7 +113,7 @@ class Partition:
 class Storage:
     """The partitions of one camera. Hung off the camera as ``camera.storage``."""
 
-    def __init__(self, world: World, camera_id: str) -> None:
+    def __init__(self, world: Engine, camera_id: str) -> None:
         self.world = world
         self.camera_id = camera_id
         self.partitions: dict[str, Partition] = {spec.name: Partition(world.env, spec) for spec in PARTITIONS}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from twin.rng import hash_uniform
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 TAU_S = 300.0
 LOAD_C = 18.0
@@ -26,7 +26,7 @@ HEATER_C = 12.0
 
 
 class Thermal:
-    def __init__(self, world: World, camera_id: str) -> None:
+    def __init__(self, world: Engine, camera_id: str) -> None:
         self.world = world
         self._base = 14.0 + 8.0 * float(hash_uniform(world.streams.key(f"{camera_id}/thermal"), 0))
         self.fan = False

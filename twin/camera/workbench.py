@@ -16,7 +16,7 @@ import re
 import tarfile
 import zipfile
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
@@ -25,7 +25,10 @@ from twin.camera import app_manifest
 from twin.camera.storage import remove_file, write_file
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.clock import DeviceClock
+    from twin.camera.storage import Storage
+    from twin.camera.vfs import VirtualFS
+    from twin.engine import Engine
 
 DEV_DIR = "/data/aipc/dev"
 PROJECTS_KIND = "dev_projects"
@@ -174,13 +177,29 @@ class Project:
         }
 
 
+class Stager(Protocol):
+    """Where a finished build leaves its image archive and manifest: the app manager's staging."""
+
+    def stage_download(self, filename: str, size: int, seed: str) -> str: ...
+
+    def stage_manifest(self, text: str) -> str: ...
+
+
 class Workbench:
-    def __init__(self, camera: Camera) -> None:
-        self.camera = camera
-        self.env = camera.world.env
+    def __init__(
+        self,
+        world: Engine,
+        camera_id: str,
+        clock: DeviceClock,
+        storage: Storage,
+        fs: VirtualFS,
+        installer: Stager,
+    ) -> None:
+        self.env = world.env
+        self.clock, self.storage, self.fs, self.installer = clock, storage, fs, installer
         self.projects: dict[int, Project] = {}
-        self._docs = camera.world.store.collection(PROJECTS_KIND)
-        self._prefix = f"{camera.id}:"
+        self._docs = world.store.collection(PROJECTS_KIND)
+        self._prefix = f"{camera_id}:"
         self._load()
         self._next_project = max(self.projects, default=0) + 1
         self._next_build = max((b.id for p in self.projects.values() for b in p.builds), default=0) + 1
@@ -201,10 +220,7 @@ class Workbench:
         self._docs.put(f"{self._prefix}{project.id}", asdict(project))
 
     def _now(self) -> float:
-        return self.camera.clock.now()
-
-    def _fs(self) -> Any:
-        return getattr(self.camera, "fs", None)
+        return self.clock.now()
 
     def base_images(self) -> list[dict[str, object]]:
         return [b.view() for b in BASE_IMAGES]
@@ -242,7 +258,7 @@ class Workbench:
         self._next_project += 1
         self.projects[project.id] = project
         self._save(project)
-        fs = self._fs()
+        fs = self.fs
         if fs is not None:
             fs.mkdir(project.source_path)
         return project
@@ -269,9 +285,9 @@ class Workbench:
         project = self.project(project_id)
         if any(b.status == "building" for b in project.builds):
             raise Conflict("a build of this project is running")
-        fs = self._fs()
+        fs = self.fs
         for path in list(project.files):
-            remove_file(fs, self.camera.storage, self._abs(project, path))
+            remove_file(fs, self.storage, self._abs(project, path))
         if fs is not None and fs.exists(project.source_path):
             fs.remove(project.source_path)
         del self.projects[project.id]
@@ -294,7 +310,7 @@ class Workbench:
             f.startswith(f"{rel}/") for f in project.files
         ):
             raise Conflict(f"{rel} clashes with a file or directory of the project")
-        write_file(self._fs(), self.camera.storage, self._abs(project, rel), data)
+        write_file(self.fs, self.storage, self._abs(project, rel), data)
         project.files[rel] = len(data)
 
     def write(self, project_id: str | int, path: str, data: bytes) -> dict[str, object]:
@@ -321,7 +337,7 @@ class Workbench:
         rel = self._rel(path)
         if rel not in project.files:
             raise NotFound(f"file not found: {rel}", resource="file")
-        fs = self._fs()
+        fs = self.fs
         data = fs.read(self._abs(project, rel)) if fs is not None else b""
         if len(data) > MAX_FILE:
             raise InvalidInput("file too large to show; download it instead")
@@ -372,7 +388,7 @@ class Workbench:
         build.log.append(f"COPY {len(project.files)} files ({sum(project.files.values())} bytes)")
         yield self.env.timeout(BUILD_BASE_S + size / BUILD_RATE)
         build.finished_at = self._now()
-        apps = self.camera.apps
+        apps = self.installer
         try:
             manifest = self._manifest(project, build)
             build.image_path = apps.stage_download(
@@ -393,7 +409,7 @@ class Workbench:
 
     def _manifest(self, project: Project, build: Build) -> str:
         text = project.app_config
-        fs = self._fs()
+        fs = self.fs
         if not text and "app.yaml" in project.files and fs is not None:
             text = fs.read(self._abs(project, "app.yaml")).decode(errors="replace")
         if text:

@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from twin.engine import Engine
 from twin.rng import hash_uniform
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.fleet import CameraSpec
 
 # (label, colour BGR, width, height) as fractions of the frame.
 KINDS = (
@@ -231,12 +232,18 @@ class Scene:
         return self.movers[object_id].color
 
 
+class SceneWorld(Engine, Protocol):
+    """What a scene needs of the world beyond the engine: each camera's group (its scene kind)."""
+
+    camera_spec: dict[str, CameraSpec]
+
+
 @lru_cache(maxsize=256)
 def _scene(key: int, objects: int | None, kind: str) -> Scene:
     return Scene(key, objects, kind)
 
 
-def scene_of(world: World, camera_id: str) -> Scene:
+def scene_of(world: SceneWorld, camera_id: str) -> Scene:
     """The scene ``camera_id`` sees in ``world``: the fleet's scene kind and object count, seeded by
     the camera's ``{camera_id}/scene`` stream. Every consumer of a camera's scene asks here."""
     spec = world.camera_spec.get(camera_id, world.config.cameras)

@@ -35,7 +35,7 @@ from twin.camera.video.render import Renderer, View
 from twin.camera.video.scene import Scene
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class VideoStream:
 
     def __init__(
         self,
-        world: World,
+        world: Engine,
         camera_id: str,
         config: StreamConfig,
         scene: Scene,
