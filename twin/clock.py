@@ -22,7 +22,7 @@ from simpy.core import StopSimulation
 
 from hardware.ports.errors import InvalidInput, Unavailable
 from hardware.ports.types import ClockMode, ClockState
-from twin.world import World
+from twin.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ SLICE_WALL_S = 0.01
 class SimClock:
     def __init__(
         self,
-        world: World,
+        world: Engine,
         *,
         mode: ClockMode = ClockMode.REALTIME,
         speed: float = 1.0,

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 MAX_ENTRIES = 200_000
 ABSENT = "absent"
@@ -63,7 +63,7 @@ class JournalEntry:
 
 
 class RequestJournal:
-    def __init__(self, world: World, maxlen: int = MAX_ENTRIES) -> None:
+    def __init__(self, world: Engine, maxlen: int = MAX_ENTRIES) -> None:
         self.world = world
         self._rows: deque[tuple] = deque(maxlen=maxlen)
         """Plain tuples on the request path; :class:`JournalEntry` objects are made when read."""

@@ -14,18 +14,16 @@ and when it pages through the past.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from hardware.ports.errors import InvalidInput
+from twin.engine import Engine
 from twin.fleet import SensorGroup
 from twin.signals import evaluate, metric_key
-
-if TYPE_CHECKING:
-    from twin.world import World
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +71,22 @@ class Samples:
                 yield device_id, {name: values[i] for name, values in zip(names, lists, strict=True)}
 
 
+class SampleSink(Engine, Protocol):
+    """The world as a sensor group sees it: the engine, and where a group's ticks go."""
+
+    def emit_samples(self, samples: Samples) -> None:
+        """One tick of a sensor group, as one block."""
+        ...
+
+
+SampleObserver = Callable[[Samples], None]
+"""A consumer of whole ticks (the rules engine, data push), called synchronously with each."""
+
+
 class SensorFleet:
     """All devices of one :class:`SensorGroup`. Samples fall on multiples of the group's period."""
 
-    def __init__(self, world: World, group: SensorGroup) -> None:
+    def __init__(self, world: SampleSink, group: SensorGroup) -> None:
         self.world = world
         self.group = group
         self.device_ids = group.device_ids()

@@ -92,21 +92,35 @@ class World:
         for i, (camera_id, spec) in enumerate(self.config.camera_specs()):
             self.camera_spec[camera_id] = spec
             self.cameras[camera_id] = Camera(self, camera_id, i + 1)
+        # The order of construction is behaviour: registries start SimPy processes, draw from the
+        # random streams and join the observers as they are built.
         self.users = UserDirectory(self)
-        self.device_types = DeviceTypeRegistry(self)
-        self.devices = DeviceRegistry(self)
-        self.ingest = Ingest(self)
-        self.telemetry = Telemetry(self)
+        self.device_types = DeviceTypeRegistry(self, sensors=self.sensors)
+        self.devices = DeviceRegistry(
+            self, sensors=self.sensors, sensor_of=self.sensor_of, device_types=self.device_types
+        )
+        self.ingest = Ingest(
+            self, devices=self.devices, device_types=self.device_types, sensor_of=self.sensor_of
+        )
         self.api_keys = ApiKeyRing(self)
         self.retention = Retention(self)
+        # Telemetry's constructor only keeps its collaborators, so it may come after the retention
+        # it queries (Retention starts its periodic job: it stays where it was).
+        self.telemetry = Telemetry(self, devices=self.devices, retention=self.retention)
         self.llm = ModelBackendRegistry(self)
-        self.agents = AgentRegistry(self)
-        self.dashboards = DashboardRegistry(self)
-        self.extensions = ExtensionRegistry(self)
+        self.agents = AgentRegistry(self, llm=self.llm, devices=self.devices)
+        self.dashboards = DashboardRegistry(self, devices=self.devices)
+        self.extensions = ExtensionRegistry(self, cameras=self.cameras)
         self.outbox = Outbox(self)
-        self.messages = MessageCenter(self)
-        self.rules = RuleEngine(self)
-        self.push = DataPush(self)
+        self.messages = MessageCenter(self, outbox=self.outbox)
+        self.rules = RuleEngine(
+            self,
+            devices=self.devices,
+            messages=self.messages,
+            agents=lambda: getattr(self, "agents", None),  # read late: it may be swapped (tests)
+            sample_observers=self.sample_observers,
+        )
+        self.push = DataPush(self, outbox=self.outbox, sample_observers=self.sample_observers)
 
     # Time ----------------------------------------------------------------------------------
     def now(self) -> float:

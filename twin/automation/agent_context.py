@@ -18,7 +18,8 @@ from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.events import EventKind
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.automation.registry import DeviceRegistry
+    from twin.engine import Engine
 
 MEMORY_ENTRIES = 20
 DEFAULT_CONTEXT = 10
@@ -27,8 +28,9 @@ MAX_MESSAGE = 10_000
 
 
 class AgentContext:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine, *, devices: DeviceRegistry) -> None:
         self.world = world
+        self.devices = devices
         self.notes = world.store.collection("agent_messages")
 
     # Messages ---------------------------------------------------------------------------------
@@ -91,7 +93,7 @@ class AgentContext:
 
     # Resources ----------------------------------------------------------------------------------
     def available_resources(self) -> list[dict[str, Any]]:
-        devices = self.world.devices
+        devices = self.devices
         out = []
         for device in devices.list(1, 1000, None, None).devices:
             detail = devices.detail(device.device_id)

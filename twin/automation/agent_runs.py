@@ -11,26 +11,45 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hardware.ports.errors import DomainError
 from twin.automation import catalog
 from twin.automation.chat_models import ChatModel, Hints, ToolCall
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.automation.agent_context import AgentContext
+    from twin.automation.llm import ModelBackendRegistry
+    from twin.automation.registry import DeviceRegistry
 
 DEFAULT_CHAIN_DEPTH = 3
 AGENT_TOOLS = ("list_devices", "get_device_metrics", "send_device_command")
 
 
-async def conduct(world: World, doc: dict[str, Any], data: Any) -> dict[str, Any]:
+class Tools(Protocol):
+    """What the agents' tools act through: the devices area."""
+
+    @property
+    def devices(self) -> DeviceRegistry: ...
+
+
+class Crew(Tools, Protocol):
+    """What an execution works with: the model backends, the agents' context and the devices."""
+
+    @property
+    def llm(self) -> ModelBackendRegistry: ...
+
+    @property
+    def context(self) -> AgentContext: ...
+
+
+async def conduct(crew: Crew, doc: dict[str, Any], data: Any) -> dict[str, Any]:
     """The conversation: prompt → tool calls (read devices, send commands) → conclusion."""
-    model: ChatModel = world.llm.model(doc.get("llm_backend_id"))
+    model: ChatModel = crew.llm.model(doc.get("llm_backend_id"))
     hints = hints_of(doc)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt(doc, hints)},
-        {"role": "user", "content": user_prompt(doc, data, world.agents.context.for_prompt(doc))},
+        {"role": "user", "content": user_prompt(doc, data, crew.context.for_prompt(doc))},
     ]
     tools = tool_defs()
     collected, actions, steps, failed = [], [], [], 0
@@ -43,7 +62,7 @@ async def conduct(world: World, doc: dict[str, Any], data: Any) -> dict[str, Any
         if reply.assistant:
             messages.append(reply.assistant)
         for call in reply.tool_calls:
-            outcome = call_tool(world, doc, call)
+            outcome = call_tool(crew, doc, call)
             steps.append(
                 {"step": len(steps) + 1, "description": f"{call.name}({json.dumps(call.arguments)})"}
             )
@@ -78,9 +97,9 @@ async def conduct(world: World, doc: dict[str, Any], data: Any) -> dict[str, Any
     }
 
 
-def call_tool(world: World, doc: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+def call_tool(tools: Tools, doc: dict[str, Any], call: ToolCall) -> dict[str, Any]:
     """Run one tool call through the devices area; refusals come back as ``{"error": ...}``."""
-    devices = world.devices
+    devices = tools.devices
     args = call.arguments
     try:
         if call.name == "list_devices":

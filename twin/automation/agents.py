@@ -45,7 +45,9 @@ from twin.automation.crontab import CronExpression, describe
 from twin.rng import hash_uniform
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.automation.llm import ModelBackendRegistry
+    from twin.automation.registry import DeviceRegistry
+    from twin.engine import Engine
 
 KEEP_EXECUTIONS = 500
 EVENT_POLL_S = 1.0
@@ -58,11 +60,15 @@ def not_found(agent_id: str) -> NotFound:
 class AgentRegistry:
     """Implements :class:`hardware.ports.agents.AutomationAgents` over the world."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine, *, llm: ModelBackendRegistry, devices: DeviceRegistry) -> None:
         self.world = world
+        self.env = world.env
+        """The environment this registry was built in (the world gets a new one when rebuilt)."""
+        self.llm = llm
+        self.devices = devices
         self.docs = world.store.collection("agents")
         self.runs = world.store.collection("agent_executions")
-        self.context = AgentContext(world)
+        self.context = AgentContext(world, devices=devices)
         self.procs: dict[str, simpy.Process] = {}
         self.pending: set[asyncio.Task[None]] = set()
         for doc in self.docs.values():
@@ -74,7 +80,7 @@ class AgentRegistry:
         return [self._value(doc) for doc in self.docs.values()]
 
     def create_agent(self, spec: AgentSpec) -> Agent:
-        mode = check_spec(spec, self.world.llm.exists)
+        mode = check_spec(spec, self.llm.exists)
         now = self.world.now()
         doc = {
             **spec_doc(spec),
@@ -102,7 +108,7 @@ class AgentRegistry:
         spec = dataclasses.replace(current, **{k: v for k, v in changes.items() if k in fields})
         if "execution_mode" not in changes:
             spec = dataclasses.replace(spec, execution_mode=doc["execution_mode"])
-        mode = check_spec(spec, self.world.llm.exists)
+        mode = check_spec(spec, self.llm.exists)
         if spec.schedule != current.schedule:
             doc["anchor"] = self.world.now()
         doc.update(spec_doc(spec), execution_mode=mode, updated_at=self.world.now())
@@ -146,7 +152,7 @@ class AgentRegistry:
     # Executions ---------------------------------------------------------------------------------
     def execute(self, agent_id: str, trigger_type: str = "manual", data: Any = None) -> Execution:
         doc = self._doc(agent_id)
-        llm = self.world.llm
+        llm = self.llm
         if llm.is_simulated(doc.get("llm_backend_id")):
             return self._run_simulated(doc, trigger_type, data)
         run = self._begin(doc, trigger_type)
@@ -168,11 +174,11 @@ class AgentRegistry:
 
     async def invoke(self, agent_id: str, data: Any = None, timeout_s: float = 60.0) -> Execution:
         doc = self._doc(agent_id)
-        if self.world.llm.is_simulated(doc.get("llm_backend_id")):
+        if self.llm.is_simulated(doc.get("llm_backend_id")):
             return self._run_simulated(doc, "manual", data)
         run = self._begin(doc, "manual")
         try:
-            outcome = await asyncio.wait_for(conduct(self.world, doc, data), timeout_s)
+            outcome = await asyncio.wait_for(conduct(self, doc, data), timeout_s)
         except TimeoutError as err:
             self._finish(doc, run, None, f"timed out after {timeout_s:g} s")
             raise Timeout("Agent execution timed out", resource="agent_execution") from err
@@ -194,7 +200,7 @@ class AgentRegistry:
 
     # Context: messages, memory, resources -------------------------------------------------------
     def validate_llm(self, backend_id: str | None) -> Mapping[str, Any]:
-        llm = self.world.llm
+        llm = self.llm
         chosen = backend_id or llm.active_id()
         if not llm.exists(chosen):
             return {"valid": False, "backend_id": chosen, "message": f"LLM backend {chosen} not found"}
@@ -287,17 +293,17 @@ class AgentRegistry:
     def _run_simulated(self, doc: dict[str, Any], trigger_type: str, data: Any) -> Execution:
         run = self._begin(doc, trigger_type)
         try:
-            outcome = run_now(conduct(self.world, doc, data))
+            outcome = run_now(conduct(self, doc, data))
         except DomainError as err:
             return self._finish(doc, run, None, err.message)
         return self._finish(doc, run, outcome, None)
 
     async def _run_remote(self, doc: dict[str, Any], run: dict[str, Any], data: Any) -> None:
         try:
-            outcome, error = await conduct(self.world, doc, data), None
+            outcome, error = await conduct(self, doc, data), None
         except DomainError as err:
             outcome, error = None, err.message
-        if self.world.agents is self:  # the world was not reset or restored meanwhile
+        if self.world.env is self.env:  # the world was not reset or restored meanwhile
             self._finish(doc, run, outcome, error)
 
     def _begin(self, doc: dict[str, Any], trigger_type: str) -> dict[str, Any]:
@@ -361,7 +367,7 @@ class AgentRegistry:
     def _duration(self, doc: dict[str, Any], run: dict[str, Any], tool_calls: int) -> int:
         """The simulated model's think time is deterministic from the seed and the execution id; an
         HTTP model's is the world time its answer took."""
-        if not self.world.llm.is_simulated(doc.get("llm_backend_id")):
+        if not self.llm.is_simulated(doc.get("llm_backend_id")):
             return round((self.world.now() - run["timestamp"]) * 1000)
         key = self.world.streams.key("agent-think:" + run["id"])
         return int(180 + 900 * float(hash_uniform(key, 0)) + 45 * tool_calls)

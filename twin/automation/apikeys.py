@@ -12,7 +12,7 @@ from hardware.ports.errors import InvalidInput, Unauthenticated
 from hardware.ports.types import ApiKey
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 DEFAULT_KEY_NAME = "Default API Key"
 _AREA_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -45,7 +45,7 @@ def check_permission(value: str) -> str:
 
 
 class ApiKeyRing:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine) -> None:
         self.world = world
         self.keys = world.store.collection("api_keys")
 

@@ -19,7 +19,8 @@ from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.events import EventKind
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.automation.registry import DeviceRegistry
+    from twin.engine import Engine
 
 DEFAULT_LAYOUT: dict[str, Any] = {
     "columns": 12,
@@ -93,8 +94,9 @@ def _check_components(components: Sequence[Mapping[str, Any]]) -> list[dict[str,
 class DashboardRegistry:
     """Implements :class:`hardware.ports.agents.Dashboards` over the world's store."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine, *, devices: DeviceRegistry) -> None:
         self.world = world
+        self.devices = devices
         self.docs = world.store.collection("dashboards")
         self.links = world.store.collection("dashboard_shares")
 
@@ -238,7 +240,7 @@ class DashboardRegistry:
             device_id = parts[1]
             if device_id not in _referenced_devices(shared.dashboard):
                 raise NotFound(f"Device {device_id} is not on this dashboard", resource="share")
-            current = self.world.devices.current(device_id)
+            current = self.devices.current(device_id)
             return {
                 "device_id": device_id,
                 "status": current.device.status,

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.message import EmailMessage
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 from amqtt.client import MQTTClient
@@ -32,7 +32,7 @@ from amqtt.client import MQTTClient
 from hardware.ports.rules import DeliveryResult
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,15 @@ Report = Callable[[dict[str, Any], DeliveryResult, bool], None]
 """``(job, result, final)``: called after every attempt; ``final`` when no retry follows."""
 
 
+class HasOutbox(Protocol):
+    """Whatever holds the outbox the worker drains (the world)."""
+
+    @property
+    def outbox(self) -> Outbox: ...
+
+
 class Outbox:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine) -> None:
         self.world = world
         self.jobs = world.store.collection("outbox")
         self.ready: dict[str, dict[str, Any]] = {}
@@ -181,7 +188,7 @@ class Outbox:
         return len(jobs)
 
 
-async def run_worker(world: Callable[[], World]) -> None:
+async def run_worker(world: Callable[[], HasOutbox]) -> None:
     """The delivery worker: performs ready jobs until cancelled. ``world()`` is read each round, so
     the worker follows a world that was reset or restored."""
     while True:

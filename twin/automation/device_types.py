@@ -13,8 +13,9 @@ from hardware.ports.devices import CommandDef, DataType, DeviceType, MetricDef, 
 from hardware.ports.errors import Conflict, InvalidInput, NotFound
 
 if TYPE_CHECKING:
+    from twin.engine import Engine
     from twin.fleet import SensorGroup
-    from twin.world import World
+    from twin.sensors import SensorFleet
 
 DATA_TYPES = ("integer", "float", "string", "boolean", "binary", "array", "enum")
 
@@ -155,10 +156,11 @@ def validate(t: DeviceType) -> Validation:
 class DeviceTypeRegistry:
     """Built-in types (one per simulated sensor group) under client-registered ones of the same id."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine, *, sensors: Mapping[str, SensorFleet]) -> None:
+        """``sensors``: the simulated sensor groups by device type."""
         self.world = world
         self.docs = world.store.collection("device_types")
-        self.built_in = {t: sensor_type(fleet.group) for t, fleet in world.sensors.items()}
+        self.built_in = {t: sensor_type(fleet.group) for t, fleet in sensors.items()}
 
     def find(self, device_type: str) -> DeviceType | None:
         doc = self.docs.get(device_type)

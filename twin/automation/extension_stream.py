@@ -4,8 +4,8 @@ the oldest frame when the client falls behind."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 import cv2
 import simpy
@@ -14,10 +14,11 @@ from hardware.ports.agents import PushFrame
 from hardware.ports.errors import Unavailable
 from twin.camera.video.render import Renderer, View
 from twin.camera.video.scene import scene_of
+from twin.engine import Engine
 from twin.feed import Feed
 
 if TYPE_CHECKING:
-    from twin.automation.extensions import ExtensionRegistry
+    from twin.fleet import CameraSpec
 
 PUSH_FPS = 5
 FRAME_SIZE = (320, 180)
@@ -25,17 +26,41 @@ SESSION_QUEUE = 8
 JPEG_QUALITY = 80
 
 
+class SceneSource(Engine, Protocol):
+    """The world as the cameras' scenes are read from it (:func:`twin.camera.video.scene.scene_of`)."""
+
+    camera_spec: dict[str, CameraSpec]
+
+
+class SessionHost(Protocol):
+    """What a session needs of the registry that opens it (:class:`ExtensionRegistry`)."""
+
+    @property
+    def world(self) -> SceneSource: ...
+
+    @property
+    def cameras(self) -> Mapping[str, object]: ...
+
+    @property
+    def open_sessions(self) -> dict[str, PushSession]: ...
+
+
+def first_camera(cameras: Mapping[str, object]) -> str:
+    """The camera whose scene the extensions show (a stand-in id when the world has none)."""
+    return min(cameras) if cameras else "ext-camera"
+
+
 class PushSession:
     """A push stream session: frames from a SimPy process onto a bounded feed (drop oldest)."""
 
-    def __init__(self, registry: ExtensionRegistry, extension_id: str, session_id: str) -> None:
+    def __init__(self, registry: SessionHost, extension_id: str, session_id: str) -> None:
         self.registry = registry
         self.world = registry.world
         self.extension_id = extension_id
         self.session_id = session_id
         self.sequence = 0
         self._feed: Feed[PushFrame] = Feed(SESSION_QUEUE)
-        camera_id = min(self.world.cameras) if self.world.cameras else "ext-camera"
+        camera_id = first_camera(registry.cameras)
         self.renderer = Renderer(scene_of(self.world, camera_id), *FRAME_SIZE, camera_id)
         self.process = self.world.env.process(self._run())
 

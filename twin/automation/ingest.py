@@ -16,7 +16,10 @@ from hardware.ports.errors import InvalidInput, NotFound, Unauthenticated
 from hardware.ports.events import EventKind
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.automation.device_types import DeviceTypeRegistry
+    from twin.automation.registry import DeviceRegistry
+    from twin.engine import Engine
+    from twin.sensors import SensorFleet
 
 MAX_DRAFT_SAMPLES = 10
 
@@ -50,8 +53,19 @@ def _draft(doc: dict[str, Any]) -> Draft:
 
 
 class Ingest:
-    def __init__(self, world: World) -> None:
+    def __init__(
+        self,
+        world: Engine,
+        *,
+        devices: DeviceRegistry,
+        device_types: DeviceTypeRegistry,
+        sensor_of: Mapping[str, SensorFleet],
+    ) -> None:
+        """``sensor_of``: the simulated devices (their own uplink messages are not ingested again)."""
         self.world = world
+        self.devices = devices
+        self.device_types = device_types
+        self.sensor_of = sensor_of
         self.drafts = world.store.collection("device_drafts")
 
     def _record(self, device_id: str, data: Mapping[str, Any], ts: float, quality: float | None) -> None:
@@ -79,7 +93,7 @@ class Ingest:
         if quality is not None and not 0.0 <= quality <= 1.0:
             raise InvalidInput("quality must be between 0 and 1", field="quality")
         ts = self.world.now() if timestamp is None else float(timestamp)
-        doc = self.world.devices.find_doc(device_id)
+        doc = self.devices.find_doc(device_id)
         if doc is None:
             self._discover(device_id, data, ts, quality)
             return Ingested(device_id, len(data), draft=True)
@@ -90,32 +104,32 @@ class Ingest:
             if not hmac.compare_digest(str(expected), token):
                 raise Unauthenticated("Invalid webhook token", resource="webhook")
         self._record(device_id, data, ts, quality)
-        self.world.devices.seen(device_id)
+        self.devices.seen(device_id)
         return Ingested(device_id, len(data), draft=False)
 
     def uplink(self, device_id: str, data: Mapping[str, Any], topic: str) -> Ingested | None:
         """A JSON object a device published on ``device/{type}/{id}/uplink``. The twin's own simulated
         sensors publish there too; those messages are not ingested again (``None``)."""
-        if device_id in self.world.sensor_of:
+        if device_id in self.sensor_of:
             return None
         metrics = {k: v for k, v in data.items() if k != "timestamp"}
         stamp = data.get("timestamp")
         numeric = isinstance(stamp, int | float) and not isinstance(stamp, bool)
         ts = float(stamp) if numeric else self.world.now()
-        if self.world.devices.find_doc(device_id) is None:
+        if self.devices.find_doc(device_id) is None:
             self._discover(device_id, metrics, ts, None, via="mqtt", topic=topic)
             return Ingested(device_id, len(metrics), draft=True)
         self._record(device_id, metrics, ts, None)
-        self.world.devices.seen(device_id)
+        self.devices.seen(device_id)
         return Ingested(device_id, len(metrics), draft=False)
 
     def push_metric(self, device_id: str, metric: str, value: Any, timestamp: float | None) -> float:
-        self.world.devices.doc(device_id)
+        self.devices.doc(device_id)
         if not metric:
             raise InvalidInput("metric is required", field="metric")
         ts = self.world.now() if timestamp is None else float(timestamp)
         self._record(device_id, {metric: value}, ts, None)
-        self.world.devices.seen(device_id)
+        self.devices.seen(device_id)
         return ts
 
     # Drafts ------------------------------------------------------------------------------------
@@ -170,7 +184,7 @@ class Ingest:
         device_name: str | None,
     ) -> Approval:
         doc = self._draft_doc(draft_id)
-        types = self.world.device_types
+        types = self.device_types
         if existing_type:
             device_type = types.get(existing_type).device_type
         else:
@@ -188,8 +202,8 @@ class Ingest:
                 )
             device_type = types.create(new_type).device_type
         device_id = doc["device_id"]
-        self.world.devices.create(device_type, device_name or device_id, "webhook", {}, device_id, None)
-        self.world.devices.seen(device_id, at=doc["updated_at"])
+        self.devices.create(device_type, device_name or device_id, "webhook", {}, device_id, None)
+        self.devices.seen(device_id, at=doc["updated_at"])
         self.drafts.delete(draft_id)
         return Approval(
             original_device_id=device_id,

@@ -27,7 +27,7 @@ from twin.automation.chat_models import (
 )
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 SIMULATED_ID = "simulated"
 SIMULATED_MODEL = "twin-sim-1"
@@ -85,7 +85,7 @@ def _builtin(now: float) -> dict[str, Any]:
 class ModelBackendRegistry:
     """Implements :class:`hardware.ports.agents.ModelBackends` over the world's store."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine) -> None:
         self.world = world
         self.docs = world.store.collection("llm_backends")
         self.settings = world.store.collection("llm_settings")

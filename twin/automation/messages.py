@@ -29,10 +29,10 @@ from hardware.ports.rules import (
     MessageStats,
     NewMessage,
 )
-from twin.automation.delivery import RetryPolicy, send
+from twin.automation.delivery import Outbox, RetryPolicy, send
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 MAX_LIMIT = 200
 MAX_DELIVERY_RECORDS = 1000
@@ -103,12 +103,13 @@ def delivery_of(channel: dict[str, Any], msg: dict[str, Any]) -> tuple[str, dict
 
 
 class MessageCenter:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine, *, outbox: Outbox) -> None:
         self.world = world
+        self.outbox = outbox
         self.messages = world.store.collection("messages")
         self.channels = world.store.collection("channels")
         self.deliveries = world.store.collection("message_deliveries")
-        world.outbox.register("channel", self._delivered)
+        outbox.register("channel", self._delivered)
 
     def _uuid(self) -> str:
         return str(uuid.UUID(bytes=self.world.streams.get("automation.messages").bytes(16), version=4))
@@ -152,7 +153,7 @@ class MessageCenter:
 
     def _enqueue(self, channel: dict[str, Any], msg: dict[str, Any]) -> None:
         transport, config, payload = delivery_of(channel, msg)
-        self.world.outbox.enqueue(
+        self.outbox.enqueue(
             "channel", channel["name"], transport, config, payload, RetryPolicy(), ref=msg["id"]
         )
 
@@ -350,7 +351,7 @@ class MessageCenter:
     def delete_channel(self, name: str) -> None:
         self.channel_doc(name)
         self.channels.delete(name)
-        self.world.outbox.cancel_owner("channel", name)
+        self.outbox.cancel_owner("channel", name)
 
     async def test_channel(self, name: str) -> DeliveryResult:
         doc = self.channel_doc(name)

@@ -25,12 +25,12 @@ import simpy
 from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.events import Event, EventKind
 from hardware.ports.rules import PUSH_TARGET_TYPES, DeliveryResult, PushLog, PushTarget
-from twin.automation.delivery import RetryPolicy, send
+from twin.automation.delivery import Outbox, RetryPolicy, send
 
 if TYPE_CHECKING:
-    from twin.sensors import Samples
+    from twin.engine import Engine
+    from twin.sensors import SampleObserver, Samples
     from twin.store import Collection
-    from twin.world import World
 
 MAX_LOGS_PER_TARGET = 500
 SELF_WEBHOOK = re.compile(r"/api/devices/(?:[^/]+/)?webhook/?$")
@@ -99,8 +99,10 @@ def matches(patterns: list[str], source: str) -> bool:
 
 
 class DataPush:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine, *, outbox: Outbox, sample_observers: list[SampleObserver]) -> None:
+        """``sample_observers``: where the sensor groups' ticks are handed out (this joins them)."""
         self.world = world
+        self.outbox = outbox
         self.targets = world.store.collection("push_targets")
         self._log_ids: dict[str, deque[str]] = {}
         """Per target, its log ids oldest first (read from the store on first use)."""
@@ -109,11 +111,11 @@ class DataPush:
         self.last_pushed: dict[tuple[str, str], Any] = {}
         self.latest: dict[str, dict[str, Any]] = {}
         self.timers: dict[str, simpy.Process] = {}
-        world.outbox.register("push", self._delivered)
+        outbox.register("push", self._delivered)
         for doc in self.targets.values():
             self._arm(doc)
         world.observers.append(self.observe)
-        world.sample_observers.append(self.observe_samples)
+        sample_observers.append(self.observe_samples)
 
     def _uuid(self) -> str:
         return str(uuid.UUID(bytes=self.world.streams.get("automation.push").bytes(16), version=4))
@@ -257,7 +259,7 @@ class DataPush:
             float(doc["retry_config"]["max_backoff_secs"]),
         )
         # The payload travels as the exact text logged: what is delivered is what the log shows.
-        self.world.outbox.enqueue("push", doc["id"], transport, config, text, retry, ref=log_id)
+        self.outbox.enqueue("push", doc["id"], transport, config, text, retry, ref=log_id)
         return log_id
 
     def _logs(self, target_id: str) -> tuple[Collection, deque[str]]:
@@ -348,7 +350,7 @@ class DataPush:
         doc = self.doc(target_id)
         self._arm({**doc, "enabled": False})
         self.targets.delete(target_id)
-        self.world.outbox.cancel_owner("push", target_id)
+        self.outbox.cancel_owner("push", target_id)
         logs, ids = self._logs(target_id)
         for key in ids:
             logs.delete(key)

@@ -35,8 +35,9 @@ from hardware.ports.events import EventKind
 from twin.automation.device_types import render_payload
 
 if TYPE_CHECKING:
+    from twin.automation.device_types import DeviceTypeRegistry
+    from twin.engine import Engine
     from twin.sensors import SensorFleet, Window
-    from twin.world import World
 
 DEFAULT_OFFLINE_TIMEOUT_S = 300
 TIMEOUT_RANGE = (30, 86_400)
@@ -64,8 +65,20 @@ class TelemetrySource:
 
 
 class DeviceRegistry:
-    def __init__(self, world: World) -> None:
+    def __init__(
+        self,
+        world: Engine,
+        *,
+        sensors: Mapping[str, SensorFleet],
+        sensor_of: Mapping[str, SensorFleet],
+        device_types: DeviceTypeRegistry,
+    ) -> None:
+        """``sensors``: the simulated sensor groups by device type; ``sensor_of``: the group of each
+        simulated device."""
         self.world = world
+        self.sensors = sensors
+        self.sensor_of = sensor_of
+        self.device_types = device_types
         self.docs = world.store.collection("devices")
         self.overlays = world.store.collection("sensor_overlays")
         self.archive = world.store.collection("archived_devices")
@@ -73,7 +86,7 @@ class DeviceRegistry:
 
     # Lookup ----------------------------------------------------------------------------------
     def _sim_doc(self, device_id: str, overlay: dict[str, Any] | None) -> dict[str, Any]:
-        fleet = self.world.sensor_of[device_id]
+        fleet = self.sensor_of[device_id]
         doc = {
             "device_id": device_id,
             "name": device_id,
@@ -93,7 +106,7 @@ class DeviceRegistry:
 
     def find_doc(self, device_id: str) -> dict[str, Any] | None:
         """The live device's document (sensor defaults merged with overrides), or ``None``."""
-        if device_id in self.world.sensor_of:
+        if device_id in self.sensor_of:
             overlay = self.overlays.get(device_id)
             if overlay is not None and overlay.get("deleted_at") is not None:
                 return None
@@ -110,13 +123,13 @@ class DeviceRegistry:
         return self.find_doc(device_id) is not None
 
     def device_type_of(self, doc: dict[str, Any]) -> DeviceType | None:
-        return self.world.device_types.find(doc["device_type"])
+        return self.device_types.find(doc["device_type"])
 
     def _last_sample(self, device_id: str) -> float | None:
         """Unix time of a simulated sensor's last report (its gaps skipped), or ``None``."""
         if self.world.env.now < 0:
             return None
-        t = self.world.sensor_of[device_id].last_report(device_id, self.world.env.now)
+        t = self.sensor_of[device_id].last_report(device_id, self.world.env.now)
         return None if t is None else self.world.epoch + t
 
     def _view(self, doc: dict[str, Any], dtype: DeviceType | None) -> Device:
@@ -157,7 +170,7 @@ class DeviceRegistry:
         overlays = dict(self.overlays.items())
         docs = [
             self._sim_doc(d, overlays.get(d))
-            for fleet in self.world.sensors.values()
+            for fleet in self.sensors.values()
             for d in fleet.device_ids
             if overlays.get(d, {}).get("deleted_at") is None
         ]
@@ -202,7 +215,7 @@ class DeviceRegistry:
         device_id = doc["device_id"]
         values: dict[str, tuple[float, Any]] = {}
         if doc.get("simulated"):
-            fleet = self.world.sensor_of[device_id]
+            fleet = self.sensor_of[device_id]
             t = self._last_sample(device_id)
             if t is not None:
                 now = fleet.values_of(device_id, t - self.world.epoch)
@@ -242,7 +255,7 @@ class DeviceRegistry:
         device_id: str | None,
         offline_timeout_secs: int | None,
     ) -> DeviceCreated:
-        if self.world.device_types.find(device_type) is None:
+        if self.device_types.find(device_type) is None:
             raise InternalError(f"Failed to add device: Device type template '{device_type}' not found")
         check_timeout(offline_timeout_secs)
         if not device_id:
@@ -256,7 +269,7 @@ class DeviceRegistry:
             "connection_config": dict(connection_config),
             "offline_timeout_secs": offline_timeout_secs,
         }
-        if device_id in self.world.sensor_of:
+        if device_id in self.sensor_of:
             overlay = {k: v for k, v in (self.overlays.get(device_id) or {}).items() if k != "deleted_at"}
             self.overlays.put(device_id, {**overlay, **fields})
         else:
@@ -395,7 +408,7 @@ class DeviceRegistry:
     def rearm_outages(self) -> None:
         """After a restore: sensors whose link was down when the snapshot was taken, and whose
         offline notice was still to come, get it again (one already given is not repeated)."""
-        for fleet in self.world.sensors.values():
+        for fleet in self.sensors.values():
             for device_id in fleet.device_ids:
                 window = fleet.link_down(device_id)
                 if (
@@ -411,7 +424,7 @@ class DeviceRegistry:
         return last + self.view(device_id).effective_offline_timeout_secs - self.world.now()
 
     def _notice_offline(self, device_id: str, window: Window):
-        fleet, world = self.world.sensor_of[device_id], self.world
+        fleet, world = self.sensor_of[device_id], self.world
         yield world.env.timeout(max(0.0, self._notice_due(device_id)) + 1e-3)
         if fleet.link_down(device_id) != window or self.find_doc(device_id) is None:
             return  # back already, or deleted
@@ -419,7 +432,7 @@ class DeviceRegistry:
             world.emit(EventKind.DEVICE_OFFLINE, device_id, reason="heartbeat timeout", timestamp=world.now())
 
     def _reconnect(self, device_id: str) -> None:
-        fleet = self.world.sensor_of[device_id]
+        fleet = self.sensor_of[device_id]
         window = fleet.link_down(device_id)
         if window is None:
             return
@@ -430,7 +443,7 @@ class DeviceRegistry:
 
     def _reports_again(self, device_id: str):
         """``DEVICE_ONLINE`` with the device's first report back (the group's next tick)."""
-        fleet, env = self.world.sensor_of[device_id], self.world.env
+        fleet, env = self.sensor_of[device_id], self.world.env
         period = fleet.group.period
         due = math.ceil(env.now / period - 1e-9) * period
         if fleet.last_sample_at is not None and due <= fleet.last_sample_at:
@@ -455,7 +468,7 @@ class DeviceRegistry:
         return lambda: fleet.close_window(window, self.world.env.now)
 
     def _sensor(self, device_id: str) -> SensorFleet:
-        fleet = self.world.sensor_of.get(device_id)
+        fleet = self.sensor_of.get(device_id)
         if fleet is None:
             raise NotFound(f"no simulated sensor {device_id!r}", resource="device")
         return fleet
@@ -463,7 +476,7 @@ class DeviceRegistry:
     # Telemetry -------------------------------------------------------------------------------
     def telemetry_source(self, device_id: str, history: bool) -> TelemetrySource:
         doc = self.find_doc(device_id)
-        fleet = self.world.sensor_of.get(device_id)
+        fleet = self.sensor_of.get(device_id)
         if doc is not None:
             dtype = self.device_type_of(doc)
             metrics = tuple(m.name for m in dtype.metrics) if dtype else ()

@@ -21,7 +21,7 @@ from hardware.ports.system import RetentionCleanup, RetentionPolicy
 from twin.automation.settings import HOUR_S, ServerSettings
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 IMAGE_WORDS = ("image", "frame", "snapshot", "photo", "picture", "thumbnail", "jpeg", "jpg", "png")
 
@@ -40,7 +40,7 @@ def cutoff(hours: int | None, now: float) -> float | None:
 class Retention:
     """The world's retention: :meth:`cleanup` on demand, and the periodic job started on creation."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine) -> None:
         self.world = world
         self.last_run = world.env.now
         """Sim seconds of the last cleanup (manual or periodic); the interval counts from here."""

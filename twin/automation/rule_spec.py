@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hardware.ports.errors import InvalidInput
-from hardware.ports.rules import SEVERITIES
+from hardware.ports.rules import SEVERITIES, Rule, RuleExecution
 
 DEFAULT_COOLDOWN_MS = 60_000
 HINT = (
@@ -359,3 +359,29 @@ def _fields(t: int) -> tuple[int, int, int, int, int, int, int]:
 
 def _start_of_next_day(t: int) -> int:
     return t - t % 86_400 + 86_400
+
+
+def execution_of(d: dict[str, Any]) -> RuleExecution:
+    """A recorded run, from its stored document."""
+    return RuleExecution(**{**d, "actions_executed": tuple(d["actions_executed"])})
+
+
+def rule_of(d: dict[str, Any]) -> Rule:
+    """A rule, from its stored document."""
+    return Rule(
+        id=d["id"],
+        name=d["name"],
+        enabled=d["enabled"],
+        trigger=d["trigger"],
+        condition=d["condition"],
+        actions=tuple(d["actions"]),
+        cooldown_ms=d["cooldown"],
+        for_duration_ms=d.get("for_duration"),
+        trigger_count=d.get("trigger_count", 0),
+        last_triggered=d.get("last_triggered"),
+        created_at=d["created_at"],
+        updated_at=d["updated_at"],
+        description=d.get("description"),
+        tags=tuple(d.get("tags") or ()),
+        source=d.get("source"),
+    )

@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -35,9 +35,11 @@ from twin.automation import rule_spec
 from twin.automation.rule_spec import HINT, Cron
 
 if TYPE_CHECKING:
-    from twin.sensors import Samples
+    from twin.automation.messages import MessageCenter
+    from twin.automation.registry import DeviceRegistry
+    from twin.engine import Engine
+    from twin.sensors import SampleObserver, Samples
     from twin.store import Collection
-    from twin.world import World
 
 MAX_HISTORY = 100
 
@@ -62,8 +64,22 @@ class RuleState:
 
 
 class RuleEngine:
-    def __init__(self, world: World) -> None:
+    def __init__(
+        self,
+        world: Engine,
+        *,
+        devices: DeviceRegistry,
+        messages: MessageCenter,
+        agents: Callable[[], object],
+        sample_observers: list[SampleObserver],
+    ) -> None:
+        """``agents``: the agents registry as it is now (read when a rule needs it; anything without
+        ``trigger``/``get_agent``, such as ``None``, means there are none); ``sample_observers``: where
+        the sensor groups' ticks are handed out (this joins them)."""
         self.world = world
+        self.devices = devices
+        self.messages = messages
+        self.agents = agents
         self.docs = world.store.collection("rules")
         self._run_ids: dict[str, deque[str]] = {}
         """Per rule, the keys of its recorded runs oldest first (read from the store on first use)."""
@@ -75,7 +91,7 @@ class RuleEngine:
         """Enabled rules' documents, kept in step with the store (read on every watched sample)."""
         self._reindex()
         world.observers.append(self.observe)
-        world.sample_observers.append(self.observe_samples)
+        sample_observers.append(self.observe_samples)
 
     # Index -----------------------------------------------------------------------------------
     def _reindex(self) -> None:
@@ -230,7 +246,7 @@ class RuleEngine:
         kind = action["type"]
         if kind == "notify":
             text = str(action["message"]).replace("${value}", str(value)).replace("{{value}}", str(value))
-            message = self.world.messages.send_message(
+            message = self.messages.send_message(
                 NewMessage(
                     category="alert",
                     severity=action["severity"],
@@ -246,10 +262,9 @@ class RuleEngine:
         if kind == "execute":
             if action["target_type"] != "device":
                 raise InvalidInput("extension commands are not available to rules in this twin")
-            sent = self.world.devices.send_command(action["target"], action["command"], action["params"])
+            sent = self.devices.send_command(action["target"], action["command"], action["params"])
             return f"execute:{sent.device_id}:{sent.command}"
-        agents = getattr(self.world, "agents", None)
-        trigger = getattr(agents, "trigger", None)
+        trigger = getattr(self.agents(), "trigger", None)
         if callable(trigger):
             trigger(
                 action["agent_id"],
@@ -288,7 +303,7 @@ class RuleEngine:
     def _current(self, source: str) -> Any:
         _, device_id, metric = rule_spec.parse_source(source)
         try:
-            current = self.world.devices.current(device_id)
+            current = self.devices.current(device_id)
         except NotFound:
             return None
         for m in current.metrics:
@@ -316,7 +331,7 @@ class RuleEngine:
             for a in spec["actions"]
             if a["type"] == "execute"
             and a["target_type"] == "device"
-            and not self.world.devices.exists(a["target"])
+            and not self.devices.exists(a["target"])
         ]
         missing += [
             a["agent_id"] for a in spec["actions"] if a["type"] == "trigger_agent" and not self._agent(a)
@@ -328,7 +343,7 @@ class RuleEngine:
 
     def _agent(self, action: Mapping[str, Any]) -> bool:
         """Whether the agent a ``trigger_agent`` action names exists (true when agents are not built)."""
-        get_agent = getattr(getattr(self.world, "agents", None), "get_agent", None)
+        get_agent = getattr(self.agents(), "get_agent", None)
         if get_agent is None:
             return True
         try:
@@ -339,10 +354,10 @@ class RuleEngine:
 
     def _available(self, source: str) -> bool:
         source_type, device_id, _ = rule_spec.parse_source(source)
-        return source_type == "device" and self.world.devices.exists(device_id)
+        return source_type == "device" and self.devices.exists(device_id)
 
     def list_rules(self) -> list[Rule]:
-        return [_rule(d) for d in self.docs.values()]
+        return [rule_spec.rule_of(d) for d in self.docs.values()]
 
     def create_rule(self, definition: Mapping[str, Any], rule_id: str | None = None) -> Rule:
         spec = rule_spec.parse(definition)
@@ -360,7 +375,7 @@ class RuleEngine:
         }
         self.docs.put(rule_id, doc)
         self._index(doc)
-        return _rule(doc)
+        return rule_spec.rule_of(doc)
 
     def update_rule(self, rule_id: str, definition: Mapping[str, Any]) -> Rule:
         old = self.doc(rule_id)
@@ -369,7 +384,7 @@ class RuleEngine:
         doc = {**old, **spec, "updated_at": self.world.now()}
         self.docs.put(rule_id, doc)
         self._index(doc)
-        return _rule(doc)
+        return rule_spec.rule_of(doc)
 
     def delete_rule(self, rule_id: str) -> None:
         doc = self.doc(rule_id)
@@ -384,15 +399,15 @@ class RuleEngine:
         doc = {**self.doc(rule_id), "enabled": enabled, "updated_at": self.world.now()}
         self.docs.put(rule_id, doc)
         self._index(doc)
-        return _rule(doc)
+        return rule_spec.rule_of(doc)
 
     def get_rule(self, rule_id: str) -> Rule:
-        return _rule(self.doc(rule_id))
+        return rule_spec.rule_of(self.doc(rule_id))
 
     def rule_history(self, rule_id: str) -> list[RuleExecution]:
         self.doc(rule_id)
         runs, _ = self._runs(rule_id)
-        return [_execution(d) for d in reversed(runs.values())]
+        return [rule_spec.execution_of(d) for d in reversed(runs.values())]
 
     def validate_rule(self, definition: Mapping[str, Any]) -> list[str]:
         try:
@@ -465,27 +480,3 @@ class RuleEngine:
             executed=(execution is not None) if execute else None,
             execution=execution,
         )
-
-
-def _execution(d: dict[str, Any]) -> RuleExecution:
-    return RuleExecution(**{**d, "actions_executed": tuple(d["actions_executed"])})
-
-
-def _rule(d: dict[str, Any]) -> Rule:
-    return Rule(
-        id=d["id"],
-        name=d["name"],
-        enabled=d["enabled"],
-        trigger=d["trigger"],
-        condition=d["condition"],
-        actions=tuple(d["actions"]),
-        cooldown_ms=d["cooldown"],
-        for_duration_ms=d.get("for_duration"),
-        trigger_count=d.get("trigger_count", 0),
-        last_triggered=d.get("last_triggered"),
-        created_at=d["created_at"],
-        updated_at=d["updated_at"],
-        description=d.get("description"),
-        tags=tuple(d.get("tags") or ()),
-        source=d.get("source"),
-    )

@@ -15,14 +15,13 @@ from hardware.ports.errors import InvalidInput
 from hardware.ports.system import (
     AgentSettings,
     DeviceSettings,
-    RetentionCleanup,
     RetentionPolicy,
     TimezoneOption,
     TimezoneSetting,
 )
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 DEFAULT_TIMEZONE = "Asia/Shanghai"
 MIN_OFFLINE_TIMEOUT_S = 10
@@ -107,7 +106,7 @@ def _validate_agent(a: AgentSettings) -> None:
 class ServerSettings:
     """A view over the world's durable settings; cheap to make, so callers make one per call."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine) -> None:
         self.world = world
         self.docs = world.store.collection("settings")
 
@@ -145,10 +144,6 @@ class ServerSettings:
         _validate_retention(policy)
         return self._save("retention", policy)
 
-    def cleanup_retention(self) -> RetentionCleanup:
-        """Delete stored samples older than the retention now (:mod:`twin.automation.retention`)."""
-        return self.world.retention.cleanup(self.retention())
-
     # Agent and device defaults -------------------------------------------------------------------
     def agent(self) -> AgentSettings:
         return self._load("agent", AgentSettings())
@@ -172,6 +167,6 @@ class ServerSettings:
         return self._save("device", settings)
 
 
-def device_defaults(world: World) -> DeviceSettings:
+def device_defaults(world: Engine) -> DeviceSettings:
     """The global device defaults (``default_offline_timeout_secs``, ``auto_onboard_enabled``)."""
     return ServerSettings(world).device()

@@ -70,7 +70,8 @@ class TwinSystem:
         return self._settings().update_retention(**changes)
 
     def cleanup_retention(self) -> RetentionCleanup:
-        return self._settings().cleanup_retention()
+        """Delete stored samples older than the retention now (:mod:`twin.automation.retention`)."""
+        return self.world.retention.cleanup(self._settings().retention())
 
     def agent_settings(self) -> AgentSettings:
         return self._settings().agent()

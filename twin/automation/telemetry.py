@@ -21,7 +21,7 @@ from hardware.ports.devices import (
 )
 from hardware.ports.errors import InvalidInput
 from hardware.ports.system import RetentionPolicy
-from twin.automation.registry import TelemetrySource
+from twin.automation.registry import DeviceRegistry, TelemetrySource
 from twin.automation.series import (
     MergedSeries,
     MetricSeries,
@@ -32,7 +32,8 @@ from twin.automation.series import (
 )
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.automation.retention import Retention
+    from twin.engine import Engine
 
 DAY = 86_400
 MAX_RANGE_S = 30 * DAY
@@ -76,8 +77,10 @@ def _check(name: str, value: int | None, bounds: tuple[int, int]) -> None:
 
 
 class Telemetry:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine, *, devices: DeviceRegistry, retention: Retention) -> None:
         self.world = world
+        self.devices = devices
+        self.retention = retention
 
     # Series construction ---------------------------------------------------------------------
     def _series(
@@ -87,7 +90,7 @@ class Telemetry:
         simulated = src.fleet is not None and any(m.name == metric for m in src.fleet.group.metrics)
         if not simulated:
             return stored
-        since = self.world.retention.since(metric, policy)
+        since = self.retention.since(metric, policy)
         proc = ProceduralSeries(src.fleet, src.device_id, metric, src.upto, since)
         return MergedSeries(proc, stored) if metric in stored_metrics else proc
 
@@ -113,7 +116,7 @@ class Telemetry:
                 field="aggregate",
             )
         lo, hi = self._window(q.start, q.end, q.hours)
-        src = self.world.devices.telemetry_source(device_id, q.history)
+        src = self.devices.telemetry_source(device_id, q.history)
         stored_metrics = set(self.world.store.sample_metrics(device_id))
         if q.metric is not None:
             names: tuple[str, ...] = (q.metric,)
@@ -124,7 +127,7 @@ class Telemetry:
                 names = ("_raw",)
         if len(names) > MAX_METRICS:
             raise InvalidInput(f"Too many metrics ({len(names)} > {MAX_METRICS})", field="metric")
-        policy = self.world.retention.policy()
+        policy = self.retention.policy()
         series = {m: self._series(src, m, stored_metrics, policy) for m in names}
         totals = {m: s.count(lo, hi) for m, s in series.items()}
         total = totals[names[0]] if names else 0
@@ -227,9 +230,9 @@ class Telemetry:
         parts = q.source.split(":")
         device_id = parts[1] if len(parts) >= 2 and parts[0] == "device" else q.source
         lo, hi = self._window(q.start, q.end, None)
-        src = self.world.devices.telemetry_source(device_id, history=False)
+        src = self.devices.telemetry_source(device_id, history=False)
         stored_metrics = set(self.world.store.sample_metrics(device_id))
-        s = self._series(src, q.metric, stored_metrics, self.world.retention.policy())
+        s = self._series(src, q.metric, stored_metrics, self.retention.policy())
         total = s.count(lo, hi)
         common = {
             "source_id": f"device:{device_id}",

@@ -22,7 +22,7 @@ from hardware.ports.events import EventKind
 from hardware.ports.types import Login, User
 
 if TYPE_CHECKING:
-    from twin.world import World
+    from twin.engine import Engine
 
 SESSION_LIFETIME_S = 7 * 24 * 60 * 60
 ROLES = ("admin", "user", "viewer")
@@ -73,7 +73,7 @@ def _user(doc: dict) -> User:
 
 
 class UserDirectory:
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Engine) -> None:
         self.world = world
         self.users = world.store.collection("users")
         self.sessions = world.store.collection("sessions")
