@@ -189,7 +189,7 @@ class AiRuntime:
                 "insufficient storage for model: at least 100 MB must stay free", resource="model"
             )
         path = f"{MODEL_DIR}/{model_id}.hef"
-        write_file(self.fs, storage, path, upload.data)
+        write_file(self.fs, path, upload.data)
         self.models[model_id] = Model(
             model_id=model_id,
             name=stem,
@@ -228,7 +228,7 @@ class AiRuntime:
 
     def _scan(self) -> tuple[ModelInfo, ...]:
         fs = self.fs
-        if fs is None or not fs.exists(MODEL_DIR):
+        if not fs.exists(MODEL_DIR):
             return ()
         known = {m.model_path for m in self.models.values()}
         found = []
@@ -286,7 +286,7 @@ class AiRuntime:
         self._release(model)
         del self.models[model.model_id]
         if not any(m.model_path == model.model_path for m in self.models.values()):
-            remove_file(self.fs, self.storage, model.model_path)
+            remove_file(self.fs, model.model_path)
         return affected
 
     def apps_of(self, model_id: str) -> set[str]:

@@ -110,14 +110,14 @@ class AppManager(AppRuntime):
             raise InvalidInput(f"invalid file type: expected {', '.join(suffixes)}")
         token = int(self.world.streams.get(f"{self.camera_id}/uploads").integers(0, 2**32))
         path = f"{UPLOAD_DIR}/{token:08x}-{name}"  # concurrent uploads of "app.yaml" never collide
-        write_file(self.fs, self.storage, path, data)
+        write_file(self.fs, path, data)
         staged = Staged(path, name, len(data), data if keep else b"")
         self.staged[path] = staged
         return staged
 
     def _unstage(self, path: str) -> None:
         if self.staged.pop(path, None) is not None:
-            remove_file(self.fs, self.storage, path)
+            remove_file(self.fs, path)
 
     def upload_image(self, filename: str, data: bytes) -> str:
         return self._stage(filename, data, IMAGE_SUFFIXES, keep=False).path
@@ -125,11 +125,7 @@ class AppManager(AppRuntime):
     def stage_download(self, filename: str, size: int, seed: str) -> str:
         """An image archive fetched from the app store: ``size`` bytes staged like an upload."""
         staged = self._stage(filename, b"", IMAGE_SUFFIXES, keep=False)
-        fs = self.fs
-        if fs is None:
-            self.storage.charge_path(staged.path, f"file:{staged.path}", size)
-        else:
-            fs.put_sparse(staged.path, size, seed)
+        self.fs.put_sparse(staged.path, size, seed)
         staged.size = size
         return staged.path
 
@@ -244,13 +240,13 @@ class AppManager(AppRuntime):
         self._unstage(image_path)
 
     def _register(self, manifest: Manifest, manifest_path: str) -> bool:
-        fs, storage = self.fs, self.storage
+        fs = self.fs
         old = self.apps.get(manifest.app_id)
         if old is not None:
             self._remove_container(old, keep_logs=True)
         instance_manifest = f"{APPS_DIR}/{manifest.app_id}/app.yaml"
         text = self.staged[manifest_path].data if manifest_path in self.staged else b""
-        write_file(fs, storage, instance_manifest, text or yaml.safe_dump(manifest.raw).encode())
+        write_file(fs, instance_manifest, text or yaml.safe_dump(manifest.raw).encode())
         self._unstage(manifest_path)
         self.apps[manifest.app_id] = App(manifest, instance_manifest, self.clock.now())
         return old is not None
@@ -401,8 +397,8 @@ class AppManager(AppRuntime):
         if image in runtime.images and not any(a.manifest.image == image for a in self.apps.values()):
             runtime.delete_image(image)
         fs = self.fs
-        remove_file(fs, self.storage, app.manifest_path)
-        if fs is not None and fs.exists(app.instance_path) and not fs.listdir(app.instance_path):
+        remove_file(fs, app.manifest_path)
+        if fs.exists(app.instance_path) and not fs.listdir(app.instance_path):
             fs.remove(app.instance_path)
 
     def _remove_container(self, app: App, keep_logs: bool) -> None:

@@ -21,6 +21,7 @@ from hardware.ports.errors import Conflict, Forbidden, InvalidInput, NotFound, S
 from hardware.ports.gateway_apps import PartitionUsage
 
 if TYPE_CHECKING:
+    from twin.camera.vfs import VirtualFS
     from twin.engine import Engine
 
 GB = 1_000_000_000
@@ -250,24 +251,18 @@ class Storage:
 
 
 # Files on the camera's file system ----------------------------------------------------------------
-def write_file(fs: Any, storage: Storage, path: str, data: bytes) -> None:
-    """Write ``path`` on the camera's file system (which charges the partition), or, for a camera
-    without one, charge the bytes directly to the owner ``file:<path>``."""
-    if fs is None:
-        storage.charge_path(path, f"file:{path}", len(data))
-        return
+def write_file(fs: VirtualFS, path: str, data: bytes) -> None:
+    """Write ``path`` on the camera's file system, which charges the partition it lives on."""
     fs.mkdir(path.rsplit("/", 1)[0] or "/")
     fs.write(path, data)
 
 
-def remove_file(fs: Any, storage: Storage, path: str) -> None:
-    if fs is None:
-        storage.free(f"file:{path}")
-    elif fs.exists(path):
+def remove_file(fs: VirtualFS, path: str) -> None:
+    if fs.exists(path):
         fs.remove(path)
 
 
-def is_dir(fs: Any, path: str) -> bool:
-    if fs is None or not fs.exists(path):
+def is_dir(fs: VirtualFS, path: str) -> bool:
+    if not fs.exists(path):
         return False
     return getattr(fs.stat(path), "kind", "") == "d"

@@ -258,9 +258,7 @@ class Workbench:
         self._next_project += 1
         self.projects[project.id] = project
         self._save(project)
-        fs = self.fs
-        if fs is not None:
-            fs.mkdir(project.source_path)
+        self.fs.mkdir(project.source_path)
         return project
 
     def update(self, project_id: str | int, fields: dict[str, Any]) -> Project:
@@ -287,8 +285,8 @@ class Workbench:
             raise Conflict("a build of this project is running")
         fs = self.fs
         for path in list(project.files):
-            remove_file(fs, self.storage, self._abs(project, path))
-        if fs is not None and fs.exists(project.source_path):
+            remove_file(fs, self._abs(project, path))
+        if fs.exists(project.source_path):
             fs.remove(project.source_path)
         del self.projects[project.id]
         self._docs.delete(f"{self._prefix}{project.id}")
@@ -310,7 +308,7 @@ class Workbench:
             f.startswith(f"{rel}/") for f in project.files
         ):
             raise Conflict(f"{rel} clashes with a file or directory of the project")
-        write_file(self.fs, self.storage, self._abs(project, rel), data)
+        write_file(self.fs, self._abs(project, rel), data)
         project.files[rel] = len(data)
 
     def write(self, project_id: str | int, path: str, data: bytes) -> dict[str, object]:
@@ -337,8 +335,7 @@ class Workbench:
         rel = self._rel(path)
         if rel not in project.files:
             raise NotFound(f"file not found: {rel}", resource="file")
-        fs = self.fs
-        data = fs.read(self._abs(project, rel)) if fs is not None else b""
+        data = self.fs.read(self._abs(project, rel))
         if len(data) > MAX_FILE:
             raise InvalidInput("file too large to show; download it instead")
         return {"path": rel, "content": data.decode(errors="replace"), "size": len(data)}
@@ -410,7 +407,7 @@ class Workbench:
     def _manifest(self, project: Project, build: Build) -> str:
         text = project.app_config
         fs = self.fs
-        if not text and "app.yaml" in project.files and fs is not None:
+        if not text and "app.yaml" in project.files:
             text = fs.read(self._abs(project, "app.yaml")).decode(errors="replace")
         if text:
             parsed = app_manifest.parse(text)
