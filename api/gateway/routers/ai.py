@@ -7,9 +7,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from api.gateway import schemas
-from api.gateway import schemas_apps as shapes
 from api.gateway.deps import Backend, require_session
-from api.gateway.schemas_files import field, json_object, read_form
+from api.gateway.schemas import apps as shapes
+from api.gateway.schemas.files import field, json_object, read_form
 from hardware.ports.errors import InvalidInput
 from hardware.ports.gateway_apps import ModelUpload
 

@@ -7,6 +7,7 @@ from fastapi.responses import FileResponse, JSONResponse
 
 from api.gateway import schemas
 from api.gateway.deps import Backend, request_token
+from api.gateway.schemas import auth as shapes
 
 router = APIRouter(tags=["auth"])
 
@@ -16,9 +17,9 @@ SWAGGER = Path(__file__).resolve().parent.parent / "swagger.yaml"
 
 @router.post("/api/login")
 async def login(request: Request, backend: Backend) -> JSONResponse:
-    username, password, timestamp = schemas.parse_login(await request.body())
+    username, password, timestamp = shapes.parse_login(await request.body())
     token = backend.auth.login(username, password, timestamp)
-    return schemas.ok(schemas.login_response(token, username))
+    return schemas.ok(shapes.login_response(token, username))
 
 
 @router.api_route("/api/v1/logout", methods=["POST"])
@@ -29,7 +30,7 @@ async def logout(request: Request, backend: Backend) -> JSONResponse:
 
 @router.get("/api/v1/auth/public-key")
 async def public_key(backend: Backend) -> JSONResponse:
-    return schemas.ok(schemas.public_key(backend.auth.public_key()))
+    return schemas.ok(shapes.public_key(backend.auth.public_key()))
 
 
 @router.get("/api/v1/swagger.yaml")

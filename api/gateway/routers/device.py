@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, Username, require_session
 from api.gateway.routers._body import is_json
-from api.gateway.schemas_files import field, json_object
+from api.gateway.schemas.files import field, json_object
 from hardware.ports.errors import InvalidInput, NotFound
 
 router = APIRouter(prefix="/api/v1", tags=["device"], dependencies=[Depends(require_session)])

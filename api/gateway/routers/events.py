@@ -8,9 +8,9 @@ from fastapi import APIRouter, Depends, Request, WebSocket
 from fastapi.responses import JSONResponse
 
 from api.gateway import errors, schemas
-from api.gateway import schemas_apps as shapes
 from api.gateway.deps import Backend, require_session
-from api.gateway.schemas_files import json_object
+from api.gateway.schemas import apps as shapes
+from api.gateway.schemas.files import json_object
 from api.gateway.ws import deny, drain, until_first_ends, ws_backend
 from hardware.ports.errors import DomainError, InvalidInput
 from hardware.ports.gateway_apps import BusSubscription

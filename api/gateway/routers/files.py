@@ -7,8 +7,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
 from api.gateway import errors, schemas
-from api.gateway import schemas_files as shapes
 from api.gateway.deps import Backend, require_session
+from api.gateway.schemas import files as shapes
 
 router = APIRouter(prefix="/api/v1/files", tags=["files"], dependencies=[Depends(require_session)])
 

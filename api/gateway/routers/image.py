@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import Body, is_json
-from api.gateway.schemas_files import read_form
+from api.gateway.schemas.files import read_form
 from hardware.ports.camera_hw import (
     AiOverlay,
     ImageSettings,

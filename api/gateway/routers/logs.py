@@ -11,8 +11,8 @@ from fastapi.responses import JSONResponse, Response
 from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
-from api.gateway import schemas_files as shapes
 from api.gateway.deps import Backend, require_session
+from api.gateway.schemas import files as shapes
 from api.gateway.ws import deny, drain, until_first_ends, ws_backend
 from hardware.ports.errors import DomainError
 from hardware.ports.gateway_files import LogFollower

@@ -32,6 +32,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
+from api.gateway.schemas import media as shapes
 from api.gateway.ws import deny, ws_backend
 from hardware.ports.errors import DomainError, NotFound, Unavailable
 from hardware.ports.media import MediaFrame, MediaViewer
@@ -57,7 +58,7 @@ def pack(frame: MediaFrame) -> bytes:
 
 @status_router.get("/status")
 async def media_status(backend: Backend) -> JSONResponse:
-    return schemas.ok(schemas.media_status(backend.media.status()))
+    return schemas.ok(shapes.media_status(backend.media.status()))
 
 
 @dataclass(eq=False)

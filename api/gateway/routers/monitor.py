@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from api.gateway import schemas
-from api.gateway import schemas_apps as shapes
 from api.gateway.deps import Backend, require_session
+from api.gateway.schemas import apps as shapes
 
 router = APIRouter(prefix="/api/v1/monitor", tags=["monitor"], dependencies=[Depends(require_session)])
 processes = APIRouter(prefix="/api/v1/processes", tags=["processes"], dependencies=[Depends(require_session)])

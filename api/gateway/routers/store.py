@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse
 
 from api.gateway import schemas
 from api.gateway.deps import Backend, require_session
-from api.gateway.schemas_files import field, json_object
+from api.gateway.schemas.files import field, json_object
 from hardware.ports.errors import InvalidInput
 
 router = APIRouter(prefix="/api/v1/store", tags=["store"], dependencies=[Depends(require_session)])

@@ -5,8 +5,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from api.gateway import schemas
-from api.gateway import schemas_system as shapes
 from api.gateway.deps import Backend, require_session
+from api.gateway.schemas import system as shapes
 
 public = APIRouter(prefix="/api/v1/system", tags=["system"])
 router = APIRouter(prefix="/api/v1/system", tags=["system"], dependencies=[Depends(require_session)])
@@ -14,7 +14,7 @@ router = APIRouter(prefix="/api/v1/system", tags=["system"], dependencies=[Depen
 
 @public.get("/health")
 async def health(backend: Backend) -> JSONResponse:
-    return schemas.ok(schemas.health(backend.system.device_time().unix))
+    return schemas.ok(shapes.health(backend.system.device_time().unix))
 
 
 @public.get("/ota/status")
@@ -29,7 +29,7 @@ async def os_upgrade_status(backend: Backend) -> JSONResponse:
 
 @router.get("/info")
 async def info(backend: Backend) -> JSONResponse:
-    return schemas.ok(schemas.system_info(backend.system.info()))
+    return schemas.ok(shapes.system_info(backend.system.info()))
 
 
 @router.get("/stats")

@@ -18,9 +18,9 @@ from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
-from api.gateway import schemas_files as shapes
 from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import is_json
+from api.gateway.schemas import files as shapes
 from api.gateway.ws import until_first_ends, ws_backend
 from hardware.ports.clock import Clock
 from hardware.ports.errors import DomainError

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from api.gateway import schemas
-from api.gateway import schemas_files as shapes
 from api.gateway.deps import Backend, require_session
+from api.gateway.schemas import files as shapes
 
 router = APIRouter(prefix="/api/v1/system", tags=["system"], dependencies=[Depends(require_session)])
 

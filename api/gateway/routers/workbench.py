@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from api.gateway import schemas
 from api.gateway.deps import Backend, require_session
-from api.gateway.schemas_files import field, json_object, read_form
+from api.gateway.schemas.files import field, json_object, read_form
 from hardware.ports.errors import InvalidInput
 
 router = APIRouter(prefix="/api/v1/dev", tags=["workbench"], dependencies=[Depends(require_session)])

@@ -1,4 +1,4 @@
-"""Wire shapes of the gateway's system area: time, stats, password, restart, upgrade status.
+"""Wire shapes of the gateway's system area: health, info, time, stats, password, restart, upgrade status.
 
 Request bodies are read like Gin's ``ShouldBindJSON``: a JSON object whose fields must have the
 Go types (a string is never a number, an int is never a float or a bool), ``null`` means unset,
@@ -17,6 +17,7 @@ from hardware.ports.errors import InvalidInput
 from hardware.ports.types import (
     ClientTimeSync,
     DeviceTime,
+    GatewayInfo,
     OtaStatus,
     SystemStats,
     TimeConfig,
@@ -105,6 +106,14 @@ def parse_password(raw: bytes) -> tuple[str, str, int]:
 
 
 # Responses -------------------------------------------------------------------------------------
+def health(now: float) -> dict[str, Any]:
+    return {"status": "healthy", "time": int(now), "service": "platform-api"}
+
+
+def system_info(info: GatewayInfo) -> dict[str, Any]:
+    return {"version": info.version, "services": dict(info.services)}
+
+
 def _rfc3339(unix: float, offset_s: int) -> str:
     local = datetime.fromtimestamp(int(unix), UTC).astimezone(timezone(timedelta(seconds=offset_s)))
     text = local.strftime("%Y-%m-%dT%H:%M:%S")
