@@ -4,8 +4,9 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from api.automation.deps import Backend, current_user
-from api.automation.schemas import devices as schemas
+from api.automation.schemas import device_types as schemas
 from api.automation.schemas import ok
+from api.automation.schemas.devices import DeviceTypeBody
 
 router = APIRouter(tags=["device-types"], dependencies=[Depends(current_user)])
 
@@ -16,14 +17,14 @@ async def list_device_types(backend: Backend) -> JSONResponse:
 
 
 @router.post("/device-types")
-async def create_device_type(body: schemas.DeviceTypeBody, backend: Backend) -> JSONResponse:
+async def create_device_type(body: DeviceTypeBody, backend: Backend) -> JSONResponse:
     created = backend.devices.create_device_type(body.to_port())
     data = {"success": True, "registered": True, "device_type": created.device_type, "name": created.name}
     return ok(data, backend.clock.now())
 
 
 @router.put("/device-types")
-async def validate_device_type(body: schemas.DeviceTypeBody, backend: Backend) -> JSONResponse:
+async def validate_device_type(body: DeviceTypeBody, backend: Backend) -> JSONResponse:
     return ok(schemas.validation(backend.devices.validate_device_type(body.to_port())), backend.clock.now())
 
 

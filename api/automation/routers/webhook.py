@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from api.automation.deps import Backend, bearer_token, rate_limit_device
-from api.automation.schemas import devices as schemas
 from api.automation.schemas import ok
+from api.automation.schemas import webhook as schemas
 from hardware.ports.errors import InvalidInput
 
 router = APIRouter(tags=["webhook"])

@@ -1,15 +1,16 @@
-"""Wire shapes of devices, device types, drafts, commands and the webhook (release 0.9.24)."""
+"""Wire shapes of devices, device types (request bodies), drafts, commands (release 0.9.24); the
+answers about device types are in :mod:`api.automation.schemas.device_types`, the webhook in
+:mod:`api.automation.schemas.webhook`."""
 
 from __future__ import annotations
 
-import base64
 import json
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.automation.schemas.device_types import command_def, metric_def, param_def, with_optional
 from hardware.ports.devices import (
     Approval,
     CommandDef,
@@ -23,7 +24,6 @@ from hardware.ports.devices import (
     Draft,
     MetricDef,
     ParameterDef,
-    Validation,
 )
 from hardware.ports.errors import InvalidInput
 
@@ -291,212 +291,6 @@ def current_values(c: CurrentValues) -> dict[str, Any]:
     return {"device": device, "metrics": metrics, "commands": commands}
 
 
-# Device types: serde (lowercase) and Debug (list) forms --------------------------------------
-def data_type(t: DataType) -> Any:
-    if t.kind == "enum":
-        return {"enum": {"options": list(t.options)}}
-    if t.kind == "array" and t.element_type:
-        return {"array": {"element_type": t.element_type}}
-    return t.kind
-
-
-def data_type_debug(t: DataType) -> str:
-    if t.kind == "enum":
-        return "Enum { options: [" + ", ".join(json.dumps(o) for o in t.options) + "] }"
-    if t.kind == "array" and t.element_type:
-        return f"Array {{ element_type: {t.element_type.capitalize()} }}"
-    return t.kind.capitalize()
-
-
-def _opt(body: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    body.update({k: v for k, v in extra.items() if v is not None})
-    return body
-
-
-def metric_def(m: MetricDef) -> dict[str, Any]:
-    body = {"name": m.name, "display_name": m.display_name, "data_type": data_type(m.data_type)}
-    return _opt({**body, "unit": m.unit}, min=m.min, max=m.max) | {"required": m.required}
-
-
-def param_def(p: ParameterDef) -> dict[str, Any]:
-    body = {
-        "name": p.name,
-        "display_name": p.display_name,
-        "data_type": data_type(p.data_type),
-        "unit": p.unit,
-        "allowed_values": list(p.allowed_values),
-        "required": p.required,
-        "help_text": p.help_text,
-        "validation": [],
-    }
-    return _opt(body, default_value=p.default_value, min=p.min, max=p.max)
-
-
-def command_def(c: CommandDef) -> dict[str, Any]:
-    return {
-        "name": c.name,
-        "display_name": c.display_name,
-        "description": c.description,
-        "payload_template": c.payload_template,
-        "parameters": [param_def(p) for p in c.parameters],
-        "fixed_values": dict(c.fixed_values),
-        "samples": [],
-        "parameter_groups": [],
-    }
-
-
-def device_type_full(t: DeviceType) -> dict[str, Any]:
-    body = {
-        "device_type": t.device_type,
-        "name": t.name,
-        "description": t.description,
-        "categories": list(t.categories),
-        "mode": t.mode,
-        "metrics": [metric_def(m) for m in t.metrics],
-        "uplink_samples": list(t.uplink_samples),
-        "commands": [command_def(c) for c in t.commands],
-        "metric_count": len(t.metrics),
-        "command_count": len(t.commands),
-    }
-    return _opt(body, default_offline_timeout_secs=t.default_offline_timeout_secs, store_raw=t.store_raw)
-
-
-def device_type_item(t: DeviceType) -> dict[str, Any]:
-    metrics = [
-        _opt(
-            {"name": m.name, "display_name": m.display_name, "data_type": data_type_debug(m.data_type)},
-            unit=m.unit or None,
-            min=m.min,
-            max=m.max,
-        )
-        for m in t.metrics
-    ]
-    commands = [
-        {
-            "name": c.name,
-            "display_name": c.display_name,
-            "parameters": [
-                {"name": p.name, "display_name": p.display_name, "data_type": data_type_debug(p.data_type)}
-                for p in c.parameters
-            ],
-        }
-        for c in t.commands
-    ]
-    return {
-        "device_type": t.device_type,
-        "name": t.name,
-        "description": t.description,
-        "categories": list(t.categories),
-        "mode": t.mode,
-        "metrics": metrics,
-        "commands": commands,
-        "metric_count": len(t.metrics),
-        "command_count": len(t.commands),
-    }
-
-
-def device_type_list(types: tuple[DeviceType, ...]) -> dict[str, Any]:
-    return {"device_types": [device_type_item(t) for t in types], "count": len(types)}
-
-
-def validation(v: Validation) -> dict[str, Any]:
-    body: dict[str, Any] = {"valid": v.valid, "warnings": list(v.warnings), "message": v.message}
-    if v.errors:
-        body["errors"] = list(v.errors)
-    return body
-
-
-# Drafts -------------------------------------------------------------------------------------
-def draft_dto(d: Draft) -> dict[str, Any]:
-    body = {
-        "id": d.id,
-        "device_id": d.device_id,
-        "source": d.source,
-        "status": d.status,
-        "sample_count": d.sample_count,
-        "max_samples": d.max_samples,
-        "discovered_at": int(d.discovered_at),
-        "updated_at": int(d.updated_at),
-    }
-    return _opt(
-        body, original_topic=d.original_topic, generated_type=d.generated_type, error_message=d.error_message
-    )
-
-
-def draft_list(drafts: tuple[Draft, ...]) -> dict[str, Any]:
-    return {"items": [draft_dto(d) for d in drafts], "count": len(drafts)}
-
-
-def approval(a: Approval) -> dict[str, Any]:
-    return {
-        "original_device_id": a.original_device_id,
-        "system_device_id": a.system_device_id,
-        "device_type": a.device_type,
-        "recommended_topic": a.recommended_topic,
-        "registered": True,
-        "message": a.message,
-    }
-
-
-# Webhook ------------------------------------------------------------------------------------
-class WebhookPayload(BaseModel):
-    """``{data, timestamp?, quality?, device_id?}`` after content-type handling."""
-
-    model_config = ConfigDict(extra="ignore")
-    data: dict[str, Any]
-    timestamp: float | None = None
-    quality: float | None = None
-    device_id: str | None = None
-
-
-def _number(text: str) -> Any:
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            return text
-
-
-def webhook_payload(content_type: str, body: bytes, form: dict[str, Any] | None = None) -> WebhookPayload:
-    """JSON without ``data`` is wrapped whole; images become a data URL under ``image``; text under
-    ``text``; forms become fields. A missing type or octet-stream is tried as JSON. Else 415."""
-    media = content_type.split(";")[0].strip().lower()
-    if media in ("", "application/json", "application/octet-stream") or media.endswith("+json"):
-        try:
-            parsed = json.loads(body or b"{}")
-        except ValueError as err:
-            raise InvalidInput("Invalid JSON payload", field="body") from err
-        if not isinstance(parsed, dict):
-            raise InvalidInput("Webhook payload must be a JSON object", field="body")
-        if isinstance(parsed.get("data"), dict):
-            try:
-                return WebhookPayload.model_validate(parsed)
-            except ValueError as err:
-                raise InvalidInput(f"Invalid webhook payload: {err}", field="body") from err
-        device_id = parsed.pop("device_id", None)
-        return WebhookPayload(data=parsed, device_id=device_id if isinstance(device_id, str) else None)
-    if media.startswith("image/"):
-        encoded = base64.b64encode(body).decode()
-        return WebhookPayload(data={"image": f"data:{media};base64,{encoded}"})
-    if media == "text/plain":
-        return WebhookPayload(data={"text": body.decode("utf-8", errors="replace")})
-    if media == "application/x-www-form-urlencoded":
-        fields = {k: _number(v) for k, v in parse_qsl(body.decode("utf-8", errors="replace"))}
-    elif media == "multipart/form-data" and form is not None:
-        fields = {k: _number(v) if isinstance(v, str) else v for k, v in form.items()}
-    else:
-        raise InvalidInput(f"Unsupported content type: {media}", resource="media_type")
-    device_id = fields.pop("device_id", None)
-    return WebhookPayload(data=fields, device_id=device_id if isinstance(device_id, str) else None)
-
-
-def webhook_received(device_id: str, count: int, *, generic: bool) -> dict[str, Any]:
-    key = "metrics_processed" if generic else "metrics_received"
-    return {"success": True, "device_id": device_id, key: count}
-
-
 def current_batch(found: list[CurrentValues]) -> dict[str, Any]:
     """``POST /devices/current-batch`` (appendix): each found device's ``/current`` values by id."""
     devices = {
@@ -542,3 +336,35 @@ def command_history(device_id: str, records: tuple[CommandRecord, ...]) -> dict[
         for r in records
     ]
     return {"device_id": device_id, "commands": commands, "count": len(commands)}
+
+
+# Drafts -------------------------------------------------------------------------------------
+def draft_dto(d: Draft) -> dict[str, Any]:
+    body = {
+        "id": d.id,
+        "device_id": d.device_id,
+        "source": d.source,
+        "status": d.status,
+        "sample_count": d.sample_count,
+        "max_samples": d.max_samples,
+        "discovered_at": int(d.discovered_at),
+        "updated_at": int(d.updated_at),
+    }
+    return with_optional(
+        body, original_topic=d.original_topic, generated_type=d.generated_type, error_message=d.error_message
+    )
+
+
+def draft_list(drafts: tuple[Draft, ...]) -> dict[str, Any]:
+    return {"items": [draft_dto(d) for d in drafts], "count": len(drafts)}
+
+
+def approval(a: Approval) -> dict[str, Any]:
+    return {
+        "original_device_id": a.original_device_id,
+        "system_device_id": a.system_device_id,
+        "device_type": a.device_type,
+        "recommended_topic": a.recommended_topic,
+        "registered": True,
+        "message": a.message,
+    }
