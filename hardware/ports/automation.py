@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from hardware.ports.agents import AutomationAgents, Dashboards, Extensions, ModelBackends
+from hardware.ports.agents import AutomationAgents
 from hardware.ports.clock import Clock
+from hardware.ports.dashboards import Dashboards
 from hardware.ports.devices import AutomationDevices
 from hardware.ports.events import EventKind, Subscription
+from hardware.ports.extensions import Extensions
+from hardware.ports.llm_backends import ModelBackends
 from hardware.ports.rules import AutomationMessages, AutomationPush, AutomationRules
 from hardware.ports.system import AutomationSystem
 from hardware.ports.types import ApiKey, Login, Readiness, User

@@ -22,9 +22,9 @@ from starlette.websockets import WebSocketDisconnect
 
 from api.automation.deps import API_KEY_PREFIX
 from api.automation.schemas.extensions import binary_frame, capability_info, text_frame
-from hardware.ports.agents import StreamSession
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.errors import DomainError
+from hardware.ports.extensions import StreamSession
 
 ExtensionId = Annotated[str, Path(alias="id")]
 

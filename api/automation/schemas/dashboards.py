@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from hardware.ports.agents import Dashboard, ShareLink
+from hardware.ports.dashboards import Dashboard, ShareLink
 
 
 class _Body(BaseModel):

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictBool
 
-from hardware.ports.agents import Extension, PushFrame, StreamCapability
+from hardware.ports.extensions import Extension, PushFrame, StreamCapability
 
 BINARY_KIND = 1
 BINARY_VERSION = 1

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictBool
 
-from hardware.ports.agents import BackendSpec, BackendType, Capabilities, ModelBackend
+from hardware.ports.llm_backends import BackendSpec, BackendType, Capabilities, ModelBackend
 
 
 class _Body(BaseModel):
