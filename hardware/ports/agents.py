@@ -5,8 +5,7 @@ free-form parts a client stores and reads back (decision traces) stay mappings: 
 interprets them beyond what is stated here.
 
 The other acting areas have their own modules (:mod:`hardware.ports.llm_backends`,
-:mod:`hardware.ports.dashboards`, :mod:`hardware.ports.extensions`); their names stay importable
-from here, for the callers that import them from this module.
+:mod:`hardware.ports.dashboards`, :mod:`hardware.ports.extensions`).
 """
 
 from __future__ import annotations
@@ -14,63 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
-
-from hardware.ports.dashboards import Dashboard, Dashboards, SharedDashboard, ShareLink
-from hardware.ports.extensions import (
-    CommandResult,
-    Extension,
-    ExtensionCommand,
-    ExtensionMetric,
-    Extensions,
-    PushFrame,
-    StreamCapability,
-    StreamSession,
-    SyncReport,
-)
-from hardware.ports.llm_backends import (
-    BackendSpec,
-    BackendTest,
-    BackendType,
-    Capabilities,
-    ModelBackend,
-    ModelBackends,
-)
-
-__all__ = [
-    "AGENT_STATUSES",
-    "EXECUTION_STATUSES",
-    "MIN_INTERVAL_S",
-    "RESOURCE_TYPES",
-    "SCHEDULE_TYPES",
-    "Agent",
-    "AgentMessage",
-    "AgentResource",
-    "AgentSpec",
-    "AgentStats",
-    "AutomationAgents",
-    "BackendSpec",
-    "BackendTest",
-    "BackendType",
-    "Capabilities",
-    "CommandResult",
-    "CronCheck",
-    "Dashboard",
-    "Dashboards",
-    "Execution",
-    "Extension",
-    "ExtensionCommand",
-    "ExtensionMetric",
-    "Extensions",
-    "ModelBackend",
-    "ModelBackends",
-    "PushFrame",
-    "Schedule",
-    "ShareLink",
-    "SharedDashboard",
-    "StreamCapability",
-    "StreamSession",
-    "SyncReport",
-]
 
 AGENT_STATUSES = ("active", "paused", "error")
 """What ``POST /agents/:id/status`` may set; ``executing`` and ``stopped`` are only reported."""

@@ -22,8 +22,8 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from hardware.ports.agents import Capabilities
 from hardware.ports.errors import Unavailable
+from hardware.ports.llm_backends import Capabilities
 from twin.rng import hash_uniform
 
 T = TypeVar("T")

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hardware.ports.agents import Dashboard, SharedDashboard, ShareLink
+from hardware.ports.dashboards import Dashboard, SharedDashboard, ShareLink
 from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.events import EventKind
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import cv2
 import simpy
 
-from hardware.ports.agents import PushFrame
 from hardware.ports.errors import Unavailable
+from hardware.ports.extensions import PushFrame
 from twin.camera.video.render import Renderer, View
 from twin.camera.video.scene import scene_of
 from twin.engine import Engine

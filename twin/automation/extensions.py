@@ -26,7 +26,9 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from hardware.ports.agents import (
+from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
+from hardware.ports.events import EventKind
+from hardware.ports.extensions import (
     CommandResult,
     Extension,
     ExtensionCommand,
@@ -34,8 +36,6 @@ from hardware.ports.agents import (
     StreamCapability,
     SyncReport,
 )
-from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
-from hardware.ports.events import EventKind
 from twin.automation.extension_manifests import (
     ASSET_TYPES,
     BUILTINS,

@@ -15,8 +15,8 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hardware.ports.agents import BackendSpec, BackendTest, BackendType, Capabilities, ModelBackend
 from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
+from hardware.ports.llm_backends import BackendSpec, BackendTest, BackendType, Capabilities, ModelBackend
 from twin.automation.chat_models import (
     ChatModel,
     Hints,
