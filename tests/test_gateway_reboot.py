@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.sockets import socket_settings, until
-from twin.camera.camera import BOOT_S, RESTART_DELAY_S
+from twin.camera.power import BOOT_S, RESTART_DELAY_S
 from twin.serve import build, start, stop
 
 pytestmark = pytest.mark.socket

@@ -110,7 +110,7 @@ class World:
         self.llm = ModelBackendRegistry(self)
         self.agents = AgentRegistry(self, llm=self.llm, devices=self.devices)
         self.dashboards = DashboardRegistry(self, devices=self.devices)
-        self.extensions = ExtensionRegistry(self, cameras=self.cameras)
+        self.extensions = ExtensionRegistry(self)
         self.outbox = Outbox(self)
         self.messages = MessageCenter(self, outbox=self.outbox)
         self.rules = RuleEngine(

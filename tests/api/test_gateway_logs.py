@@ -16,7 +16,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.conftest import gateway_token
 from tests.sockets import socket_settings
-from twin.camera.camera import RESTART_DELAY_S
+from twin.camera.power import RESTART_DELAY_S
 from twin.serve import Twin, build, start, stop
 
 SERVICES = [

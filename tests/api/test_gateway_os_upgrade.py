@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import gateway_token
 from tests.twin.test_ota import swu
 from twin.camera import os_upgrade as osu
-from twin.camera.camera import BOOT_S, RESTART_DELAY_S
+from twin.camera.power import BOOT_S, RESTART_DELAY_S
 from twin.serve import Twin
 
 BASE = "/api/v1/system/os-upgrade"

@@ -14,7 +14,7 @@ from tests.sockets import socket_settings, until
 from tests.test_gateway_reboot import refused
 from tests.twin.test_ota import firmware
 from twin.camera import ota as ota_module
-from twin.camera.camera import BOOT_S
+from twin.camera.power import BOOT_S
 from twin.serve import Twin, build, start, stop
 
 STATUS = "/api/v1/system/ota/status"

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from tests.conftest import gateway_token
-from twin.camera.camera import BOOT_S, RESTART_DELAY_S
+from twin.camera.power import BOOT_S, RESTART_DELAY_S
 from twin.serve import Twin
 
 EPOCH = 1767225600

@@ -12,7 +12,8 @@ from hardware.ports.errors import Conflict, InternalError, InvalidInput, NotFoun
 from hardware.ports.events import EventKind
 from twin.camera import os_upgrade as osu
 from twin.camera import ota as ota_module
-from twin.camera.camera import BOOT_S, RESTART_DELAY_S, Camera
+from twin.camera.camera import Camera
+from twin.camera.power import BOOT_S, RESTART_DELAY_S
 from twin.fleet import CameraSpec, WorldConfig
 from twin.world import World
 

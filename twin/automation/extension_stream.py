@@ -4,8 +4,8 @@ the oldest frame when the client falls behind."""
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Generator
+from typing import Any, Protocol
 
 import cv2
 import simpy
@@ -13,12 +13,8 @@ import simpy
 from hardware.ports.errors import Unavailable
 from hardware.ports.extensions import PushFrame
 from twin.camera.video.render import Renderer, View
-from twin.camera.video.scene import scene_of
-from twin.engine import Engine
+from twin.camera.video.scene import SceneWorld, scene_of
 from twin.feed import Feed
-
-if TYPE_CHECKING:
-    from twin.fleet import CameraSpec
 
 PUSH_FPS = 5
 FRAME_SIZE = (320, 180)
@@ -26,28 +22,19 @@ SESSION_QUEUE = 8
 JPEG_QUALITY = 80
 
 
-class SceneSource(Engine, Protocol):
-    """The world as the cameras' scenes are read from it (:func:`twin.camera.video.scene.scene_of`)."""
-
-    camera_spec: dict[str, CameraSpec]
-
-
 class SessionHost(Protocol):
     """What a session needs of the registry that opens it (:class:`ExtensionRegistry`)."""
 
     @property
-    def world(self) -> SceneSource: ...
-
-    @property
-    def cameras(self) -> Mapping[str, object]: ...
+    def world(self) -> SceneWorld: ...
 
     @property
     def open_sessions(self) -> dict[str, PushSession]: ...
 
 
-def first_camera(cameras: Mapping[str, object]) -> str:
+def first_camera(world: SceneWorld) -> str:
     """The camera whose scene the extensions show (a stand-in id when the world has none)."""
-    return min(cameras) if cameras else "ext-camera"
+    return min(world.camera_spec) if world.camera_spec else "ext-camera"
 
 
 class PushSession:
@@ -60,7 +47,7 @@ class PushSession:
         self.session_id = session_id
         self.sequence = 0
         self._feed: Feed[PushFrame] = Feed(SESSION_QUEUE)
-        camera_id = first_camera(registry.cameras)
+        camera_id = first_camera(self.world)
         self.renderer = Renderer(scene_of(self.world, camera_id), *FRAME_SIZE, camera_id)
         self.process = self.world.env.process(self._run())
 

@@ -46,8 +46,8 @@ from twin.automation.extension_manifests import (
     MAX_SESSIONS,
     check_manifest,
 )
-from twin.automation.extension_stream import FRAME_SIZE, PushSession, SceneSource, first_camera
-from twin.camera.video.scene import scene_of
+from twin.automation.extension_stream import FRAME_SIZE, PushSession, first_camera
+from twin.camera.video.scene import SceneWorld, scene_of
 from twin.rng import hash_uniform
 
 LOG_LINES = 200
@@ -56,10 +56,8 @@ LOG_LINES = 200
 class ExtensionRegistry:
     """Implements :class:`hardware.ports.agents.Extensions` over the world."""
 
-    def __init__(self, world: SceneSource, *, cameras: Mapping[str, object]) -> None:
-        """``cameras``: the world's cameras by id (the ``camera-stream`` extension shows the first)."""
+    def __init__(self, world: SceneWorld) -> None:
         self.world = world
-        self.cameras = cameras
         self.installed = world.store.collection("extensions")
         self.dropped_files = world.store.collection("extension_files")
         self.components = world.store.collection("frontend_components")
@@ -200,7 +198,7 @@ class ExtensionRegistry:
         if manifest["id"] == "weather-forecast" and manifest.get("builtin"):
             return self._weather(command, args)
         if manifest["id"] == "camera-stream" and manifest.get("builtin"):
-            camera_id = first_camera(self.cameras)
+            camera_id = first_camera(self.world)
             boxes = scene_of(self.world, camera_id).boxes(self.world.env.now)
             objects = [{"label": b.label, "x": round(b.x, 4), "y": round(b.y, 4)} for b in boxes]
             return {

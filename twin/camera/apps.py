@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from twin.camera.event_bus import DeviceEventBus
     from twin.camera.monitor import Monitor
     from twin.camera.power import Power
-    from twin.camera.storage import Storage
     from twin.camera.vfs import VirtualFS
     from twin.engine import Engine
 
@@ -85,7 +84,6 @@ class AppManager(AppRuntime):
         camera_id: str,
         clock: DeviceClock,
         power: Power,
-        storage: Storage,
         fs: VirtualFS,
         events: DeviceEventBus,
         ai: AiRuntime,
@@ -95,13 +93,13 @@ class AppManager(AppRuntime):
         self.world = world
         self.env = world.env
         self.camera_id = camera_id
-        self.clock, self.power, self.storage, self.fs = clock, power, storage, fs
+        self.clock, self.power, self.fs = clock, power, fs
         self.events, self.ai, self.containers, self.monitor = events, ai, containers, monitor
         self.staged: dict[str, Staged] = {}
         self.tasks: dict[str, Task] = {}
         self.apps: dict[str, App] = {}
         self.store = AppStore(world, camera_id, clock, self)
-        self.workbench = Workbench(world, camera_id, clock, storage, fs, self)
+        self.workbench = Workbench(world, camera_id, clock, fs, self)
 
     # Staging -------------------------------------------------------------------------------
     def _stage(self, filename: str, data: bytes, suffixes: tuple[str, ...], keep: bool) -> Staged:

@@ -32,7 +32,7 @@ from twin.camera.os_upgrade import OsUpgrade
 from twin.camera.ota import Ota
 from twin.camera.peripherals import Peripherals
 from twin.camera.platform_state import Platform
-from twin.camera.power import BOOT_S, RESTART_DELAY_S, Power
+from twin.camera.power import RESTART_DELAY_S, Power
 from twin.camera.stats import accelerator_stats
 from twin.camera.storage import Storage
 from twin.camera.video.scene import SceneWorld
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 FIRMWARE_VERSION = "0.1.0"
 TIMESTAMP_WINDOW_S = 300
 SERVICES = ("ai-runtime", "event-bus", "device-control", "app-manager")
-__all__ = ["BOOT_S", "RESTART_DELAY_S", "Camera"]
 PASSWORD_MIN, PASSWORD_MAX = 8, 32
 
 
@@ -96,7 +95,6 @@ class Camera:
             camera_id,
             self.clock,
             self.power,
-            self.storage,
             self.fs,
             self.events,
             self.ai,

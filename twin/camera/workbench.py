@@ -26,7 +26,6 @@ from twin.camera.storage import remove_file, write_file
 
 if TYPE_CHECKING:
     from twin.camera.clock import DeviceClock
-    from twin.camera.storage import Storage
     from twin.camera.vfs import VirtualFS
     from twin.engine import Engine
 
@@ -191,12 +190,11 @@ class Workbench:
         world: Engine,
         camera_id: str,
         clock: DeviceClock,
-        storage: Storage,
         fs: VirtualFS,
         installer: Stager,
     ) -> None:
         self.env = world.env
-        self.clock, self.storage, self.fs, self.installer = clock, storage, fs, installer
+        self.clock, self.fs, self.installer = clock, fs, installer
         self.projects: dict[int, Project] = {}
         self._docs = world.store.collection(PROJECTS_KIND)
         self._prefix = f"{camera_id}:"
