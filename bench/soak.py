@@ -1,0 +1,316 @@
+"""``python -m bench.soak``: a memory soak of the real ``twin run`` process under mixed load with faults.
+
+The twin runs in its own subprocess (:mod:`bench.servers`) on the default scenario, with a temporary
+state directory and the realtime clock, every server on a loopback port. This process logs in to
+both APIs (``POST /api/setup/initialize``, then ``/api/auth/login``; the gateway's ``/api/login``)
+and drives about ``--rate`` requests a second over both of them, open loop, for ``--minutes``:
+
+  automation  device list, detail and current values, telemetry pages and ``/api/telemetry``,
+              pushed metrics, dashboards, messages and rules created and deleted (a few live at a
+              time), rule and message reads, fresh logins
+  gateway     system info/stats/health/time, media status/config/image/OSD, apps, image and timezone
+              writes, fresh logins
+  streams     a WebSocket (``/api/events/ws``) and an SSE (``/api/events/stream``) subscriber that
+              each stay 5-15 s, leave and come back
+
+Every ``--fault-every`` seconds the next fault of :data:`FAULTS` is switched on over the control
+plane (latency, a rate-limit storm, 5xx bursts, resets, truncated bodies, dropped streams, sessions
+ended) and, where it lasts, off again. An error is *expected* when a fault that was on at the time
+explains it (a 429 during a storm, a 503 of a burst, a reset...; each counted fault explains at most
+as many errors as it injects); every other error is *unexpected*.
+
+It reports the twin's RSS (``VmRSS`` of ``/proc/<pid>/status``) at the start of the load, after
+``--baseline-minutes`` (5; half the run when the run is shorter) and at the end, p50/p99 latency,
+the request count and the errors split into expected and unexpected. Exit status 1 when the end
+RSS is more than 10 % above the baseline RSS or when there was an unexpected error.
+
+``--tracemalloc DIR`` runs the twin with :mod:`tracemalloc` on (a debug wrapper in this module,
+nothing in the twin), takes a snapshot at the baseline and at the end, and prints the allocation
+sites that grew most in between.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import random
+import re
+import signal
+import sys
+import tempfile
+import time
+import tracemalloc
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from bench import servers
+from bench.loadgen import percentile
+from bench.soak_load import (
+    CAMERA,
+    TIMEOUT_S,
+    Call,
+    Load,
+    Session,
+    Tally,
+    automation_login,
+    control_call,
+    fault_driver,
+    gateway_login,
+    sse_subscriber,
+    ws_subscriber,
+)
+
+SCENARIO = servers.ROOT / "scenarios" / "default.yaml"
+GROWTH_LIMIT = 0.10
+MAX_IN_FLIGHT = 256
+RSS_EVERY_S = 10.0
+SNAPSHOT_SIGNAL = signal.SIGUSR2
+TRACED_BOOT = """\
+import os, signal, sys, tracemalloc
+tracemalloc.start(int(os.environ.get("SOAK_TRACE_FRAMES", "12")))
+out, n = sys.argv[1], [0]
+def dump(*_):
+    n[0] += 1
+    tracemalloc.take_snapshot().dump(os.path.join(out, f"{n[0]}.snap"))
+signal.signal(signal.SIGUSR2, dump)
+from twin.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+"""The debug wrapper ``--tracemalloc`` starts the twin with: SIGUSR2 dumps a snapshot to DIR/N.snap."""
+
+
+# The run -----------------------------------------------------------------------------------------
+@dataclass
+class Rss:
+    start: float | None = None
+    baseline: float | None = None
+    end: float | None = None
+    samples: list[tuple[float, float]] = field(default_factory=list)  # (minutes into the load, MiB)
+
+
+async def drive(load: Load, rate: float, deadline: float) -> None:
+    """Open loop: one request every 1/rate s, each in its own task (at most MAX_IN_FLIGHT at once)."""
+    in_flight: set[asyncio.Task] = set()
+    gate = asyncio.Semaphore(MAX_IN_FLIGHT)
+    at = time.monotonic()
+
+    async def one(session: Session, call: Call) -> None:
+        try:
+            await load.send(session, call)
+        finally:
+            gate.release()
+
+    while at < deadline:
+        await asyncio.sleep(max(0.0, at - time.monotonic()))
+        await gate.acquire()
+        task = asyncio.create_task(one(*load.pick()))
+        in_flight.add(task)
+        task.add_done_callback(in_flight.discard)
+        at += 1.0 / rate
+    await asyncio.gather(*in_flight, return_exceptions=True)
+
+
+async def watch_rss(
+    twin: servers.Server, rss: Rss, tally: Tally, started: float, baseline_at: float, deadline: float, snap
+) -> None:
+    """Sample RSS every RSS_EVERY_S; mark the baseline; print a line a minute."""
+    minute = 0
+    while True:
+        now = time.monotonic()
+        value = servers.rss_mb(twin.proc.pid)
+        if twin.proc.poll() is not None or value is None:
+            raise servers.ServerError(f"twin exited with {twin.proc.returncode}:\n{twin.log_tail()}")
+        rss.samples.append(((now - started) / 60, value))
+        if rss.baseline is None and now >= baseline_at:
+            rss.baseline = value
+            snap()
+        if now - started >= 60 * (minute + 1):
+            minute += 1
+            print(
+                f"  minute {minute:3d}: RSS {value:7.1f} MiB, {tally.requests} requests, "
+                f"{sum(tally.expected.values())} expected / "
+                f"{sum(tally.unexpected.values())} unexpected errors, "
+                f"{tally.stream_sessions} stream sessions",
+                file=sys.stderr,
+            )
+        if now >= deadline:
+            return
+        await asyncio.sleep(min(RSS_EVERY_S, max(0.0, deadline - now)))
+
+
+async def run_load(
+    twin: servers.Server, gateway_url: str, args: argparse.Namespace, snap
+) -> tuple[Tally, Rss]:
+    tally = Tally()
+    automation = Session("automation", twin.url, automation_login)
+    gateway = Session("gateway", gateway_url, gateway_login)
+    control = httpx.AsyncClient(base_url=f"http://{servers.HOST}:{twin.control_port}", timeout=TIMEOUT_S)
+    try:
+        await automation.login()
+        await gateway.login()
+        load = Load(automation, gateway, tally, args.seed)
+        rss = Rss(start=servers.rss_mb(twin.proc.pid))
+        started = time.monotonic()
+        deadline = started + args.minutes * 60
+        baseline_at = started + args.baseline_minutes * 60
+        rng = random.Random(args.seed + 1)
+        tasks = [
+            drive(load, args.rate, deadline),
+            fault_driver(control, tally, args.fault_every, deadline),
+            ws_subscriber(twin.port, automation, tally, rng, deadline),
+            sse_subscriber(automation, tally, rng, deadline),
+            watch_rss(twin, rss, tally, started, baseline_at, deadline, snap),
+        ]
+        await asyncio.gather(*tasks)
+        await asyncio.sleep(1.0)  # let the last requests' effects settle before the final reading
+        rss.end = servers.rss_mb(twin.proc.pid)
+        snap()
+        await control_call(control, ("DELETE", "/faults/automation", None))
+        return tally, rss
+    finally:
+        for client in (automation.http, gateway.http, control):
+            await client.aclose()
+
+
+def twin_argv(state_dir: Path, port: int, control_port: int, trace_dir: Path | None) -> list[str]:
+    prefix = [sys.executable, "-c", TRACED_BOOT, str(trace_dir)] if trace_dir else None
+    if prefix is None:
+        prefix = (
+            [str(servers.TWIN_SCRIPT)] if servers.TWIN_SCRIPT.exists() else [sys.executable, "-m", "twin.cli"]
+        )
+    return [
+        *prefix, "run", "--scenario", str(SCENARIO), "--state-dir", str(state_dir),
+        "--host", servers.HOST, "--port", str(port), "--control-port", str(control_port), "--mqtt-port", "0",
+        "--gateway-addressing", "port", "--gateway-http-port", "0", "--gateway-https-port", "0",
+    ]  # fmt: skip
+
+
+def gateway_of(twin: servers.Server, timeout: float = 30.0) -> str:
+    """The camera's HTTP gateway address, read off the twin's start banner."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(rf"{CAMERA} gateway\s+(http://\S+)", twin.log_tail(100_000))
+        if found:
+            return found.group(1)
+        time.sleep(0.1)
+    raise servers.ServerError(f"no {CAMERA} gateway in the twin's banner:\n{twin.log_tail()}")
+
+
+# Tracemalloc -------------------------------------------------------------------------------------
+def top_growth(trace_dir: Path, limit: int = 15) -> str:
+    """The allocation sites that grew most from the first snapshot to the last."""
+    snaps = sorted(trace_dir.glob("*.snap"), key=lambda p: int(p.stem))
+    if len(snaps) < 2:
+        return "tracemalloc: fewer than two snapshots"
+    skip = [
+        tracemalloc.Filter(False, tracemalloc.__file__),
+        tracemalloc.Filter(False, "<frozen importlib._bootstrap*"),
+    ]
+    first = tracemalloc.Snapshot.load(str(snaps[0])).filter_traces(skip)
+    last = tracemalloc.Snapshot.load(str(snaps[-1])).filter_traces(skip)
+    lines = [f"tracemalloc: {snaps[0].name} -> {snaps[-1].name}, top {limit} by growth"]
+    for stat in last.compare_to(first, "traceback")[:limit]:
+        lines.append(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks")
+        frames = [f for f in stat.traceback if "site-packages" not in f.filename] or list(stat.traceback)
+        root = str(servers.ROOT) + "/"
+        lines += [f"      {f.filename.removeprefix(root)}:{f.lineno}" for f in frames[-6:]]
+    return "\n".join(lines)
+
+
+# Report ------------------------------------------------------------------------------------------
+def report(tally: Tally, rss: Rss, args: argparse.Namespace) -> tuple[str, bool]:
+    latencies = sorted(tally.latencies)
+    p50, p99 = (percentile(latencies, q) * 1000 for q in (50, 99))
+    growth = (rss.end / rss.baseline - 1) if rss.end and rss.baseline else math.nan
+    lines = [
+        f"soak: {args.minutes:g} min at {args.rate:g} requests/s over both APIs, "
+        f"a fault every {args.fault_every:g} s",
+        f"  RSS       start {rss.start:.1f} MiB, at {args.baseline_minutes:g} min {rss.baseline:.1f} MiB, "
+        f"end {rss.end:.1f} MiB ({growth:+.1%} since {args.baseline_minutes:g} min; "
+        f"limit +{GROWTH_LIMIT:.0%})",
+        f"  requests  {tally.requests} ({tally.requests / (args.minutes * 60):.1f}/s), "
+        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms",
+        f"  streams   {tally.stream_sessions} WS/SSE sessions, {tally.stream_events} events",
+        f"  errors    {sum(tally.expected.values())} expected from injected faults, "
+        f"{sum(tally.unexpected.values())} unexpected",
+    ]
+    lines += [f"    expected   {n:6d}  {what}" for what, n in sorted(tally.expected.items())]
+    lines += [f"    UNEXPECTED {n:6d}  {what}" for what, n in sorted(tally.unexpected.items())]
+    lines += [f"    e.g. {s}" for s in tally.samples]
+    ok = not tally.unexpected and not math.isnan(growth) and growth <= GROWTH_LIMIT
+    lines.append(f"soak: {'PASS' if ok else 'FAIL'}")
+    if args.json:
+        doc = {
+            "minutes": args.minutes, "rate": args.rate, "baseline_minutes": args.baseline_minutes,
+            "rss_mib": {"start": rss.start, "baseline": rss.baseline, "end": rss.end, "growth": growth},
+            "rss_samples": rss.samples, "requests": tally.requests, "p50_ms": p50, "p99_ms": p99,
+            "expected_errors": dict(tally.expected), "unexpected_errors": dict(tally.unexpected),
+            "stream_sessions": tally.stream_sessions, "passed": ok,
+        }  # fmt: skip
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    return "\n".join(lines), ok
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--minutes", type=float, default=30.0, help="length of the load (default 30)")
+    p.add_argument("--baseline-minutes", type=float, default=5.0, help="RSS baseline time (default 5)")
+    p.add_argument("--rate", type=float, default=40.0, help="requests per second (default 40)")
+    p.add_argument("--fault-every", type=float, default=60.0, help="seconds between faults (default 60)")
+    p.add_argument("--seed", type=int, default=7, help="seed of the request mix")
+    p.add_argument("--json", type=Path, metavar="PATH", help="also write the figures as JSON")
+    p.add_argument("--tracemalloc", type=Path, metavar="DIR", help="trace the twin's allocations (slow)")
+    args = p.parse_args(argv)
+    if args.minutes <= 0 or args.rate <= 0 or args.fault_every <= 0 or args.baseline_minutes <= 0:
+        p.error("--minutes, --baseline-minutes, --rate and --fault-every must be > 0")
+    args.baseline_minutes = min(args.baseline_minutes, args.minutes / 2)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.tracemalloc:
+        args.tracemalloc.mkdir(parents=True, exist_ok=True)
+        for old in args.tracemalloc.glob("*.snap"):
+            old.unlink()
+    twin = None
+    with tempfile.TemporaryDirectory(prefix="soak-state-") as state:
+        try:
+            port, control_port = servers.free_port(), servers.free_port()
+            twin = servers.launch(
+                "twin", twin_argv(Path(state), port, control_port, args.tracemalloc), port, control_port
+            )
+            servers.wait_healthy(twin, timeout=60)
+            gateway = gateway_of(twin)
+            print(f"  twin pid {twin.proc.pid}: {twin.url}, gateway {gateway}", file=sys.stderr)
+
+            def snap() -> None:
+                if args.tracemalloc:
+                    twin.proc.send_signal(SNAPSHOT_SIGNAL)
+
+            tally, rss = asyncio.run(run_load(twin, gateway, args, snap))
+        except (servers.ServerError, OSError, httpx.HTTPError) as err:
+            print(f"soak: {err}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("soak: interrupted", file=sys.stderr)
+            return 130
+        finally:
+            if args.tracemalloc and twin is not None:
+                time.sleep(10)  # the last snapshot is written by the twin itself
+            servers.stop(twin)
+    text, ok = report(tally, rss, args)
+    print(text)
+    if args.tracemalloc:
+        print(top_growth(args.tracemalloc))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
