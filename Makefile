@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
 
-.PHONY: run test lint format bench load coverage clean setup
+.PHONY: run test lint format bench load load-distributed scenarios coverage clean setup
 
 setup: $(STAMP)
 
@@ -30,10 +30,28 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 bench: $(STAMP)
+	@echo "make bench: about 9 minutes on 2 cores (HTTP loads, camera sweep, event fan-out, a fleet's day)"
 	$(BIN)/python -m bench $(ARGS)
 
+# Locust against a running twin (make run): see loadtests/locustfile.py for the users and variables.
+LOCUST      := $(BIN)/locust -f loadtests/locustfile.py
+LOAD        := --headless -u 20 -r 10 --host http://127.0.0.1:9375
+LOCUST_PORT ?= 5557
+
 load: $(STAMP)
-	$(BIN)/locust -f loadtests/locustfile.py --headless -u 20 -r 10 -t 30s --host http://127.0.0.1:9375 $(ARGS)
+	$(LOCUST) $(LOAD) -t 30s $(ARGS)
+
+# One master and two worker processes on loopback, 20 s; the master prints the merged statistics.
+load-distributed: $(STAMP)
+	@workers=""; for n in 1 2; do \
+	  $(LOCUST) --worker --master-host 127.0.0.1 --master-port $(LOCUST_PORT) & workers="$$workers $$!"; \
+	done; \
+	$(LOCUST) --master --master-bind-host 127.0.0.1 --master-bind-port $(LOCUST_PORT) --expect-workers 2 \
+	  $(LOAD) -t 20s $(ARGS); status=$$?; \
+	kill $$workers 2>/dev/null; wait; exit $$status
+
+scenarios: $(STAMP)
+	$(BIN)/twin scenario list
 
 coverage: $(STAMP)
 	$(BIN)/python -m scripts.api_coverage
