@@ -70,6 +70,21 @@ async def test_sps_pps_first_then_key_and_delta_frames_that_decode(gateway) -> N
     assert refused.status_code == 401
 
 
+async def test_a_client_joining_while_the_clock_is_paused_gets_a_picture_at_once(gateway) -> None:
+    """Step mode, the clock paused: a viewer already watches, so the stream is running and its next
+    tick never comes; a new client still gets the SPS/PPS and a key frame of the current picture."""
+    twin, base, token = gateway
+    url = base.replace("http://", "ws://") + f"/api/v1/h264/main?token={token}"
+    async with connect(url) as first:
+        await first.recv(), await first.recv()
+        twin.clock.advance(0.5)
+        await twin.gateways["cam-01"].media.stream("main").settle()
+        async with connect(url) as late:
+            config, key = await late.recv(), await late.recv()
+            assert header(key)[1] == 0 and header(key)[3] == video_stream.ticks_90k(twin.world.env.now)
+            assert [(f.width, f.height) for f in decode(config[18:], [key[18:]])] == [(240, 134)]
+
+
 @pytest.mark.parametrize(
     ("path", "status", "code"),
     [("main", 401, 2000), ("main..x?token={t}", 400, 1001), ("fourth?token={t}", 404, 4000)],

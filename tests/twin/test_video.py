@@ -34,6 +34,87 @@ def decode(parameter_sets: bytes, payloads: list[bytes]) -> list[av.VideoFrame]:
     return frames
 
 
+class _Bits:
+    """An H.264 RBSP read bit by bit, with Exp-Golomb codes (ITU-T H.264 §7.2, §9.1)."""
+
+    def __init__(self, nal: bytes) -> None:
+        rbsp, zeros = bytearray(), 0
+        for b in nal[1:]:  # drop emulation-prevention bytes (00 00 03)
+            if zeros >= 2 and b == 3:
+                zeros = 0
+                continue
+            rbsp.append(b)
+            zeros = zeros + 1 if b == 0 else 0
+        self.data, self.pos = bytes(rbsp), 0
+
+    def u(self, n: int) -> int:
+        v = 0
+        for _ in range(n):
+            v = (v << 1) | (self.data[self.pos >> 3] >> (7 - (self.pos & 7))) & 1
+            self.pos += 1
+        return v
+
+    def ue(self) -> int:
+        zeros = 0
+        while self.u(1) == 0:
+            zeros += 1
+        return (1 << zeros) - 1 + self.u(zeros)
+
+    def se(self) -> int:
+        k = self.ue()
+        return (k + 1) // 2 if k & 1 else -(k // 2)
+
+
+def sps_size(sps: bytes) -> tuple[tuple[int, int], tuple[int, int, int, int] | None]:
+    """The coded size (whole macroblocks) and the frame cropping offsets of a 4:2:0 SPS (None
+    when it carries no cropping): what a decoder reports is the coded size less 2x the offsets."""
+    r = _Bits(sps)
+    profile = r.u(8)
+    r.u(16)  # constraint flags, level
+    r.ue()  # seq_parameter_set_id
+    if profile in (100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135):
+        assert r.ue() == 1, "4:2:0 only"
+        r.ue(), r.ue(), r.u(1)  # bit depths, transform bypass
+        assert r.u(1) == 0, "no scaling matrices"
+    r.ue()  # log2_max_frame_num_minus4
+    poc = r.ue()
+    if poc == 0:
+        r.ue()
+    elif poc == 1:
+        r.u(1), r.se(), r.se()
+        for _ in range(r.ue()):
+            r.se()
+    r.ue(), r.u(1)  # max_num_ref_frames, gaps allowed
+    width, height = (r.ue() + 1) * 16, (r.ue() + 1) * 16
+    frames_only = r.u(1)
+    if not frames_only:
+        r.u(1)
+        height *= 2
+    r.u(1)  # direct_8x8_inference
+    crop = (r.ue(), r.ue(), r.ue(), r.ue()) if r.u(1) else None
+    return (width, height), crop
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "coded"), [(1920, 1080, 1088), (1280, 720, 720), (640, 384, 384)]
+)
+def test_the_sps_crops_coded_macroblock_rows_to_the_configured_size(
+    width: int, height: int, coded: int
+) -> None:
+    """1080 lines are coded as 68 macroblock rows (1088): the SPS crops the 8 extra lines so decoders
+    report 1920x1080 (a full-size encoder, two frames)."""
+    enc = H264Encoder(width, height, 30, 4_000_000, 30)
+    renderer = Renderer(Scene(1), width, height, "cam-01")
+    units = [u for t in (0.0, 1 / 30) for u in enc.encode(renderer.render(t, View(t)))]
+    (coded_w, coded_h), crop = sps_size(enc.sps)
+    assert (coded_w, coded_h) == (width, coded)
+    left, right, top, bottom = crop or (0, 0, 0, 0)
+    assert (coded_w - 2 * (left + right), coded_h - 2 * (top + bottom)) == (width, height)
+    assert (crop is not None) == (coded != height)
+    frames = decode(enc.parameter_sets(), [u.avcc for u in units])
+    assert [(f.width, f.height) for f in frames] == [(width, height)] * 2
+
+
 def test_same_seed_and_time_give_identical_frames_and_time_moves_objects() -> None:
     view = View(1_767_225_603.0, "cam-01")
     a = Renderer(Scene(42), 160, 96, "cam-01").render(3.0, view)
@@ -154,3 +235,28 @@ async def test_a_frame_that_fails_to_render_is_skipped_and_the_stream_goes_on(me
     clock.advance(1)
     await gm.stream("main").settle()
     assert viewer.pending() == 1 + 29  # the primed key frame, then 29 of 30
+
+
+async def test_a_viewer_joining_while_the_clock_is_paused_gets_the_current_picture_at_once(media) -> None:
+    gm, clock = media
+    first = gm.open_viewer("main")
+    await first.start()
+    clock.advance(1)
+    await gm.stream("main").settle()
+    frames_before = gm.stream("main").frames
+    late = gm.open_viewer("main")  # the clock stays where it is
+    await late.start()
+    await gm.stream("main").settle()
+    snapshot = await late.next_frame()
+    assert snapshot.key and snapshot.pts == video_stream.ticks_90k(1.0)
+    assert gm.stream("main").frames == frames_before  # the shared stream did not move
+    assert first.pending() == 31 and late.pending() == 0
+    clock.advance(0.5)
+    await gm.stream("main").settle()
+    later = [await late.next_frame() for _ in range(late.pending())]
+    assert len(later) == 15 and later[0].key  # the key frame its join asked for comes next
+    assert all(b.pts > a.pts for a, b in itertools.pairwise([snapshot, *later]))
+    pictures = decode(late.config_frame().payload, [snapshot.payload] + [f.payload for f in later])
+    assert len(pictures) == 16
+    shared = [await first.next_frame() for _ in range(first.pending())]
+    assert len(decode(first.config_frame().payload, [f.payload for f in shared])) == 46

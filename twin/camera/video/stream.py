@@ -6,6 +6,9 @@ WORLD time (in ``step`` mode frames come only when time is advanced; at realtime
 and hands (time, view) to the stream's worker thread, which renders and encodes off the event loop
 and posts the access units back to the loop for the viewers. The first viewer's join submits a frame
 at once, so the SPS/PPS and a key frame exist even in ``step`` mode (:meth:`Viewer.start` awaits it).
+A viewer that joins a running stream gets a key frame of the current picture at once too, from a
+one-shot encoder with the same settings (the same SPS/PPS), so a paused clock never leaves it waiting;
+it then skips the shared encoder's frames until the key frame its join requested for the next tick.
 At most :data:`BACKLOG_S` seconds of frames wait for the worker; ticks beyond that are skipped and
 counted. When the last viewer leaves, the worker and its encoder are released at once and the
 process ends at its next tick. A reconfigure stops the encoder and starts a new one after
@@ -84,6 +87,9 @@ class Viewer:
         self.closed = False
         self._queue: deque[MediaFrame] = deque()
         self._started = False
+        self._await_shared_key = False
+        """After a join snapshot: the shared encoder's frames refer to pictures this viewer never
+        got, so they are skipped until its next key frame."""
         self._waiter: asyncio.Future[None] | None = None
 
     def config_frame(self) -> MediaFrame:
@@ -99,10 +105,20 @@ class Viewer:
     def push(self, frame: MediaFrame) -> None:
         if self.closed:
             return
-        if not self._started:
+        if not self._started or self._await_shared_key:
             if not frame.key:
                 return
-            self._started = True
+            self._started, self._await_shared_key = True, False
+        self._enqueue(frame)
+
+    def push_snapshot(self, frame: MediaFrame) -> None:
+        """The key frame encoded for this viewer alone when it joined (ignored once it started)."""
+        if self.closed or self._started:
+            return
+        self._started = self._await_shared_key = True
+        self._enqueue(frame)
+
+    def _enqueue(self, frame: MediaFrame) -> None:
         if len(self._queue) >= QUEUE_FRAMES:
             if not frame.key:
                 self.dropped += 1
@@ -180,6 +196,8 @@ class VideoStream:
             self._start()
         else:
             self.request_keyframe()
+            if self._worker is not None:  # the current picture, now: the next tick may be far off
+                self._worker.submit(_Job(self.env.now, self.view_of(self.config.stream_id), True, viewer))
         return viewer
 
     def leave(self, viewer: Viewer) -> None:
@@ -284,12 +302,16 @@ class VideoStream:
         if worker is None:
             return
         while worker.outbox:
-            t, units, parameter_sets, stamps = worker.outbox.popleft()
-            if parameter_sets:
+            t, units, parameter_sets, stamps, target = worker.outbox.popleft()
+            if parameter_sets and (target is None or not self.parameter_sets):
                 self.parameter_sets = parameter_sets
                 if self._primed is not None:
                     self._primed.set()
             pts = ticks_90k(t)
+            if target is not None:
+                for unit in units:
+                    target.push_snapshot(MediaFrame(unit.key, pts, pts, unit.avcc))
+                continue
             for unit in units:
                 frame = MediaFrame(unit.key, pts, pts, unit.avcc)
                 for viewer in list(self.viewers):
@@ -321,6 +343,8 @@ class _Job:
     t: float
     view: View
     key: bool
+    viewer: Viewer | None = None
+    """Set for a join snapshot: encoded by a one-shot encoder and handed to this viewer alone."""
 
 
 class _Worker:
@@ -330,14 +354,14 @@ class _Worker:
     """
 
     def __init__(self, stream: VideoStream, generation: int, loop: asyncio.AbstractEventLoop | None) -> None:
-        c = stream.config
+        self.config = c = stream.config
         self.stream = stream
         self.generation = generation
         self.loop = loop
         self.encoder = H264Encoder(c.width, c.height, c.fps, c.bitrate_bps, c.gop)
         self.renderer = Renderer(stream.scene, c.width, c.height, stream.camera_id)
         self.jobs: queue.Queue[_Job | None] = queue.Queue()
-        self.outbox: deque[tuple[float, list, bytes, float]] = deque()
+        self.outbox: deque[tuple[float, list, bytes, float, Viewer | None]] = deque()
         self._thread: threading.Thread | None = None
         if loop is not None:
             self._thread = threading.Thread(
@@ -386,8 +410,12 @@ class _Worker:
     def _encode(self, job: _Job) -> None:
         started = time.perf_counter()
         image = self.renderer.render(job.t, job.view)
-        if job.key:
-            self.encoder.request_keyframe()
-        units = self.encoder.encode(image)
-        parameter_sets = self.encoder.parameter_sets() if self.encoder.sps and self.encoder.pps else b""
-        self.outbox.append((job.t, units, parameter_sets, started))
+        encoder = self.encoder
+        if job.viewer is not None:  # a fresh session's first frame is an IDR
+            c = self.config
+            encoder = H264Encoder(c.width, c.height, c.fps, c.bitrate_bps, c.gop)
+        elif job.key:
+            encoder.request_keyframe()
+        units = encoder.encode(image)
+        parameter_sets = encoder.parameter_sets() if encoder.sps and encoder.pps else b""
+        self.outbox.append((job.t, units, parameter_sets, started, job.viewer))
