@@ -12,17 +12,21 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, get_args
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, params
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.dependencies.models import Dependant
 from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute, APIWebSocketRoute
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Router, request_response
 from starlette.types import Receive, Scope, Send
+
+from api import json_input
 
 NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
 """FastAPI's OpenTelemetry hooks, off: the twin does not export traces, and checking on every request
@@ -90,6 +94,9 @@ class LeanRoute(APIRoute):
     in FastAPI's order (router-level dependencies first), each once per request, like FastAPI's
     dependency cache. Anything else keeps FastAPI's handler. OpenAPI is built from the same
     ``dependant`` either way.
+
+    A JSON body (an operation with a body parameter) is decoded by the app's JSON policy
+    (``app.state.json_policy``, :mod:`api.json_input`) before FastAPI validates it.
     """
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
@@ -99,6 +106,20 @@ class LeanRoute(APIRoute):
         )
         if self.lean:
             self.app = request_response(self._lean_handler())
+
+    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+        handler = super().get_route_handler()
+        if self.body_field is None or isinstance(self.body_field.field_info, params.Form):
+            return handler
+        declared = _declared_fields(self.body_field.field_info.annotation)
+
+        async def decoded(request: Request) -> Response:
+            policy = getattr(request.app.state, "json_policy", None)
+            if policy is not None and json_input.is_json_type(request.headers.get("content-type", "")):
+                await _decode_json(request, policy, declared)
+            return await handler(request)
+
+        return decoded
 
     def _lean_handler(self) -> Callable[[Request], Awaitable[Response]]:
         dependant, status_code = self.dependant, self.status_code or 200
@@ -113,6 +134,39 @@ class LeanRoute(APIRoute):
             return response_class(jsonable_encoder(result), status_code=status_code)
 
         return handler
+
+
+def _declared_fields(annotation: Any) -> frozenset[str]:
+    """The top-level fields (names and aliases) of a body model, or of each model in a union."""
+    models = [a for a in (get_args(annotation) or (annotation,)) if isinstance(a, type)]
+    return frozenset(
+        key
+        for model in models
+        if issubclass(model, BaseModel)
+        for name, field in model.model_fields.items()
+        for key in (name, field.alias or name)
+    )
+
+
+async def _decode_json(request: Request, policy: json_input.JsonPolicy, declared: frozenset[str]) -> None:
+    """Decode the body by ``policy`` and leave the value where ``Request.json()`` finds it, so
+    FastAPI validates it instead of decoding the body again. A refusal is FastAPI's own
+    ``json_invalid``; a declared field repeated at the top level, serde's ``duplicate field``."""
+    raw = await request.body()
+    if not raw:
+        return
+    try:
+        value = json_input.loads(raw, policy)
+    except ValueError as err:
+        error = {"type": "json_invalid", "loc": ("body", 0), "msg": "JSON decode error", "input": {}}
+        raise RequestValidationError([{**error, "ctx": {"error": str(err)}}]) from err
+    if policy.refuses_repeated_fields and declared and isinstance(value, dict):
+        repeated = json_input.top_level_repeats(raw, declared)
+        if repeated:
+            name = min(repeated)
+            error = {"type": "duplicate_field", "loc": ("body", name), "msg": f"duplicate field `{name}`"}
+            raise RequestValidationError([{**error, "input": None}])
+    request._json = value  # Starlette's cache of Request.json()
 
 
 def _simple(dependant: Dependant) -> bool:

@@ -8,15 +8,31 @@ restart or ``kill -9``; without one it is an in-memory database.
 The store is its database's only writer, so it keeps what it last read or wrote of a document (its
 JSON text) and each device's latest samples in memory: the API's hottest reads (a device's
 document and current values) skip SQL. Every write path updates or drops those entries.
+
+What is written is what any JSON client can read back: a document or value that does not encode
+(an integer past 64 bits, a lone UTF-16 surrogate, a key that is not text) is refused with
+``InvalidInput`` before anything is written, and :meth:`Store.atomic` groups several writes. A
+stored row that cannot be read (damaged, or written by an older version without those checks) is
+skipped, never fatal to a listing or to start-up: it is logged once and counted in
+:attr:`Store.unreadable`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import orjson
+
+from hardware.ports.errors import InvalidInput
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -44,16 +60,47 @@ _MAX_REMEMBERED = 100_000
 Sample = tuple[float, Any, float | None]
 """One stored telemetry sample: (unix seconds, value, quality)."""
 
+_I64 = range(-(2**63), 2**63)
+"""SQLite's integers."""
+_JSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def to_json(value: Any, what: str = "value") -> bytes:
+    """Compact JSON with sorted keys, or ``InvalidInput`` if a JSON client could not read it back."""
+    try:
+        return orjson.dumps(value, option=_JSON_OPTIONS)
+    except orjson.JSONEncodeError as err:
+        raise InvalidInput(f"{what} cannot be stored as JSON: {err}") from err
+
+
+def from_json(raw: bytes | str) -> Any:
+    """A stored JSON text; ``ValueError`` if it is damaged or no JSON client could read it again.
+    Older versions wrote with the standard library, which also wrote ``NaN`` and ``Infinity``."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        value = json.loads(raw)
+        orjson.dumps(value, option=_JSON_OPTIONS)  # a lone surrogate or an oversized integer
+    except (ValueError, TypeError, RecursionError) as err:
+        raise ValueError(str(err)) from err
+    return value
+
+
+def _check_text(*texts: str) -> None:
+    for text in texts:
+        try:
+            text.encode()
+        except UnicodeEncodeError as err:
+            raise InvalidInput(f"{text!r} is not valid text: {err.reason}") from err
+
 
 def _encode(value: Any) -> tuple[Any, str | None]:
     """Numbers go in ``num`` (aggregatable); anything else as JSON text in ``raw``."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool) and value in _I64):
         return value, None
-    return None, json.dumps(value, separators=(",", ":"))
-
-
-def _decode(num: Any, raw: str | None) -> Any:
-    return json.loads(raw) if raw is not None else num
+    return None, to_json(value, "a sample").decode()
 
 
 class Store:
@@ -69,9 +116,12 @@ class Store:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
-        self._docs: dict[tuple[str, str], str | None] = {}
+        self._docs: dict[tuple[str, str], bytes | None] = {}
         self._latest: dict[str, dict[str, Sample]] = {}
         self._seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()[0]
+        self._savepoints = 0
+        self.unreadable: dict[tuple[str, str], str] = {}
+        """Stored rows found unreadable, ``(kind, id)`` -> why; each is skipped wherever it is read."""
 
     def collection(self, kind: str) -> Collection:
         return Collection(self, kind)
@@ -82,6 +132,38 @@ class Store:
         except sqlite3.Error:
             return False
         return True
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Every write inside is kept, or (if the block raises) none is. Nests."""
+        name = f"s{self._savepoints}"
+        self._savepoints += 1
+        seq = self._seq
+        self._db.execute(f"SAVEPOINT {name}")
+        try:
+            yield
+        except BaseException:
+            self._db.execute(f"ROLLBACK TO {name}")
+            self._db.execute(f"RELEASE {name}")
+            self._seq = seq
+            self._forget()
+            raise
+        else:
+            self._db.execute(f"RELEASE {name}")
+        finally:
+            self._savepoints -= 1
+
+    def skip_unreadable(self, kind: str, id_: str, why: str) -> None:
+        """Count a stored row that cannot be read; logged the first time it is met."""
+        if (kind, id_) not in self.unreadable:
+            self.unreadable[(kind, id_)] = why
+            log.warning(
+                "skipping unreadable stored %s %r (%s); %d unreadable so far",
+                kind,
+                id_,
+                why,
+                len(self.unreadable),
+            )
 
     def clear(self) -> None:
         self._db.execute("DELETE FROM documents")
@@ -113,17 +195,13 @@ class Store:
             )
         finally:
             src.close()
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.atomic():
             self._db.execute("DELETE FROM documents")
             self._db.executemany("INSERT INTO documents (kind, id, seq, doc) VALUES (?, ?, ?, ?)", rows)
             self._db.execute("DELETE FROM samples")
             self._db.executemany("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)", samples)
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
         self._forget()
+        self.unreadable.clear()
         self._seq = max((row[2] for row in rows), default=0)
 
     def close(self) -> None:
@@ -136,15 +214,11 @@ class Store:
     # Telemetry samples -----------------------------------------------------------------------
     def put_samples(self, device_id: str, rows: list[tuple[str, float, Any, float | None]]) -> None:
         """Store ``(metric, ts, value, quality)`` rows in one transaction; same (metric, ts) replaces."""
+        _check_text(device_id, *(m for m, _, _, _ in rows))
         encoded = [(device_id, m, ts, *_encode(v), q) for m, ts, v, q in rows]
         self._latest.pop(device_id, None)
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.atomic():
             self._db.executemany("INSERT OR REPLACE INTO samples VALUES (?, ?, ?, ?, ?, ?)", encoded)
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
 
     def sample_metrics(self, device_id: str) -> list[str]:
         rows = self._db.execute(
@@ -167,7 +241,7 @@ class Store:
             "AND ts >= ? AND ts <= ? ORDER BY ts DESC LIMIT ? OFFSET ?",
             (device_id, metric, lo, hi, limit, offset),
         ).fetchall()
-        return [(ts, _decode(num, raw), q) for ts, num, raw, q in rows]
+        return [(ts, self._decode(device_id, metric, ts, num, raw), q) for ts, num, raw, q in rows]
 
     def sample_numbers(self, device_id: str, metric: str, lo: float, hi: float) -> list[tuple[float, Any]]:
         """``(ts, number or None)`` with ``lo <= ts <= hi``, oldest first (for aggregates and buckets)."""
@@ -201,15 +275,20 @@ class Store:
                 return 0
             where.append(f"{column} IN ({','.join('?' * len(names))})")
             args.extend(names)
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.atomic():
             cur = self._db.execute(f"DELETE FROM samples WHERE {' AND '.join(where)}", args)
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
         self._latest.clear()
         return cur.rowcount
+
+    def _decode(self, device_id: str, metric: str, ts: float, num: Any, raw: str | None) -> Any:
+        """A sample's value; ``None`` (counted) for a raw value that cannot be read back."""
+        if raw is None:
+            return num
+        try:
+            return from_json(raw)
+        except ValueError as err:
+            self.skip_unreadable("sample", f"{device_id}/{metric}@{ts}", str(err))
+            return None
 
     def latest_samples(self, device_id: str) -> dict[str, Sample]:
         """The newest stored sample of each of the device's metrics."""
@@ -219,18 +298,21 @@ class Store:
                 "SELECT metric, MAX(ts), num, raw, quality FROM samples WHERE device_id = ? GROUP BY metric",
                 (device_id,),
             ).fetchall()
-            latest = self._latest[device_id] = {m: (ts, _decode(num, raw), q) for m, ts, num, raw, q in rows}
+            latest = self._latest[device_id] = {
+                m: (ts, self._decode(device_id, m, ts, num, raw), q) for m, ts, num, raw, q in rows
+            }
         return dict(latest)
 
     # Collection primitives -------------------------------------------------------------------
     def _put(self, kind: str, id_: str, doc: dict[str, Any]) -> None:
+        _check_text(kind, id_)
+        text = to_json(doc, f"{kind} {id_!r}")
         self._seq += 1
-        text = json.dumps(doc, separators=(",", ":"), sort_keys=True)
         self._docs.pop((kind, id_), None)  # a failed write must not leave the new text behind
         self._db.execute(
             "INSERT INTO documents (kind, id, seq, doc) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc",
-            (kind, id_, self._seq, text),
+            (kind, id_, self._seq, text.decode()),
         )
         self._docs[(kind, id_)] = text
 
@@ -241,9 +323,22 @@ class Store:
         else:
             if len(self._docs) >= _MAX_REMEMBERED:  # unknown ids asked for must not grow it forever
                 self._docs.clear()
-            row = self._db.execute("SELECT doc FROM documents WHERE kind = ? AND id = ?", key).fetchone()
+            row = self._db.execute(
+                "SELECT CAST(doc AS BLOB) FROM documents WHERE kind = ? AND id = ?", key
+            ).fetchone()
             text = self._docs[key] = None if row is None else row[0]
-        return None if text is None else json.loads(text)
+        return None if text is None else self._read(kind, id_, text)
+
+    def _read(self, kind: str, id_: str, text: bytes) -> dict[str, Any] | None:
+        try:
+            doc = from_json(text)
+        except ValueError as err:
+            self.skip_unreadable(kind, id_, str(err))
+            return None
+        if not isinstance(doc, dict):
+            self.skip_unreadable(kind, id_, f"a JSON {type(doc).__name__}, not an object")
+            return None
+        return doc
 
     def _delete(self, kind: str, id_: str) -> bool:
         self._docs.pop((kind, id_), None)
@@ -252,9 +347,14 @@ class Store:
         return cur.rowcount > 0
 
     def _iter(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        rows = self._db.execute("SELECT id, doc FROM documents WHERE kind = ? ORDER BY seq", (kind,))
-        for id_, doc in rows.fetchall():
-            yield id_, json.loads(doc)
+        rows = self._db.execute(
+            "SELECT CAST(id AS BLOB), CAST(doc AS BLOB) FROM documents WHERE kind = ? ORDER BY seq", (kind,)
+        )
+        for raw_id, text in rows.fetchall():
+            id_ = raw_id.decode(errors="replace")
+            doc = self._read(kind, id_, text)
+            if doc is not None:
+                yield id_, doc
 
     def _count(self, kind: str) -> int:
         return self._db.execute("SELECT COUNT(*) FROM documents WHERE kind = ?", (kind,)).fetchone()[0]
@@ -281,6 +381,28 @@ class Collection:
 
     def values(self) -> list[dict[str, Any]]:
         return [doc for _, doc in self._store._iter(self.kind)]
+
+    def values_as(self, convert: Callable[[dict[str, Any]], T]) -> list[T]:
+        """Every document converted by ``convert``; one it cannot convert (a field missing or of the
+        wrong type: damaged, or an older version's) is skipped and counted like an unreadable row."""
+        out = []
+        for id_, doc in self._store._iter(self.kind):
+            converted = self._convert(id_, doc, convert)
+            if converted is not None:
+                out.append(converted)
+        return out
+
+    def get_as(self, id_: str, convert: Callable[[dict[str, Any]], T]) -> T | None:
+        """One document converted by ``convert``; ``None`` if absent or if it cannot be converted."""
+        doc = self.get(id_)
+        return None if doc is None else self._convert(id_, doc, convert)
+
+    def _convert(self, id_: str, doc: dict[str, Any], convert: Callable[[dict[str, Any]], T]) -> T | None:
+        try:
+            return convert(doc)
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            self._store.skip_unreadable(self.kind, id_, f"{type(err).__name__}: {err}")
+            return None
 
     def __len__(self) -> int:
         return self._store._count(self.kind)

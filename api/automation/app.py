@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from api.automation import errors, metrics
+from api import body_limit, json_input
+from api.automation import errors, limits, metrics
 from api.automation.ratelimit import RateLimiter
 from api.automation.routers import (
     agents,
@@ -58,6 +59,8 @@ def create_app(
     app.state.release = release
     app.state.limiter = limiter
     app.state.network = network or NetworkInfo()
+    app.state.json_policy = json_input.SERDE
+    body_limit.install(app, limits.limit_of, limits.SMALLEST)
     app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"])
     app.add_middleware(metrics.RequestMetrics, counters=metrics.counters_of(app))
     errors.install(app, release)

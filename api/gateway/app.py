@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
+from api import body_limit, json_input
 from api.gateway import errors
 from api.gateway.routers import (
     ai,
@@ -38,6 +39,8 @@ from hardware.ports.gateway import GatewayBackend
 def create_app(backend: GatewayBackend) -> FastAPI:
     app = FastAPI(title=f"Edge gateway {backend.id}", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.backend = backend
+    app.state.json_policy = json_input.GO
+    body_limit.install(app, lambda method, path: errors.NGINX_LIMIT, errors.NGINX_LIMIT.size)
     app.add_middleware(
         CORSMiddleware,
         allow_origins=["*"],

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.body_limit import Limit
+from api.gateway.schemas.files import MAX_BODY
 from hardware.ports.errors import DomainError, ErrorCode
 
 # code -> (HTTP status, fixed message)
@@ -153,3 +155,20 @@ def unsupported_media() -> JSONResponse:
     response = fail(1001, "Content-Type must be application/json", type_="validation")
     response.status_code = 415
     return response
+
+
+NGINX_413 = (
+    "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n"
+    "<center><h1>413 Request Entity Too Large</h1></center>\r\n"
+    "<hr><center>nginx/1.22.1</center>\r\n</body>\r\n</html>\r\n"
+)
+"""nginx's own page for a body over ``client_max_body_size`` (the device's nginx 1.22.1)."""
+
+
+def too_large() -> HTMLResponse:
+    return HTMLResponse(NGINX_413, status_code=413, headers={"connection": "close"})
+
+
+NGINX_LIMIT = Limit(MAX_BODY, on_read=too_large, on_declared=too_large)
+"""The device's nginx: ``client_max_body_size 1024m`` in front of every route; a declared length over
+it is refused before the request is proxied, a chunked body once it passes the limit."""

@@ -34,6 +34,13 @@ def _key(doc: dict) -> ApiKey:
     )
 
 
+def _readable(doc: dict) -> dict:
+    _key(doc)
+    if not isinstance(doc["hash"], str) or not doc["hash"].isascii():
+        raise TypeError("hash must be hex digits")
+    return doc
+
+
 def check_permission(value: str) -> str:
     area, _, mode = value.partition(":")
     if value == "*" or (area and set(area) <= _AREA_CHARS and mode in ("", "read", "write")):
@@ -77,12 +84,12 @@ class ApiKeyRing:
 
     def ensure_default(self, raw: str) -> None:
         """Seed the operator-provided default key (``NEOMIND_API_KEY``) once."""
-        if not any(doc["hash"] == _digest(raw) for doc in self.keys.values()):
+        if not any(doc["hash"] == _digest(raw) for doc in self._docs()):
             self.create(DEFAULT_KEY_NAME, ["*"], raw=raw)
 
     def authenticate(self, raw: str) -> ApiKey:
         digest = _digest(raw)
-        for doc in self.keys.values():
+        for doc in self._docs():
             if secrets.compare_digest(doc["hash"], digest):
                 if not doc["active"]:
                     raise Unauthenticated("API key is inactive")
@@ -92,11 +99,15 @@ class ApiKeyRing:
         raise Unauthenticated("Invalid API key")
 
     def list(self) -> list[ApiKey]:
-        return [_key(doc) for doc in self.keys.values()]
+        return self.keys.values_as(_key)
 
     def delete(self, key_id: str) -> bool:
         return self.keys.delete(key_id)
 
     def status(self) -> tuple[int, bool]:
-        docs = self.keys.values()
+        docs = self._docs()
         return len(docs), any(doc["name"] == DEFAULT_KEY_NAME for doc in docs)
+
+    def _docs(self) -> list[dict]:
+        """The stored keys that can be read (a damaged one is skipped and counted by the store)."""
+        return self.keys.values_as(_readable)

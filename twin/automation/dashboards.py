@@ -101,9 +101,9 @@ class DashboardRegistry:
         self.links = world.store.collection("dashboard_shares")
 
     def list_dashboards(self) -> list[Dashboard]:
-        docs = self.docs.values()
-        docs.sort(key=lambda d: (d.get("sort_order") is None, d.get("sort_order") or 0))
-        return [self._value(d) for d in docs]
+        boards = self.docs.values_as(self._value)
+        boards.sort(key=lambda d: (d.sort_order is None, d.sort_order or 0))
+        return boards
 
     def create_dashboard(
         self,
@@ -147,22 +147,24 @@ class DashboardRegistry:
             doc["components"] = _check_components(changes["components"])
         if "sort_order" in changes:
             doc["sort_order"] = changes["sort_order"]
-        if changes.get("is_default"):
-            for other_id, other in self.docs.items():
-                if other.get("is_default") and other_id != dashboard_id:
-                    self.docs.put(other_id, {**other, "is_default": False})
-            doc["is_default"] = True
         doc["updated_at"] = self.world.now()
-        self.docs.put(dashboard_id, doc)
+        with self.world.store.atomic():
+            if changes.get("is_default"):
+                for other_id, other in self.docs.items():
+                    if other.get("is_default") and other_id != dashboard_id:
+                        self.docs.put(other_id, {**other, "is_default": False})
+                doc["is_default"] = True
+            self.docs.put(dashboard_id, doc)
         self._emit(dashboard_id, "updated")
         return self._value(doc)
 
     def delete_dashboard(self, dashboard_id: str) -> None:
         self._doc(dashboard_id)
-        self.docs.delete(dashboard_id)
-        for token, link in self.links.items():
-            if link["dashboard_id"] == dashboard_id:
-                self.links.delete(token)
+        with self.world.store.atomic():
+            self.docs.delete(dashboard_id)
+            for token, link in self.links.items():
+                if link.get("dashboard_id") == dashboard_id:
+                    self.links.delete(token)
         self._emit(dashboard_id, "deleted")
 
     def duplicate(self, dashboard_id: str) -> Dashboard:
@@ -185,9 +187,10 @@ class DashboardRegistry:
 
     def reorder(self, dashboard_ids: Sequence[str]) -> list[Dashboard]:
         docs = [self._doc(d) for d in dashboard_ids]
-        for order, doc in enumerate(docs):
-            doc["sort_order"] = order
-            self.docs.put(doc["id"], doc)
+        with self.world.store.atomic():
+            for order, doc in enumerate(docs):
+                doc["sort_order"] = order
+                self.docs.put(doc["id"], doc)
         return self.list_dashboards()
 
     def templates(self) -> list[Mapping[str, Any]]:
@@ -215,21 +218,21 @@ class DashboardRegistry:
 
     def shares(self, dashboard_id: str) -> list[ShareLink]:
         self._doc(dashboard_id)
-        return [ShareLink(**link) for link in self.links.values() if link["dashboard_id"] == dashboard_id]
+        return [link for link in self.links.values_as(_link) if link.dashboard_id == dashboard_id]
 
     def revoke_share(self, dashboard_id: str, token: str) -> None:
-        link = self.links.get(token)
-        if link is None or link["dashboard_id"] != dashboard_id:
+        link = self.links.get_as(token, _link)
+        if link is None or link.dashboard_id != dashboard_id:
             raise NotFound("Share link", resource="share")
         self.links.delete(token)
 
     def shared(self, token: str) -> SharedDashboard:
-        link = self.links.get(token)
-        if link is None or self.docs.get(link["dashboard_id"]) is None:
+        link = self.links.get_as(token, _link)
+        if link is None or self.docs.get_as(link.dashboard_id, self._value) is None:
             raise NotFound("Share link", resource="share")
-        if link["expires_at"] is not None and self.world.now() >= link["expires_at"]:
+        if link.expires_at is not None and self.world.now() >= link.expires_at:
             raise NotFound("Share link has expired", resource="expired_share")
-        return SharedDashboard(self.get_dashboard(link["dashboard_id"]), ShareLink(**link))
+        return SharedDashboard(self.get_dashboard(link.dashboard_id), link)
 
     def proxy(self, token: str, method: str, path: str) -> Mapping[str, Any]:
         shared = self.shared(token)
@@ -250,9 +253,15 @@ class DashboardRegistry:
 
     # Internals --------------------------------------------------------------------------------
     def _doc(self, dashboard_id: str) -> dict[str, Any]:
-        doc = self.docs.get(dashboard_id)
+        """The stored document; a damaged one (skipped and counted by the store) is not found."""
+        doc = self.docs.get_as(dashboard_id, self._readable)
         if doc is None:
             raise not_found(dashboard_id)
+        return doc
+
+    @classmethod
+    def _readable(cls, doc: dict[str, Any]) -> dict[str, Any]:
+        cls._value(doc)
         return doc
 
     def _emit(self, dashboard_id: str, change: str) -> None:
@@ -260,17 +269,27 @@ class DashboardRegistry:
 
     @staticmethod
     def _value(doc: dict[str, Any]) -> Dashboard:
-        return Dashboard(
+        """The dashboard a document holds; ``TypeError`` or ``KeyError`` if it is damaged."""
+        board = Dashboard(
             id=doc["id"],
             name=doc["name"],
             layout=doc["layout"],
             components=tuple(doc["components"]),
-            created_at=doc["created_at"],
-            updated_at=doc["updated_at"],
+            created_at=float(doc["created_at"]),
+            updated_at=float(doc["updated_at"]),
             is_default=doc.get("is_default", False),
             sort_order=doc.get("sort_order"),
             description=doc.get("description"),
         )
+        if not isinstance(board.layout, dict) or not all(isinstance(c, dict) for c in board.components):
+            raise TypeError("layout and components must be objects")
+        if board.sort_order is not None and not isinstance(board.sort_order, int | float):
+            raise TypeError("sort_order must be a number")
+        return board
+
+
+def _link(doc: dict[str, Any]) -> ShareLink:
+    return ShareLink(**doc)
 
 
 def _referenced_devices(dashboard: Dashboard) -> set[str]:

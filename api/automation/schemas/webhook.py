@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ConfigDict
 
+from api import json_input
 from hardware.ports.errors import InvalidInput
 
 
@@ -39,7 +39,7 @@ def webhook_payload(content_type: str, body: bytes, form: dict[str, Any] | None 
     media = content_type.split(";")[0].strip().lower()
     if media in ("", "application/json", "application/octet-stream") or media.endswith("+json"):
         try:
-            parsed = json.loads(body or b"{}")
+            parsed = json_input.loads(body or b"{}", json_input.SERDE)
         except ValueError as err:
             raise InvalidInput("Invalid JSON payload", field="body") from err
         if not isinstance(parsed, dict):

@@ -1,6 +1,7 @@
 """Request bodies of the camera hardware and media routes, read like Gin's ``ShouldBindJSON``: a JSON
-object whose fields have the Go types (a string is never a number, a bool never an int; an integer
-is a valid float), ``null`` is unset, and a required field must be present."""
+object decoded as Go decodes it (:data:`api.json_input.GO`) whose fields have the Go types (a string
+is never a number, a bool never an int; an integer is a valid float), ``null`` is unset, and a
+required field must be present."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from api import json_input
 from hardware.ports.errors import InvalidInput
 
 BAD_FORMAT = "Invalid request format"
@@ -17,15 +19,14 @@ _MISSING = object()
 
 def is_json(request: Request) -> bool:
     """``application/json`` or ``application/*+json``, as the device's content-type guard accepts."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+    return json_input.is_json_type(request.headers.get("content-type", ""))
 
 
 class Body:
     def __init__(self, raw: bytes, detail: str = BAD_FORMAT) -> None:
         self.detail = detail
         try:
-            body = json.loads(raw) if raw else None
+            body = json_input.loads(raw, json_input.GO) if raw else None
         except ValueError as err:
             raise InvalidInput(detail) from err
         if not isinstance(body, dict):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from api import json_input
 from hardware.ports.errors import InvalidInput
 from hardware.ports.types import PublicKey
 
@@ -12,7 +12,7 @@ from hardware.ports.types import PublicKey
 def parse_login(raw: bytes) -> tuple[str, str, int]:
     """``{username, password, timestamp?}``; anything else is the device's "Invalid input format"."""
     try:
-        body = json.loads(raw)
+        body = json_input.loads(raw, json_input.GO)
     except ValueError as err:
         raise InvalidInput("Invalid input format") from err
     if not isinstance(body, dict):

@@ -8,7 +8,6 @@ an upload is never spooled to a file of the machine the twin runs on.
 from __future__ import annotations
 
 import io
-import json
 import tarfile
 import zipfile
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from urllib.parse import quote
 from fastapi import Request
 from python_multipart.multipart import MultipartParser, parse_options_header
 
+from api import json_input
 from hardware.ports.errors import InvalidInput
 from hardware.ports.gateway_files import BatchDeleteResult, FileData, FileEntry, FirmwareInfo, LogFile
 
@@ -28,7 +28,7 @@ MAX_BODY = 1024 * 1024 * 1024
 # JSON bodies ------------------------------------------------------------------------------------
 def json_object(raw: bytes, detail: str = "Invalid request body") -> dict[str, Any]:
     try:
-        body = json.loads(raw) if raw.strip() else None
+        body = json_input.loads(raw, json_input.GO) if raw.strip() else None
     except ValueError as err:
         raise InvalidInput(detail) from err
     if not isinstance(body, dict):

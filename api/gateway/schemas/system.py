@@ -7,12 +7,12 @@ and a ``binding:"required"`` field must be present and non-zero.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from fastapi.responses import JSONResponse
 
+from api import json_input
 from hardware.ports.errors import InvalidInput
 from hardware.ports.types import (
     ClientTimeSync,
@@ -37,7 +37,7 @@ class _Body:
     def __init__(self, raw: bytes, detail: str = BAD_FORMAT) -> None:
         self.detail = detail
         try:
-            body = json.loads(raw)
+            body = json_input.loads(raw, json_input.GO)
         except ValueError as err:
             raise InvalidInput(detail) from err
         if not isinstance(body, dict):
