@@ -75,11 +75,15 @@ async def current_user(
 async def admin_user(
     request: Request, backend: Annotated[AutomationBackend, Depends(get_backend)]
 ) -> Principal:
-    """JWT only, and an administrator's: API keys are refused with 403."""
-    token = await bearer_token(request)
-    if request.headers.get("x-api-key") or (token and token.startswith(API_KEY_PREFIX)):
+    """JWT only, and an administrator's: API keys are refused with 403. Release 0.9.17 reads
+    nothing but ``Authorization: Bearer <JWT>``, so there a key is only a missing or invalid JWT."""
+    legacy, header = request.app.state.release == "0.9.17", request.headers.get("authorization")
+    if legacy and header is not None and not header.startswith("Bearer "):
+        raise Unauthenticated("Invalid Authorization format")
+    token = header.removeprefix("Bearer ") if legacy and header else await bearer_token(request)
+    if not legacy and (request.headers.get("x-api-key") or (token and token.startswith(API_KEY_PREFIX))):
         raise Forbidden("API keys are not accepted on this endpoint; log in as an administrator")
-    if not token:
+    if token is None:
         raise Unauthenticated("Missing Authorization header")
     principal = Principal("jwt", user=backend.authenticate(token))
     if not principal.is_admin:

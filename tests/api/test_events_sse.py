@@ -190,7 +190,7 @@ async def test_posted_events_are_custom_events_on_the_stream(live) -> None:
     assert second["source"] == "line-2" and second["data"] == {"custom_type": "x", "data": [1]}
 
 
-async def test_post_events_failure_paths(automation: httpx.AsyncClient) -> None:
+async def test_post_events_failure_paths(twin: Twin, automation: httpx.AsyncClient) -> None:
     token = await admin_token(automation)
     auth = {"Authorization": f"Bearer {token}"}
     unauthenticated = await automation.post("/api/events", json={"event_type": "x", "data": 1})
@@ -218,10 +218,7 @@ async def test_post_events_failure_paths(automation: httpx.AsyncClient) -> None:
         "/api/events", json={"event_type": "x", "data": "a" * (1 << 20)}, headers=auth
     )
     assert too_big.status_code == 400 and too_big.json()["error"]["code"] == "BAD_REQUEST"
-    created = await automation.post(
-        "/api/auth/keys", json={"name": "ro", "permissions": ["events:read"]}, headers=auth
-    )
-    read_only = {"X-API-Key": created.json()["api_key"]}
+    read_only = {"X-API-Key": twin.world.api_keys.create("ro", ["events:read"])[0]}
     refused = await automation.post("/api/events", json={"event_type": "x", "data": 1}, headers=read_only)
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "FORBIDDEN"
 

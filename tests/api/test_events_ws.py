@@ -19,6 +19,8 @@ from tests.sockets import socket_settings
 from twin.serve import Twin, build
 
 pytestmark = pytest.mark.socket
+OPERATOR_KEY = "nmk_" + "ab" * 16
+"""The operator's key (``NEOMIND_API_KEY``): only an API key may create API keys."""
 
 
 @contextlib.asynccontextmanager
@@ -46,7 +48,7 @@ async def serving(twin: Twin) -> AsyncIterator[str]:
 @contextlib.asynccontextmanager
 async def live_twin(**settings) -> AsyncIterator[tuple[Twin, str, str]]:
     """(twin, base URL, admin JWT) with the test world in step mode at sim time 0."""
-    twin = build(socket_settings(**settings))
+    twin = build(socket_settings(api_key=OPERATOR_KEY, **settings))
     async with serving(twin) as base:
         async with httpx.AsyncClient(base_url=base) as http:
             resp = await http.post(
@@ -66,7 +68,7 @@ async def live() -> AsyncIterator[tuple[Twin, str, str]]:
 async def api_key(base: str, token: str, permissions: list[str] | None = None) -> str:
     async with httpx.AsyncClient(base_url=base) as http:
         body = {"name": "realtime"} | ({"permissions": permissions} if permissions is not None else {})
-        resp = await http.post("/api/auth/keys", json=body, headers={"Authorization": f"Bearer {token}"})
+        resp = await http.post("/api/auth/keys", json=body, headers={"X-API-Key": OPERATOR_KEY})
         assert resp.status_code == 200, resp.text
         return resp.json()["api_key"]
 

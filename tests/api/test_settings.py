@@ -58,14 +58,11 @@ async def test_every_settings_route_needs_auth(automation: httpx.AsyncClient) ->
         error(await call(automation, method, path, body, {"X-API-Key": "nmk_wrong"}), 401, "UNAUTHORIZED")
 
 
-async def test_api_keys_work_and_scopes_apply(automation: httpx.AsyncClient, auth: dict[str, str]) -> None:
-    async def key(permissions: list[str]) -> dict[str, str]:
-        resp = await automation.post(
-            "/api/auth/keys", json={"name": "ci", "permissions": permissions}, headers=auth
-        )
-        return {"X-API-Key": resp.json()["api_key"]}
+async def test_api_keys_work_and_scopes_apply(twin: Twin, automation: httpx.AsyncClient) -> None:
+    def key(permissions: list[str]) -> dict[str, str]:
+        return {"X-API-Key": twin.world.api_keys.create("ci", permissions)[0]}
 
-    full, read_only = await key([]), await key(["settings:read"])
+    full, read_only = key([]), key(["settings:read"])
     for method, path, body in ROUTES:
         assert (await call(automation, method, path, body, full)).status_code == 200, path
     assert data(await automation.get("/api/settings/timezone", headers=read_only))["timezone"] == "UTC"

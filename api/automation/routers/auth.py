@@ -1,11 +1,12 @@
 """Auth, first-run setup, API keys and users. Auth and setup answer raw JSON (no success envelope)."""
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from api.automation import schemas
-from api.automation.deps import AdminUser, Backend, CurrentUser, Token
-from hardware.ports.errors import Forbidden, Unauthenticated
+from api.automation.deps import AdminUser, Backend, CurrentUser, Token, current_user
+from hardware.ports.automation import AutomationBackend
+from hardware.ports.errors import AuthError, Forbidden, Unauthenticated
 
 router = APIRouter(tags=["auth"])
 
@@ -51,27 +52,37 @@ async def status(backend: Backend) -> JSONResponse:
 
 
 @router.get("/auth/verify")
-async def verify(request: Request, token: Token, backend: Backend) -> JSONResponse:
-    """A JWT in ``Authorization``, or a key in ``X-API-Key`` only (a key sent as Bearer fails here)."""
-    if token:
-        info = schemas.user_info(backend.authenticate(token))
-        info.pop("created_at")
-        return JSONResponse({"authenticated": True, "method": "jwt", "user": info})
-    if key := request.headers.get("x-api-key"):
-        backend.authenticate_key(key)
-        return JSONResponse({"authenticated": True, "method": "api_key"})
+async def verify(request: Request, backend: Backend) -> JSONResponse:
+    """``Authorization: Bearer <JWT>`` (that spelling of the scheme only), else a key in
+    ``X-API-Key``. A JWT that fails (expired, revoked, not a JWT at all, such as a key sent as
+    Bearer) falls through to the key header; every failure is the same 401."""
+    if token := _bearer(request):
+        try:
+            info = schemas.user_info(backend.authenticate(token))
+        except AuthError:
+            pass
+        else:
+            info.pop("created_at")
+            return JSONResponse({"authenticated": True, "method": "jwt", "user": info})
+    if (key := request.headers.get("x-api-key")) is not None:
+        try:
+            backend.authenticate_key(key)
+        except AuthError:
+            pass
+        else:
+            return JSONResponse({"authenticated": True, "method": "api_key"})
     raise Unauthenticated("Authentication required")
 
 
-@router.get("/auth/keys")
-async def list_keys(user: CurrentUser, backend: Backend) -> JSONResponse:
-    _require_admin(user)
+@router.get("/auth/keys", dependencies=[Depends(current_user)])
+async def list_keys(request: Request, backend: Backend) -> JSONResponse:
+    _managing_key(request, backend)
     return JSONResponse({"keys": [schemas.api_key_info(k, preview=True) for k in backend.list_api_keys()]})
 
 
-@router.post("/auth/keys")
-async def create_key(body: schemas.NewApiKeyRequest, user: CurrentUser, backend: Backend) -> JSONResponse:
-    _require_admin(user)
+@router.post("/auth/keys", dependencies=[Depends(current_user)])
+async def create_key(request: Request, body: schemas.NewApiKeyRequest, backend: Backend) -> JSONResponse:
+    _managing_key(request, backend)
     expires_at = body.expires_at
     if body.expires_in_days is not None:
         expires_at = int(backend.clock.now()) + body.expires_in_days * 86_400
@@ -79,9 +90,9 @@ async def create_key(body: schemas.NewApiKeyRequest, user: CurrentUser, backend:
     return JSONResponse({"api_key": raw, "info": schemas.api_key_info(key)})
 
 
-@router.delete("/auth/keys/{key_id}")
-async def delete_key(key_id: str, user: CurrentUser, backend: Backend) -> JSONResponse:
-    _require_admin(user)
+@router.delete("/auth/keys/{key_id}", dependencies=[Depends(current_user)])
+async def delete_key(request: Request, key_id: str, backend: Backend) -> JSONResponse:
+    _managing_key(request, backend)
     deleted = backend.delete_api_key(key_id)
     return JSONResponse(
         {"message": f"API key {key_id} {'deleted' if deleted else 'not found'}", "success": deleted}
@@ -132,6 +143,22 @@ async def setup_initialize(body: schemas.InitializeRequest, backend: Backend) ->
     return JSONResponse(schemas.initialize_response(login))
 
 
-def _require_admin(user) -> None:
-    if not user.is_admin:
-        raise Forbidden("Managing API keys requires an administrator or a key with '*'", admin_required=True)
+def _bearer(request: Request) -> str | None:
+    """What follows ``Bearer `` exactly as the server matches it (no other spelling of the scheme)."""
+    header = request.headers.get("authorization", "")
+    return header.removeprefix("Bearer ") if header.startswith("Bearer ") else None
+
+
+def _managing_key(request: Request, backend: AutomationBackend) -> None:
+    """The key handlers authenticate the caller again, as an API key only, whatever the hybrid
+    check accepted: ``X-API-Key``, else the Bearer value (so a JWT there is an invalid key). Only a
+    key with ``*`` may manage keys (the twin's scopes)."""
+    raw = request.headers.get("x-api-key")
+    if raw is None and (raw := _bearer(request)) is None:
+        raise Unauthenticated("Missing API key")
+    try:
+        key = backend.authenticate_key(raw)
+    except AuthError:
+        raise Unauthenticated("Invalid API key") from None
+    if "*" not in key.permissions:
+        raise Forbidden("Managing API keys requires a key with '*'", admin_required=True)
