@@ -16,8 +16,9 @@ User classes (each records under its own names in Locust's statistics):
   H264Viewer    live H.264 feed viewers (``gateway /api/v1/h264/main (connect)``, ``... (frame)``)
   FaultUser     switches a latency fault and a rate-limit storm on and off (``control ...``)
 
-Their tasks are tagged ``rest``, ``mqtt``, ``events``, ``gateway``, ``video`` and ``faults``
-(``--exclude-tags`` / ``--tags`` pick tasks; name the classes to pick users).
+Their tasks are tagged ``rest`` (ApiUser, HealthUser), ``mqtt``, ``events`` (both subscribers),
+``gateway``, ``video`` and ``faults``; ``--tags`` / ``--exclude-tags`` pick users by those areas
+(``make load ARGS="--exclude-tags faults video"``): a class left without tasks is not spawned.
 
 Environment (every target must be on loopback):
 
@@ -36,6 +37,8 @@ behaviour under a think-time workload, not peak throughput.
 """
 
 from __future__ import annotations
+
+import logging
 
 from locust import events
 from locust.env import Environment
@@ -64,3 +67,25 @@ def loopback_only(environment: Environment, **_: object) -> None:
     remote = remote_targets(environment.host)
     if remote:
         raise SystemExit(f"loadtests: load goes to loopback only, not to {', '.join(remote)}")
+
+
+@events.init.add_listener
+def users_by_tags(environment: Environment, **_: object) -> None:
+    """Leave out the user classes that ``--tags`` / ``--exclude-tags`` leave without a task (Locust
+    would spawn them and fail). Workers are started without tags: their master decides who runs
+    (and Locust's warning that such a class would fail is dropped, see below)."""
+    options = environment.parsed_options
+    if not (getattr(options, "tags", None) or getattr(options, "exclude_tags", None)):
+        return
+    environment._filter_tasks_by_tags()
+    left_out = [cls.__name__ for cls in environment.user_classes if not cls.tasks]
+    environment.user_classes = [cls for cls in environment.user_classes if cls.tasks]
+    logging.info("loadtests: the tags leave out %s", ", ".join(left_out) or "no user class")
+
+
+class _LeftOutByTags(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "had no tasks left after filtering" not in record.getMessage()
+
+
+logging.getLogger().addFilter(_LeftOutByTags())
