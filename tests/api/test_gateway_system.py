@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import httpx
 import pytest
 
-from tests.conftest import gateway_token
+from tests.conftest import _client, gateway_token
 from twin.camera.power import BOOT_S, RESTART_DELAY_S
-from twin.serve import Twin
+from twin.serve import Twin, build
+from twin.settings import Settings
 
 EPOCH = 1767225600
 BAD_FORMAT = {"code": 1001, "message": "Invalid request", "error": {"detail": "Invalid request format"}}
@@ -259,3 +263,91 @@ async def test_restart_survives_snapshot_restore(twin: Twin) -> None:
     assert not restored.powered
     twin.clock.advance(BOOT_S)
     assert restored.powered and restored.boot_count == 1
+
+
+async def test_the_time_area_survives_a_restart_with_a_state_dir(settings: Settings, tmp_path: Path) -> None:
+    """Timezone, NTP settings, format, sync mode and a manually set clock are the device's own
+    durable settings: a twin rebuilt on the same state dir reads them back; another camera and a
+    twin without the state dir keep the defaults."""
+    durable = dataclasses.replace(settings, state_dir=tmp_path / "state", cameras=2)
+    first = build(durable)
+    async with _client(first.gateway_apps["cam-01"], "http://cam-01") as gateway:
+        auth = {"Authorization": await gateway_token(gateway)}
+        for method, path, body in (
+            ("PUT", "/time/timezone", {"timezone": "Asia/Tokyo"}),
+            ("PUT", "/time/ntp", {"enabled": False, "interval": 600}),
+            ("POST", "/time/set", {"datetime": "2030-06-01T12:00:00Z"}),  # Tokyo wall time
+            ("PUT", "/time/timezone", {"timezone": "Mars/Olympus"}),  # refused: changes nothing
+        ):
+            await gateway.request(method, "/api/v1/system" + path, json=body, headers=auth)
+        config = (await gateway.get("/api/v1/system/time/config", headers=auth)).json()["data"]
+        moved = (await gateway.get("/api/v1/system/time", headers=auth)).json()["data"]["unix_timestamp"]
+    first.world.store.close()
+    assert moved == 1906513200  # 2030-06-01T12:00:00+09:00
+
+    again = build(durable)
+    async with _client(again.gateway_apps["cam-01"], "http://cam-01") as gateway:
+        auth = {"Authorization": await gateway_token(gateway)}
+        assert (await gateway.get("/api/v1/system/time/config", headers=auth)).json()["data"] == config
+        data = (await gateway.get("/api/v1/system/time", headers=auth)).json()["data"]
+        assert (data["timezone"], data["unix_timestamp"]) == ("Asia/Tokyo", moved)  # world time 0 again
+        assert config["timezone"] == "Asia/Tokyo" and config["sync_mode"] == "manual"
+        assert config["ntp"]["enabled"] is False and config["ntp"]["interval"] == 600
+        # The rest of the area: NTP back on with a server, then a saved configuration.
+        await gateway.put(
+            "/api/v1/system/time/ntp", json={"enabled": True, "server": "ntp.example"}, headers=auth
+        )
+        saved = {"timezone": "Europe/Paris", "time_format": "12h", "sync_mode": "ntp", "ntp_interval": 900}
+        await gateway.put("/api/v1/system/time/config", json=saved, headers=auth)
+        config = (await gateway.get("/api/v1/system/time/config", headers=auth)).json()["data"]
+    assert again.world.cameras["cam-02"].clock.timezone == "UTC"
+    again.world.store.close()
+
+    third = build(durable)
+    async with _client(third.gateway_apps["cam-01"], "http://cam-01") as gateway:
+        auth = {"Authorization": await gateway_token(gateway)}
+        assert (await gateway.get("/api/v1/system/time/config", headers=auth)).json()["data"] == config
+        assert (await gateway.get("/api/v1/system/health")).json()["data"]["time"] == EPOCH  # on NTP again
+    assert (config["timezone"], config["time_format"], config["ntp"]["server"]) == (
+        "Europe/Paris",
+        "12h",
+        "ntp.example",
+    )
+    third.world.store.close()
+    assert build(settings).world.cameras["cam-01"].clock.timezone == "UTC"  # no state dir, no memory
+
+
+async def test_device_name_settings_and_network_survive_a_restart_with_a_state_dir(
+    settings: Settings, tmp_path: Path
+) -> None:
+    durable = dataclasses.replace(settings, state_dir=tmp_path / "state")
+    static = {"mode": "static", "ip_address": "10.0.0.7", "subnet_mask": "255.0.0.0", "dns1": "10.0.0.1"}
+    first = build(durable)
+    async with _client(first.gateway_apps["cam-01"], "http://cam-01") as gateway:
+        auth = {"Authorization": await gateway_token(gateway)}
+        for method, path, body in (
+            ("PUT", "/device-info", {"device_name": "gate-east"}),
+            ("POST", "/device-info/factory", {"field": "vendor", "value": "acme"}),
+            ("POST", "/settings", {"key": "kept", "value": "1"}),
+            ("POST", "/settings", {"key": "dropped", "value": "2"}),
+            ("DELETE", "/settings/dropped", None),
+            ("POST", "/network/config", static),
+            ("POST", "/network/config", {"mode": "static", "ip_address": "999.1.1.1"}),  # refused
+        ):
+            await gateway.request(method, "/api/v1" + path, json=body, headers=auth)
+        before = [
+            (await gateway.get("/api/v1" + path, headers=auth)).json()["data"]
+            for path in ("/device-info", "/device-info/factory", "/settings", "/network/config")
+        ]
+    first.world.store.close()
+    assert before[0]["device_name"] == "gate-east" and before[2] == {"settings": {"kept": "1"}}
+    assert before[3]["ip_address"] == "10.0.0.7" and before[3]["dns1"] == "10.0.0.1"
+
+    again = build(durable)
+    async with _client(again.gateway_apps["cam-01"], "http://cam-01") as gateway:
+        auth = {"Authorization": await gateway_token(gateway)}
+        assert [
+            (await gateway.get("/api/v1" + path, headers=auth)).json()["data"]
+            for path in ("/device-info", "/device-info/factory", "/settings", "/network/config")
+        ] == before
+    again.world.store.close()

@@ -4,6 +4,9 @@ configuration of its interfaces, the operation/system event log, and config jobs
 Event logs: clients add entries; the device adds its own (boot). Levels info, warning, error,
 critical; categories operation, system. Network: ``eth0`` (the default route) and ``wlan0``
 (down); a static configuration is validated as dotted quads.
+
+The name, factory data, settings and network configuration are durable (the device keeps them on
+disk): one document per camera in the store, written by every change and read back at build.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import hashlib
 import ipaddress
 import re
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hardware.ports.errors import InvalidInput, NotFound
@@ -41,6 +44,8 @@ TEMPLATES = (
     ("storage.full", "system", "critical", "Partition {mountpoint} is full", "分区 {mountpoint} 已满"),
     ("user.login", "operation", "info", "User {username} logged in", "用户 {username} 登录"),
 )
+ADMIN_KIND = "camera_admin"
+"""Durable: one document per camera, keyed by its id (see :meth:`DeviceAdmin.save`)."""
 
 
 @dataclass
@@ -86,6 +91,11 @@ class DeviceAdmin:
             "wlan0": Interface("wlan0", mac[:-2] + "ff", "dhcp", "", "", "", [], False, False),
         }
         self.settings: dict[str, str] = {}
+        self._docs, self._id = world.store.collection(ADMIN_KIND), camera_id
+        if (doc := self._docs.get(camera_id)) is not None:
+            self.device_name, self.factory = doc["device_name"], doc["factory"]
+            self.settings = doc["settings"]
+            self.interfaces = {name: Interface(**fields) for name, fields in doc["interfaces"].items()}
         self.logs: deque[dict[str, Any]] = deque(maxlen=MAX_EVENT_LOGS)
         self._seq = 0
         self.log("system.boot", "system", "info", "system", "Device booted", "设备启动")
@@ -109,6 +119,7 @@ class DeviceAdmin:
                 "device_name may contain letters, digits, '_' and '-' only", resource="parameter"
             )
         self.device_name = name
+        self.save()
 
     def set_factory(self, key: str, value: str) -> None:
         if key not in FACTORY_FIELDS:
@@ -116,16 +127,23 @@ class DeviceAdmin:
         if not value:
             raise InvalidInput("value is required")
         self.factory[key] = value
+        self.save()
 
     # Settings ----------------------------------------------------------------------------------
     def set(self, key: str, value: str) -> None:
         if not SETTING_KEY.match(key):
             raise InvalidInput("invalid setting key", resource="parameter")
         self.settings[key] = value
+        self.save()
 
     def delete(self, key: str) -> None:
         if self.settings.pop(key, None) is None:
             raise NotFound(f"setting not found: {key}")
+        self.save()
+
+    def save(self) -> None:
+        doc = {"device_name": self.device_name, "factory": self.factory, "settings": self.settings}
+        self._docs.put(self._id, doc | {"interfaces": {n: asdict(i) for n, i in self.interfaces.items()}})
 
     # Network -----------------------------------------------------------------------------------
     def interface(self, name: str) -> Interface:
@@ -160,6 +178,7 @@ class DeviceAdmin:
                 _quad("dns", value)
             iface.ip, iface.mask, iface.gateway, iface.dns = ip, mask, gateway, [d for d in dns if d]
         iface.mode = mode
+        self.save()
 
     def interfaces_view(self) -> list[dict[str, object]]:
         return [

@@ -3,13 +3,19 @@
 The world clock is the only time source; the device clock never reads the wall. Setting the time
 on the device only moves its offset, and an NTP sync (or enabling NTP) puts it back on world time,
 as ``systemd-timesyncd`` would against a correct server.
+
+Everything in the time area is durable, as on the device (its RTC and ``/etc`` survive a reboot):
+one document per camera in the store holds the offset, timezone, format, sync mode and NTP
+settings, written by every change and read back when the camera is built.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from hardware.ports.errors import InvalidInput
@@ -25,6 +31,8 @@ DEFAULT_NTP_INTERVAL_S = 3600
 FALLBACK_NTP_SERVERS = ("0.pool.ntp.org", "1.pool.ntp.org", "2.pool.ntp.org", "3.pool.ntp.org")
 CLIENT_SYNC_THRESHOLD_S = 30
 """``sync-from-client`` only moves the clock when the client is further off than this."""
+CLOCK_KIND = "camera_clock"
+"""Durable: one document per camera, keyed by its id (see :meth:`DeviceClock.state`)."""
 
 # The device's own fallback list (name, country, standard offset); a fixed list keeps the twin
 # independent of the host's tz database for validation.
@@ -63,6 +71,23 @@ def parse_rfc3339_wall(value: str) -> datetime:
     return parsed.replace(tzinfo=None, microsecond=0)
 
 
+_Change = TypeVar("_Change", bound=Callable[..., Any])
+
+
+def _durable(change: _Change) -> _Change:
+    """Write the clock's state to the store after ``change``, even when it fails part-way, so the
+    store always holds what the device now has."""
+
+    @functools.wraps(change)
+    def wrapper(clock: DeviceClock, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return change(clock, *args, **kwargs)
+        finally:
+            clock.save()
+
+    return cast(_Change, wrapper)
+
+
 class DeviceClock:
     def __init__(self, world: Engine, owner: str) -> None:
         self.world = world
@@ -75,6 +100,8 @@ class DeviceClock:
         self.ntp_server = DEFAULT_NTP_SERVER
         self.ntp_interval = DEFAULT_NTP_INTERVAL_S
         self.last_sync: float | None = self.now()
+        self._docs = world.store.collection(CLOCK_KIND)
+        self._apply(self._docs.get(owner) or {})
 
     # Reading -------------------------------------------------------------------------------
     def now(self) -> float:
@@ -119,6 +146,7 @@ class DeviceClock:
         self.offset = unix - self.world.now()
         self.world.emit(EventKind.CAMERA_TIME_SET, self.owner, reason=reason, jump_s=round(unix - before, 3))
 
+    @_durable
     def set_time(self, datetime_: str) -> None:
         try:
             wall = parse_rfc3339_wall(datetime_)
@@ -130,6 +158,7 @@ class DeviceClock:
             raise InvalidInput("Cannot set time manually while NTP is enabled. Disable NTP first.")
         self._jump(wall.replace(tzinfo=self._zone()).timestamp(), "manual_set")
 
+    @_durable
     def sync_from_client(self, client_timestamp: int) -> ClientTimeSync:
         diff = abs(client_timestamp - int(self.now()))
         if diff <= CLIENT_SYNC_THRESHOLD_S:
@@ -137,11 +166,13 @@ class DeviceClock:
         self._jump(float(client_timestamp), "client_sync")
         return ClientTimeSync(True, diff)
 
+    @_durable
     def set_timezone(self, name: str) -> None:
         if name not in _BY_NAME:
             raise InvalidInput(f"Invalid timezone: {name}")
         self.timezone = name
 
+    @_durable
     def set_ntp(self, enabled: bool | None, server: str, interval: int) -> None:
         if interval < 0:
             raise InvalidInput("interval must be non-negative")
@@ -157,6 +188,7 @@ class DeviceClock:
         if interval > 0:
             self.ntp_interval = interval
 
+    @_durable
     def sync_ntp(self) -> None:
         """Enable NTP and step the clock back onto world time."""
         self.ntp_enabled = True
@@ -164,6 +196,7 @@ class DeviceClock:
             self._jump(self.world.now(), "ntp_sync")
         self.last_sync = self.now()
 
+    @_durable
     def save_config(
         self,
         timezone_: str,
@@ -197,7 +230,14 @@ class DeviceClock:
     def state(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in (*self._FIELDS, "last_sync")}
 
+    @_durable
     def set_state(self, state: dict[str, Any]) -> None:
+        self._apply(state)
+
+    def _apply(self, state: dict[str, Any]) -> None:
         for name in (*self._FIELDS, "last_sync"):
             if name in state:
                 setattr(self, name, state[name])
+
+    def save(self) -> None:
+        self._docs.put(self.owner, self.state())
