@@ -260,3 +260,15 @@ async def test_a_viewer_joining_while_the_clock_is_paused_gets_the_current_pictu
     assert len(pictures) == 16
     shared = [await first.next_frame() for _ in range(first.pending())]
     assert len(decode(first.config_frame().payload, [f.payload for f in shared])) == 46
+
+
+async def test_a_stream_stopped_and_started_again_before_the_clock_moves_keeps_running(media) -> None:
+    gm, clock = media
+    gone = gm.open_viewer("main")
+    await gone.start()
+    gone.close()  # the stream stops; its world process has not even begun (the clock is paused)
+    viewer = gm.open_viewer("main")
+    await viewer.start()
+    clock.advance(1)
+    await gm.stream("main").settle()
+    assert gm.stream("main").running() and viewer.pending() == 31

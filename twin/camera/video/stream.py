@@ -253,8 +253,11 @@ class VideoStream:
             self._worker = None
 
     def _run(self, generation: int):
+        # A process starts at the world's next step: by then its stream may have stopped and
+        # started again (step mode, the clock paused), so it checks its generation after each
+        # wait and leaves a newer generation alone.
         start, k = self.env.now, 0
-        while generation == self._generation:
+        while True:
             k += 1  # absolute schedule: no drift from summing 1/fps
             yield self.env.timeout(max(0.0, start + k / self.config.fps - self.env.now))
             if generation != self._generation:
