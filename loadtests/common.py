@@ -26,9 +26,10 @@ GATEWAY_PASSWORD = os.environ.get("TWIN_GATEWAY_PASSWORD") or "password"
 CONTROL_URL = (os.environ.get("TWIN_CONTROL_URL") or "http://127.0.0.1:9380").rstrip("/")
 MQTT_URL = os.environ.get("TWIN_MQTT_URL") or "mqtt://127.0.0.1:1883"
 
-RETRY_AFTER_CAP_S = 5.0
+RETRY_AFTER_CAP_S = 3.0
 """A 429's Retry-After is waited out up to this long: a storm here lasts seconds, and a user idle for
-the full minute the window allows would sit out most of a short run."""
+the full minute the window allows would sit out most of a short run. Kept under the servers' 5 s
+keep-alive, so that a request after the wait does not race the server closing its idle connection."""
 LOGIN_ATTEMPTS = 5
 
 
@@ -72,6 +73,14 @@ def record(
 def ws_url(http_url: str) -> str:
     """``http(s)://host:port`` → ``ws(s)://host:port``."""
     return "ws" + http_url.removeprefix("http")
+
+
+def answer(response: Any) -> str:
+    """What came back, for a failure message: the status and the start of the body, or the transport
+    error when there was no answer (Locust's status 0)."""
+    if response.status_code == 0:
+        return f"no answer: {response.error!r}"
+    return f"status {response.status_code}: {response.text[:200]}"
 
 
 def token_of(response: Any) -> str | None:
@@ -129,7 +138,7 @@ class AutomationUser(HttpUser):
                         response.success()  # 403: set up already, log in instead
                     elif not throttled:
                         response.failure(
-                            f"{path} as {USERNAME!r}: status {response.status_code} "
+                            f"{path} as {USERNAME!r}: {answer(response)} "
                             "(set TWIN_USERNAME / TWIN_PASSWORD to the twin's administrator)"
                         )
                 if token is not None:
@@ -145,7 +154,7 @@ class AutomationUser(HttpUser):
         if self.throttled(response):
             return None
         if response.status_code != 200:
-            response.failure(f"status {response.status_code}: {response.text[:200]}")
+            response.failure(answer(response))
             return None
         try:
             body = response.json()
@@ -173,7 +182,7 @@ def check_json(response: Any, key: str, expected: Any = None) -> None:
     """Fail ``response`` (opened with ``catch_response=True``) unless it is a 200 JSON object with
     ``key`` (equal to ``expected`` when that is given)."""
     if response.status_code != 200:
-        response.failure(f"status {response.status_code}")
+        response.failure(answer(response))
         return
     try:
         body = response.json()
@@ -199,7 +208,7 @@ def gateway_login(user: HttpUser) -> str:
     ) as response:
         token = (response.json().get("data") or {}).get("token") if response.status_code == 200 else None
         if not token:
-            response.failure(f"gateway login at {GATEWAY_URL}: status {response.status_code}")
+            response.failure(f"gateway login at {GATEWAY_URL}: {answer(response)}")
             raise StopUser()
         response.success()
     return token

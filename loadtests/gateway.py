@@ -14,7 +14,7 @@ from locust import HttpUser, between, tag, task
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import connect
 
-from loadtests.common import GATEWAY_URL, check_json, gateway_login, record, ws_url
+from loadtests.common import GATEWAY_URL, answer, check_json, gateway_login, record, ws_url
 
 APP_MANIFEST = """\
 apiVersion: v1
@@ -99,7 +99,7 @@ class GatewayUser(HttpUser):
                 if response.status_code == 200:
                     response.success()
                 else:
-                    response.failure(f"{action}: status {response.status_code}: {response.text[:200]}")
+                    response.failure(f"{action}: {answer(response)}")
         with self.gateway("DELETE", f"{prefix}/{app_id}", name=f"gateway {prefix}/[id]") as response:
             check_json(response, "code", 0)
 

@@ -18,7 +18,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import connect
 
-from loadtests.common import MQTT_URL, AutomationUser, is_loopback, record, ws_url
+from loadtests.common import MQTT_URL, AutomationUser, answer, is_loopback, record, ws_url
 
 MQTT_DEVICE_TYPE = "load_sensor"
 MQTT_DEVICES = 20  # uplinks come from mqtt-load-1 .. mqtt-load-20, so the drafts they make stay few
@@ -176,7 +176,7 @@ class EventSseUser(AutomationUser):
                 "text/event-stream"
             )
             if not streaming:
-                response.failure(f"status {response.status_code}, {response.headers.get('content-type')}")
+                response.failure(f"{answer(response)} ({response.headers.get('content-type')})")
                 response.close()
                 return
             response.success()
