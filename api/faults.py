@@ -163,6 +163,14 @@ class FaultSet:
             task.add_done_callback(self._closing.discard)
         return len(drops)
 
+    def open_stream(self, scope: Scope, drop: Callable[[int], Awaitable[None]]) -> int:
+        """Register an open stream served outside the ASGI apps (an RTSP session) so that
+        :meth:`drop_streams` ends it too; the key for :meth:`close_stream`."""
+        return self._register(scope, drop)
+
+    def close_stream(self, key: int) -> None:
+        self.streams.pop(key, None)
+
     def _register(self, scope: Scope, drop: Callable[[int], Awaitable[None]]) -> int:
         self._stream_ids += 1
         self.streams[self._stream_ids] = (scope, drop)

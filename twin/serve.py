@@ -28,6 +28,7 @@ from api.automation.ratelimit import RateLimiter, host_limit
 from api.control.app import create_app as create_control_app
 from api.faults import FaultMiddleware, FaultSet
 from api.gateway.app import create_app as create_gateway_app
+from api.gateway.rtsp import RtspServer
 from api.gateway.tls import write_self_signed
 from api.journal import JournalMiddleware
 from api.realtime.mqtt import EmbeddedBroker, MqttBridge
@@ -67,6 +68,7 @@ class Twin:
     control_app: FastAPI
     bridge: MqttBridge | None = None
     journal: RequestJournal | None = None
+    rtsp: dict[str, RtspServer] = field(default_factory=dict)
 
 
 def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
@@ -138,6 +140,13 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         create_control_app(control, faults, {"automation": limiter}, journal=journal, actions=describe()),
         journal=journal,
     )
+    for camera_id, camera in world.cameras.items():
+        host, port = _rtsp_address(settings, camera.index)
+        twin.rtsp[camera_id] = server = RtspServer(
+            gateways[camera_id], faults[camera_id], name=camera_id, host=host, port=port,
+            sleep=clock.sleep, udp=settings.rtsp_udp, journal=journal,
+        )  # fmt: skip
+        gateway_apps[camera_id].state.rtsp = server  # the media configuration routes reconcile it
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
     twin.bridge = bridge = MqttBridge(automation, mqtt_url)
     automation.mqtt_ready = lambda: bridge.connected
@@ -196,6 +205,12 @@ def _gateway_address(settings: Settings, index: int) -> tuple[str, int, int]:
         https = settings.gateway_https_port + index if settings.gateway_https_port else 0
         return "127.0.0.1", http, https
     return f"127.0.1.{index}", settings.gateway_http_port, settings.gateway_https_port
+
+
+def _rtsp_address(settings: Settings, index: int) -> tuple[str, int]:
+    if settings.gateway_addressing == "port":
+        return "127.0.0.1", settings.rtsp_port + index - 1 if settings.rtsp_port else 0
+    return f"127.0.1.{index}", settings.rtsp_port
 
 
 def _server(app: FastAPI, host: str, port: int, **ssl: str) -> _Server:
@@ -280,6 +295,13 @@ async def start(twin: Twin, cert_dir: Path) -> Running:
                 raise OSError(f"{listener.name}: server failed to start")
             await asyncio.sleep(0.005)
         listener.bound = listener.address
+    try:
+        for camera_id, rtsp in twin.rtsp.items():
+            twin.gateways[camera_id].media.use_rtsp_port(await rtsp.start())
+            await rtsp.reconcile()
+    except OSError:
+        await stop(running)
+        raise
     running.supervisor = asyncio.create_task(_supervise_power(running), name="gateway-power")
     return running
 
@@ -307,6 +329,8 @@ async def _supervise_power(running: Running) -> None:
 
 
 async def _reconcile_power(running: Running) -> None:
+    for rtsp in running.twin.rtsp.values():  # down with its camera, back where its settings say
+        await rtsp.reconcile()
     for camera_id, camera in running.twin.world.cameras.items():
         for name in (f"{camera_id}/http", f"{camera_id}/https"):
             listener = running.listeners.get(name)
@@ -356,6 +380,8 @@ async def stop(running: Running) -> None:
         running.supervisor.cancel()
         with contextlib.suppress(BaseException):
             await running.supervisor
+    for rtsp in running.twin.rtsp.values():
+        await rtsp.stop()
     for listener in running.listeners.values():
         listener.server.should_exit = True
     for listener in running.listeners.values():
@@ -386,6 +412,9 @@ def banner(running: Running) -> str:
         lines.append(
             f"  {camera_id} gateway  {running.url(camera_id + '/http')}  {running.url(camera_id + '/https')}"
         )
+        rtsp = t.rtsp.get(camera_id)
+        if rtsp is not None and rtsp.serving:
+            lines.append(f"  {camera_id} RTSP     {rtsp.url('main')}")
     return "\n".join(lines)
 
 

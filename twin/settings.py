@@ -28,6 +28,12 @@ class Settings:
     gateway_addressing: str = "ip"
     gateway_http_port: int = 8080
     gateway_https_port: int = 8443
+    rtsp_port: int = 8554
+    """Each camera's RTSP server: on its own address at this port (``ip`` addressing), or at this
+    port + N - 1 (``port`` addressing); a taken port gives way to a free one, which the camera's
+    media configuration then reports."""
+    rtsp_udp: bool = False
+    """Also serve RTP over UDP; the device serves it interleaved on the RTSP connection only."""
     mqtt_host: str = "0.0.0.0"
     mqtt_port: int = 1883
     mqtt_url: str | None = None
@@ -57,6 +63,7 @@ LOOPBACK = {
     "gateway_addressing": "port",
     "gateway_http_port": 0,
     "gateway_https_port": 0,
+    "rtsp_port": 0,
 }
 """Settings that put every server on a free loopback port (scenario runs, benches, socket tests)."""
 
@@ -84,6 +91,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--gateway-http-port", type=int)
     run.add_argument("--gateway-https-port", type=int)
+    run.add_argument("--rtsp-port", type=int, help="cameras' RTSP port (default 8554)")
+    run.add_argument(
+        "--rtsp-udp",
+        action="store_true",
+        default=None,
+        help="also serve RTSP sessions over UDP (the device answers 461: TCP interleaved only)",
+    )
     run.add_argument("--mqtt-port", type=int, help="embedded broker port")
     run.add_argument(
         "--mqtt-url", help="use an external broker (mqtt://host:port) instead of the embedded one"

@@ -11,12 +11,21 @@ from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import Body, is_json
 from api.gateway.routers.image import ok_msg
+from api.gateway.rtsp import RtspServer
 from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.media import StreamConfig
 
 router = APIRouter(prefix="/api/v1/media", tags=["media"], dependencies=[Depends(require_session)])
 streams_router = APIRouter(prefix="/api/v1/streams", tags=["media"], dependencies=[Depends(require_session)])
 FIELD_TYPES = {0: "BOOL", 1: "INT32", 2: "UINT32", 3: "FLOAT64", 4: "STRING"}
+
+
+async def _rtsp_follows(request: Request) -> None:
+    """The camera's RTSP server (where one runs) listens where the configuration now says:
+    ``rtsp.enabled`` starts or stops it, ``rtsp.port`` moves it, as the daemon does."""
+    rtsp: RtspServer | None = getattr(request.app.state, "rtsp", None)
+    if rtsp is not None:
+        await rtsp.reconcile()
 
 
 def _uint(body: Body, name: str) -> int:
@@ -36,6 +45,7 @@ async def set_config(request: Request, backend: Backend) -> JSONResponse:
     if not is_json(request):
         return errors.unsupported_media()
     backend.media.set_config(Body(await request.body()).body)
+    await _rtsp_follows(request)
     return ok_msg("Configuration updated")
 
 
@@ -58,6 +68,7 @@ async def set_field(request: Request, backend: Backend) -> JSONResponse:
     if kind not in FIELD_TYPES:
         raise InvalidInput("type must be between 0 and 4")
     backend.media.set_config_field(path, kind, body.str("value", required=True))
+    await _rtsp_follows(request)
     return ok_msg("Config field applied")
 
 
@@ -75,6 +86,7 @@ async def import_config(request: Request, backend: Backend) -> JSONResponse:
     backend.media.import_config(
         body.str("schema", required=True), body.int("version", required=True), config or {}
     )
+    await _rtsp_follows(request)
     return ok_msg("Configuration imported")
 
 
@@ -107,6 +119,7 @@ async def set_rtsp(request: Request, backend: Backend) -> JSONResponse:
     if not body.has("enabled"):
         raise InvalidInput("Invalid request format: enabled is required")
     backend.media.set_rtsp(body.bool("enabled"))
+    await _rtsp_follows(request)
     return ok_msg("RTSP state updated")
 
 
@@ -126,6 +139,7 @@ async def list_profiles(backend: Backend) -> JSONResponse:
 async def switch_profile(request: Request, backend: Backend) -> JSONResponse:
     name = Body(await request.body()).str("name", required=True)
     backend.media.switch_profile(name)
+    await _rtsp_follows(request)
     return ok_msg(f"Switched to profile {name}")
 
 

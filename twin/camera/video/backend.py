@@ -55,6 +55,7 @@ class TwinGatewayMedia(MediaConfiguration):
         self._id = camera_id
         self._env = None
         self._streams: dict[str, VideoStream] = {}
+        self._rtsp_port = cfg.RTSP_PORT
         self._settings = self._defaults()
         self._osd_files: dict[str, OsdImageFile] = {}
         self._osd_pixels: dict[str, np.ndarray] = {}
@@ -62,10 +63,23 @@ class TwinGatewayMedia(MediaConfiguration):
         self._detector = Detector(0)
 
     # World -------------------------------------------------------------------------------------
-    @staticmethod
-    def _preset(name: str) -> cfg.MediaSettings:
+    def use_rtsp_port(self, port: int) -> None:
+        """The port this camera's RTSP server got (each twin camera has its own; the device uses
+        8554): the camera boots with it in ``rtsp.port``, and settings still on the old default,
+        current or stored in a profile, move with it, so the configuration names the served port."""
+        old, self._rtsp_port = self._rtsp_port, port
+        if self._env is None:
+            return
+        if self._settings.rtsp_port == old:
+            self._settings.rtsp_port = port
+        for doc in self._settings.profiles.values():
+            if doc.get("rtsp", {}).get("port") == old:
+                doc["rtsp"]["port"] = port
+
+    def _preset(self, name: str) -> cfg.MediaSettings:
         streams = [_stream.scaled(c, _stream.RESOLUTION_SCALE) for c in cfg.PROFILES[name]]
-        return cfg.MediaSettings(streams, {s.stream_id: True for s in streams}, profile=name)
+        enabled = {s.stream_id: True for s in streams}
+        return cfg.MediaSettings(streams, enabled, rtsp_port=self._rtsp_port, profile=name)
 
     def _defaults(self) -> cfg.MediaSettings:
         """The settings the camera boots with: the fleet's profile, with ``default`` beside it."""
