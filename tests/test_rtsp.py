@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
 import shutil
+import socket
 import struct
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,6 +24,7 @@ import pytest
 from api.gateway.rtsp import rtp
 from hardware.ports.media import MediaFrame
 from tests.sockets import socket_settings, until
+from tests.twin.test_video import decode as pictures
 from twin.camera.video import stream as video_stream
 from twin.camera.video.encoder import to_avcc
 from twin.serve import build, start, stop
@@ -105,18 +109,6 @@ class Client:
         self.writer.close()
 
 
-def pictures(parameter_sets: bytes, units: list[bytes]) -> list[av.VideoFrame]:
-    ctx = av.CodecContext.create("h264", "r")
-    out = []
-    for unit in [parameter_sets + units[0], *units[1:]]:
-        out.extend(ctx.decode(av.Packet(video_stream_annexb(unit))))
-    return out
-
-
-def video_stream_annexb(avcc: bytes) -> bytes:
-    return b"".join(b"\0\0\0\1" + n for n in rtp.nal_units(avcc))
-
-
 @pytest.fixture
 async def camera(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest):
     monkeypatch.setattr(video_stream, "RESOLUTION_SCALE", getattr(request, "param", SCALE))
@@ -176,9 +168,8 @@ async def test_a_client_of_the_paused_clock_gets_a_decodable_picture_at_once(cam
         parameter_sets = await client.play()
         ts, _, unit = await client.access_unit()  # the clock never moves
         assert ts == 0
-        assert [(p.width, p.height, p.key_frame) for p in pictures(parameter_sets, [unit])] == [
-            (480, 270, True)
-        ]
+        (picture,) = pictures(parameter_sets, [unit])
+        assert (picture.width, picture.height, picture.key_frame) == (480, 270, True)
         status, fields, _ = await client.request("GET_PARAMETER", Session=client.session)
         assert (status, fields["Session"]) == (200, client.session)
         twin.clock.advance(1)
@@ -273,19 +264,11 @@ async def test_rtsp_and_streams_follow_the_media_configuration(camera) -> None:
     await until(lambda: server.serving)
 
 
-class socket_bound_elsewhere:
+@contextlib.contextmanager
+def socket_bound_elsewhere() -> Iterator[int]:
     """A listening socket on a free loopback port, for the length of a ``with``."""
-
-    def __enter__(self) -> int:
-        import socket
-
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        return self.sock.getsockname()[1]
-
-    def __exit__(self, *exc: object) -> None:
-        self.sock.close()
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        yield sock.getsockname()[1]
 
 
 async def test_the_fault_layer_drops_stalls_and_delays_rtsp(camera) -> None:
@@ -350,20 +333,16 @@ async def test_a_silent_udp_session_ends_after_its_timeout(camera) -> None:
         client.close()
 
 
-def _ffmpeg(tool: str) -> str | None:
-    return shutil.which(tool)
-
-
 @pytest.fixture(scope="session")
 def ffmpeg_tools() -> tuple[str, str]:
     """Debian's ffprobe and ffmpeg, installed here when missing and this is root with apt-get (as on
     CI); skipped, saying why, only where they cannot be installed."""
-    if _ffmpeg("ffprobe") is None and os.geteuid() == 0 and shutil.which("apt-get"):
+    if shutil.which("ffprobe") is None and os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         install = ["apt-get", "install", "-y", "--no-install-recommends", "ffmpeg"]
         for command in (["apt-get", "update"], install):
             subprocess.run(command, env=env, capture_output=True, timeout=900, check=False)
-    probe, mpeg = _ffmpeg("ffprobe"), _ffmpeg("ffmpeg")
+    probe, mpeg = shutil.which("ffprobe"), shutil.which("ffmpeg")
     if probe is None or mpeg is None:
         pytest.skip("ffprobe/ffmpeg are missing and cannot be installed here (Debian's `ffmpeg` needs root)")
     return probe, mpeg
