@@ -88,3 +88,20 @@ def test_a_bad_scenario_is_reported_with_its_location(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert f"{bad}:4: fleet.cameras.count" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_help_lists_every_command_with_a_line_each() -> None:
+    def twin(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "twin.cli", *args], capture_output=True, text=True, timeout=30
+        )
+
+    top, scenario = twin("--help"), twin("scenario", "--help")
+    assert top.returncode == 0 and scenario.returncode == 0
+    actions = re.search(r"\{([a-z,]+)\}", scenario.stdout).group(1).split(",")
+    assert sorted(actions) == ["list", "run", "validate"]
+    for command in ["run", *(f"scenario {a}" for a in actions)]:
+        assert re.search(rf"^  {command} +\w", top.stdout, re.M), top.stdout
+    assert "exit status of twin scenario run:\n  0  passed" in top.stdout
+    bare = twin()
+    assert bare.returncode == 2 and "usage: twin [-h] command ..." in bare.stderr

@@ -1,5 +1,5 @@
-"""``twin`` command line: ``twin run`` serves the world; ``twin scenario run|validate|list`` runs
-scenario files against a client under test."""
+"""``twin`` command line: ``twin run`` serves the world; ``twin scenario list|validate|run`` works with
+scenario files and runs them against a client under test."""
 
 from __future__ import annotations
 
@@ -8,17 +8,65 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from twin import settings as settings_mod
 from twin.scenario.model import ScenarioError
 
+if TYPE_CHECKING:
+    from twin.scenario.runner import RunResult
+
 SCENARIO_DIR = settings_mod.DEFAULT_SCENARIO.parent
+
+COMMANDS = {
+    "run": "start the world and every server on it (options: twin run --help)",
+    "scenario list": "list the scenario library, each file with what it proves",
+    "scenario validate": "check scenario files: every problem, one line each (file:line: message)",
+    "scenario run": "run a scenario against a client under test and judge it",
+}
+
+PASSED, FAILED, INVALID, INCONCLUSIVE, NOT_RUN = 0, 1, 2, 3, 4
+EXIT_STATUS = f"""exit status of twin scenario run:
+  {PASSED}  passed: every expectation was exercised and held (optional ones may be inconclusive),
+     and the client ended as the scenario expects
+  {FAILED}  failed: an expectation failed, the client's exit status was not the expected one, or a
+     timeline step failed
+  {INVALID}  the scenario file is invalid or unreadable, or the command line is wrong
+  {INCONCLUSIVE}  inconclusive: nothing failed, but an expectation the scenario requires was not
+     exercised (a run without --client exercises none)
+  {NOT_RUN}  the run could not be carried out (the client could not be started, a port is taken)"""
+
+CLIENT_TAIL_LINES = 15
+"""Lines of a failed client's output shown on stderr."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The top-level parser, for ``twin --help`` and unknown commands; each command parses its own
+    arguments (``twin run`` in :mod:`twin.settings`)."""
+    listing = "\n".join(f"  {name:<19} {text}" for name, text in COMMANDS.items())
+    p = argparse.ArgumentParser(
+        prog="twin",
+        usage="twin [-h] command ...",
+        description="Hardware-in-the-loop simulator and digital twin.",
+        epilog=f"commands:\n{listing}\n\n{EXIT_STATUS}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="command", help=argparse.SUPPRESS)
+    sub.add_parser("run", add_help=False)
+    sub.add_parser("scenario", add_help=False)
+    return p
 
 
 def _scenario_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="twin scenario", description="Run scenario files against a client.")
     sub = p.add_subparsers(dest="action", required=True)
-    run = sub.add_parser("run", help="run a scenario and judge the client under test")
+    run = sub.add_parser(
+        "run",
+        help=COMMANDS["scenario run"],
+        description=COMMANDS["scenario run"],
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("file", type=Path)
     pace = run.add_mutually_exclusive_group()
     pace.add_argument("--speed", type=float, help="realtime at this speed factor")
@@ -27,9 +75,9 @@ def _scenario_parser() -> argparse.ArgumentParser:
     run.add_argument("--report", type=Path, help="directory for summary, JUnit XML, HTML report and trace")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--until", type=float, help="stop at this sim time if the file says later")
-    validate = sub.add_parser("validate", help="check scenario files; one line per problem")
+    validate = sub.add_parser("validate", help=COMMANDS["scenario validate"])
     validate.add_argument("files", type=Path, nargs="+")
-    lst = sub.add_parser("list", help="the scenario library")
+    lst = sub.add_parser("list", help=COMMANDS["scenario list"])
     lst.add_argument("--dir", type=Path, default=SCENARIO_DIR)
     return p
 
@@ -43,24 +91,29 @@ def _first_comment(path: Path) -> str:
     return ""
 
 
+def _validate(files: list[Path]) -> int:
+    from twin.scenario.model import load_scenario
+
+    status = PASSED
+    for path in files:
+        try:
+            load_scenario(path)
+            print(f"{path}: ok")
+        except ScenarioError as err:
+            for problem in err.problems:
+                print(problem, file=sys.stderr)
+            status = INVALID
+    return status
+
+
 def scenario_main(argv: list[str]) -> int:
     args = _scenario_parser().parse_args(argv)
     if args.action == "list":
         for path in sorted(args.dir.glob("*.yaml")):
             print(f"{path.name:<28} {_first_comment(path)}")
-        return 0
+        return PASSED
     if args.action == "validate":
-        from twin.scenario.model import load_scenario
-
-        status = 0
-        for path in args.files:
-            try:
-                load_scenario(path)
-                print(f"{path}: ok")
-            except ScenarioError as err:
-                print(str(err), file=sys.stderr)
-                status = 2
-        return status
+        return _validate(args.files)
     from twin.scenario import report
     from twin.scenario.runner import RunOptions, progress_printer, run
 
@@ -75,21 +128,36 @@ def scenario_main(argv: list[str]) -> int:
     try:
         result = asyncio.run(run(args.file, opts))
     except ScenarioError as err:
-        print(str(err), file=sys.stderr)
-        return 2
+        for problem in err.problems:
+            print(problem, file=sys.stderr)
+        return INVALID
     except OSError as err:
         print(f"twin: {err}", file=sys.stderr)
-        return 1
+        return NOT_RUN
     if show is not None:
         sys.stderr.write("\n")
     print(report.summary(result))
     if args.report:
         report.write(result, args.report)
+    _explain(result)
+    return {"passed": PASSED, "failed": FAILED, "inconclusive": INCONCLUSIVE}[result.outcome.value]
+
+
+def _explain(result: RunResult) -> None:
+    """On stderr: what failed the run, and the tail of a client's output when the client failed."""
+    client = result.client_verdict
+    if client is not None and not client.passed:
+        print(f"twin: client {result.client_command!r} {client.message}", file=sys.stderr)
+        tail = result.client_output.rstrip().splitlines()[-CLIENT_TAIL_LINES:]
+        if tail:
+            print("twin: the client's last output:", file=sys.stderr)
+            print("\n".join(f"  | {line}" for line in tail), file=sys.stderr)
     for v in result.failed:
         print(f"twin: expectation failed: {v.name}: {v.message}", file=sys.stderr)
+    for v in result.inconclusive:
+        print(f"twin: expectation inconclusive: {v.name}: {v.message}", file=sys.stderr)
     for err in result.errors:
         print(f"twin: {err}", file=sys.stderr)
-    return 0 if result.passed else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("amqtt").setLevel(logging.CRITICAL)
         logging.getLogger("transitions").setLevel(logging.ERROR)
         return scenario_main(argv[1:])
+    if argv[:1] != ["run"]:
+        _parser().parse_args(argv)  # help, or an error naming the commands; exits
     command, settings = settings_mod.parse(argv)
     logging.basicConfig(level=settings.log_level.upper(), format="%(message)s")
     logging.getLogger("amqtt").setLevel(logging.CRITICAL)
@@ -114,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             asyncio.run(serve(settings, on_start))
         except ScenarioError as err:
-            print(f"twin: {err}", file=sys.stderr)
+            for problem in err.problems:
+                print(f"twin: {problem}", file=sys.stderr)
             return 2
         except OSError as err:
             print(f"twin: {err}", file=sys.stderr)

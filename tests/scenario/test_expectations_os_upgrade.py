@@ -37,11 +37,15 @@ def up(at: float, camera: str = "cam-01") -> Event:
     return Event(EventKind.CAMERA_POWER_UP, at, camera, {"boot": 1})
 
 
-def judge(journal: list[JournalEntry], events: list[Event] = (), end: float = 600, **kw) -> tuple[bool, str]:
+Judged = tuple[bool | None, str]
+
+
+def judge(journal: list[JournalEntry], events: list[Event] = (), end: float = 600, **kw) -> Judged:
+    """(passed, message); passed is None when nothing exercised the expectation."""
     exp = PollsOsUpgradeToTerminal(expect="polls_os_upgrade_to_terminal", **kw)
     verdict = exp.judge(RunRecord(journal=journal, events=list(events), end=end))
     assert verdict.name == kw.get("name", "polls_os_upgrade_to_terminal")
-    return verdict.passed, verdict.message
+    return (None if verdict.inconclusive else verdict.passed), verdict.message
 
 
 INSTALLED = [req(1, "POST", "upload"), req(2, "POST", "validate"), req(3, "POST", "install")]
@@ -91,7 +95,7 @@ def test_the_last_install_is_the_one_judged() -> None:
 
 def test_a_refused_install_starts_nothing() -> None:
     journal = [req(1, "POST", "install", status=409), poll(2, "ready")]
-    assert judge(journal) == (True, "not exercised: no OS-upgrade install was started")
+    assert judge(journal) == (None, "not exercised: no OS-upgrade install was started")
 
 
 def test_not_coming_back_after_the_reboot_fails() -> None:

@@ -38,9 +38,9 @@ def sse(at: float, end: float, status: int = 200, route: str = EVENTS_SSE) -> Jo
     )
 
 
-def judge(run: RunRecord, **kw) -> tuple[bool, str]:
+def judge(run: RunRecord, **kw) -> tuple[bool | None, str]:
     verdict = ReconnectsStream(expect="reconnects_stream", **kw).judge(run)
-    return verdict.passed, verdict.message
+    return (None if verdict.inconclusive else verdict.passed), verdict.message
 
 
 def record(journal=(), mqtt=(), outages=(), end: float = 300) -> RunRecord:
@@ -55,7 +55,7 @@ def test_websocket_drops_are_judged_as_before() -> None:
     assert judge(late, transport="ws") == (False, "no new WS connection within 10 s of the drop at t=30")
     refused = record([ws(0, 30), ws(31, 31, status=403)])
     assert judge(refused, transport="ws") == (False, "never had its WS stream back after the drop at t=30")
-    assert judge(late, transport="sse") == (True, "not exercised: no SSE stream was dropped")
+    assert judge(late, transport="sse") == (None, "not exercised: no SSE stream was dropped")
 
 
 # Server-Sent Events ---------------------------------------------------------------------------------
@@ -79,9 +79,9 @@ def test_an_sse_stream_never_had_again_fails() -> None:
 
 def test_plain_requests_and_late_drops_are_not_sse_drops() -> None:
     run = record([sse(0, 0, route="/api/devices"), sse(5, 5, route="/api/devices"), sse(0, 295)])
-    assert judge(run, server="automation") == (True, "not exercised: no WS/SSE/MQTT stream was dropped")
+    assert judge(run, server="automation") == (None, "not exercised: no WS/SSE/MQTT stream was dropped")
     other = record([sse(0, 40)])
-    assert judge(other, server="cam-01", transport="sse")[0]  # another server's stream
+    assert judge(other, server="cam-01", transport="sse")[0] is None  # another server's stream
 
 
 # MQTT ------------------------------------------------------------------------------------------------
@@ -115,19 +115,19 @@ def test_a_drop_without_an_outage_counts_from_the_drop() -> None:
 
 def test_what_is_not_an_mqtt_drop() -> None:
     said_goodbye = record(mqtt=[session("qa", 0, 50, True)])
-    assert judge(said_goodbye, transport="mqtt") == (True, "not exercised: no MQTT stream was dropped")
+    assert judge(said_goodbye, transport="mqtt") == (None, "not exercised: no MQTT stream was dropped")
     never_back = record(mqtt=[session("qa", 0, 30, False)], outages=[(30, None)])
-    assert judge(never_back, transport="mqtt")[0]
+    assert judge(never_back, transport="mqtt")[0] is None
     too_late = record(mqtt=[session("qa", 0, 30, False)], outages=[(30, 295)])
-    assert judge(too_late, transport="mqtt")[0]
+    assert judge(too_late, transport="mqtt")[0] is None
     still_open = record(mqtt=[session("qa", 0, None, None)])
-    assert judge(still_open, transport="mqtt")[0]
+    assert judge(still_open, transport="mqtt")[0] is None
 
 
 def test_any_transport_judges_mqtt_whatever_the_server() -> None:
     run = record([ws(0, 300)], mqtt=[session("qa", 0, 30, False)], outages=[(30, 100)])
     assert judge(run, server="automation", seconds=15)[0] is False
-    assert judge(run, server="automation", transport="ws")[0]
+    assert judge(run, server="automation", transport="ws")[0] is None
 
 
 def test_the_transport_field_validates() -> None:

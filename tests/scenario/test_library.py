@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import SCENARIOS
 from twin.cli import main
 from twin.scenario import load_scenario, report
+from twin.scenario.expectations import Outcome
 from twin.scenario.runner import RunOptions, run
 from twin.scenario.schema import SCHEMA_PATH, schema_text
 
@@ -34,10 +35,12 @@ def test_library_file_validates_and_says_what_it_proves(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", LIBRARY, ids=lambda p: p.name)
-def test_library_file_runs_in_fast_mode(path: Path) -> None:
+def test_library_file_runs_in_fast_mode_and_without_a_client_judges_nothing(path: Path) -> None:
     result = asyncio.run(run(path, RunOptions(step=True, stop_at=FAST_STOP_S)))
-    assert result.passed, report.summary(result)
+    assert not result.errors and result.client_verdict is None, report.summary(result)
     assert result.record.end == FAST_STOP_S
+    assert all(v.outcome is Outcome.INCONCLUSIVE for v in result.verdicts), report.summary(result)
+    assert result.outcome is (Outcome.INCONCLUSIVE if result.verdicts else Outcome.PASSED)
 
 
 def test_validate_and_list(capsys: pytest.CaptureFixture[str]) -> None:

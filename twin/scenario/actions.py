@@ -100,11 +100,15 @@ class DeviceParams(Params):
     device: str = Field(min_length=1)
 
 
-class GapParams(DeviceParams):
+class SensorParams(DeviceParams):
+    """A simulated sensor of the scenario's fleet (its signal is what the action changes)."""
+
+
+class GapParams(SensorParams):
     seconds: float = Field(default=60.0, gt=0, description="gap length when the entry has no 'for'")
 
 
-class SpikeParams(DeviceParams):
+class SpikeParams(SensorParams):
     metric: str = Field(min_length=1)
     delta: float = Field(description="added to the metric's value while the spike lasts")
     seconds: float | None = Field(
@@ -224,7 +228,7 @@ def _device_delete(c: Target, p: DeviceParams) -> None:
     c.world.devices.delete(p.device)
 
 
-def _device_recreate(c: Target, p: DeviceParams) -> None:
+def _device_recreate(c: Target, p: SensorParams) -> None:
     """A deleted simulated sensor comes back under the same id (its history stays archived)."""
     devices = c.world.devices
     if p.device not in c.world.sensor_of:
@@ -234,11 +238,11 @@ def _device_recreate(c: Target, p: DeviceParams) -> None:
         devices.overlays.put(p.device, overlay)
 
 
-def _device_offline(c: Target, p: DeviceParams) -> Undo:
+def _device_offline(c: Target, p: SensorParams) -> Undo:
     return c.world.devices.take_offline(p.device)
 
 
-def _device_online(c: Target, p: DeviceParams) -> None:
+def _device_online(c: Target, p: SensorParams) -> None:
     c.world.devices.bring_online(p.device)
 
 
@@ -383,9 +387,9 @@ ACTIONS: dict[str, Action] = {
         Action("network_hang", ServerParams, _hang, "requests get no answer until undone, then close"),
         Action("bandwidth", BandwidthParams, _bandwidth, "cap response bytes per world second"),
         Action("device_delete", DeviceParams, _device_delete, "delete a device (history stays archived)"),
-        Action("device_recreate", DeviceParams, _device_recreate, "bring a deleted simulated sensor back"),
-        Action("device_offline", DeviceParams, _device_offline, "a simulated sensor stops reporting"),
-        Action("device_online", DeviceParams, _device_online, "a sensor taken offline reports again"),
+        Action("device_recreate", SensorParams, _device_recreate, "bring a deleted simulated sensor back"),
+        Action("device_offline", SensorParams, _device_offline, "a simulated sensor stops reporting"),
+        Action("device_online", SensorParams, _device_online, "a sensor taken offline reports again"),
         Action("telemetry_gap", GapParams, _telemetry_gap, "a sensor reports nothing for a while"),
         Action("telemetry_spike", SpikeParams, _telemetry_spike, "a sensor's metric jumps by delta"),
         Action("token_expiry", ServerParams, _token_expiry, "end every session on a server"),

@@ -1,9 +1,15 @@
 """What every expectation shares: the :class:`RunRecord` it reads, the :class:`Verdict` it returns,
-and the :class:`Expect` base model (its ``server`` filter, label and verdict)."""
+and the :class:`Expect` base model (its ``server`` filter, label, ``optional`` flag and verdicts).
+
+A verdict has one of three outcomes. ``passed`` and ``failed`` say the run exercised what the
+expectation is about (a 429 was answered, a stream was dropped...) and the client did or did not
+behave. ``inconclusive`` says nothing in the run exercised it, so there is nothing to judge: that is
+not a pass, and it fails the run unless the scenario marks the expectation ``optional``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,18 +25,52 @@ class RunRecord:
     events: list[Event]
     end: float
     client_exit: int | None = None
+    """The client's exit status (negative: the signal that ended it); ``None``: no client ran."""
     actions: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
     mqtt: list[MqttSession] = field(default_factory=list)
     """Client sessions on the embedded MQTT broker (the twin's own bridge left out)."""
     broker_outages: list[tuple[float, float | None]] = field(default_factory=list)
     """``(down, up)`` per time the embedded broker went away (``up`` ``None``: not back)."""
+    client_stopped: bool = False
+    """The client was still running when the run ended and the runner stopped it."""
+
+    @property
+    def client_ran(self) -> bool:
+        """A client took part: the runner started one, or something used the servers."""
+        return self.client_exit is not None or bool(self.journal) or bool(self.mqtt)
+
+
+class Outcome(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     name: str
     passed: bool
+    """Exercised and held. An inconclusive verdict is not passed."""
     message: str
+    inconclusive: bool = False
+    """Nothing in the run exercised the expectation: neither passed nor failed."""
+    optional: bool = False
+    """The scenario lets the run pass while this verdict is inconclusive."""
+    outcome: Outcome = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.passed and self.inconclusive:
+            raise ValueError("a verdict is passed or inconclusive, not both")
+        if self.inconclusive:
+            outcome = Outcome.INCONCLUSIVE
+        else:
+            outcome = Outcome.PASSED if self.passed else Outcome.FAILED
+        object.__setattr__(self, "outcome", outcome)
+
+    @property
+    def fails_run(self) -> bool:
+        """Failed, or inconclusive where the scenario did not make it optional."""
+        return self.outcome is Outcome.FAILED or (self.inconclusive and not self.optional)
 
 
 def fmt_entry(e: JournalEntry) -> str:
@@ -44,6 +84,12 @@ class Expect(BaseModel):
 
     name: str | None = Field(default=None, description="shown in reports; default: the kind")
     server: str | None = Field(default="automation", description="'automation', a camera id, or null for all")
+    optional: bool = Field(
+        default=False,
+        description="the run may pass when nothing exercised this expectation (its verdict is then "
+        "inconclusive); once exercised it is judged like any other. At least one expectation of a "
+        "scenario is not optional",
+    )
 
     @property
     def label(self) -> str:
@@ -53,4 +99,8 @@ class Expect(BaseModel):
         return [e for e in run.journal if self.server is None or e.server == self.server]
 
     def verdict(self, passed: bool, message: str) -> Verdict:
-        return Verdict(self.label, passed, message)
+        return Verdict(self.label, passed, message, optional=self.optional)
+
+    def not_exercised(self, why: str) -> Verdict:
+        """The inconclusive verdict: ``why`` says what never happened in the run."""
+        return Verdict(self.label, False, f"not exercised: {why}", inconclusive=True, optional=self.optional)

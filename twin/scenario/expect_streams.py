@@ -91,7 +91,7 @@ class ReconnectsStream(Expect):
                 why = f"never had its {s.transport} stream back after the drop at t={s.end:g}"
                 return self.verdict(False, why)
         if not drops:
-            return self.verdict(True, f"not exercised: no {self._kinds()} stream was dropped")
+            return self.not_exercised(f"no {self._kinds()} stream was dropped")
         plural = "s" if drops != 1 else ""
         return self.verdict(True, f"reconnected after {drops} dropped {self._kinds()} stream{plural}")
 

@@ -27,7 +27,7 @@ class PollsOtaToTerminal(Expect):
             if e.method == "POST" and "/ota/install" in e.path and 200 <= e.status < 300
         ]
         if not starts:
-            return self.verdict(True, "not exercised: no OTA install was started")
+            return self.not_exercised("no OTA install was started")
         polls = [e for e in entries[starts[-1] + 1 :] if e.route.endswith("/ota/status") and e.status == 200]
         if not polls:
             return self.verdict(False, "never polled ota/status after starting the install")
@@ -61,7 +61,7 @@ class PollsOsUpgradeToTerminal(Expect):
             if e.method == "POST" and e.route.endswith("/os-upgrade/install") and 200 <= e.status < 300
         ]
         if not starts:
-            return self.verdict(True, "not exercised: no OS-upgrade install was started")
+            return self.not_exercised("no OS-upgrade install was started")
         start = entries[starts[-1]]
         after = entries[starts[-1] + 1 :]
         ups = [

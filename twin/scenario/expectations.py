@@ -2,7 +2,8 @@
 
 Each expectation is a strict model (``expect: <kind>`` selects it) with a ``judge`` method that
 reads a :class:`RunRecord` and returns a :class:`Verdict`. An expectation whose trigger never
-happened passes, and says so ("not exercised"), so a report never hides a vacuous pass.
+happened (no 429 answered, no stream dropped, no request to its server at all) is inconclusive,
+"not exercised": never a pass. When no client ran, every expectation is inconclusive.
 
 The request and journal kinds are here; the firmware and OS-upgrade kinds are in
 :mod:`twin.scenario.expect_upgrades`, the stream kind in :mod:`twin.scenario.expect_streams`, and
@@ -19,7 +20,7 @@ from urllib.parse import parse_qs
 from pydantic import Field
 
 from twin.journal import JournalEntry
-from twin.scenario.expect_base import Expect, RunRecord, Verdict, fmt_entry
+from twin.scenario.expect_base import Expect, Outcome, RunRecord, Verdict, fmt_entry
 from twin.scenario.expect_streams import ReconnectsStream
 from twin.scenario.expect_upgrades import PollsOsUpgradeToTerminal, PollsOtaToTerminal
 
@@ -30,6 +31,7 @@ __all__ = [
     "HonoursRetryAfter",
     "JournalCount",
     "NoUnknownRoutes",
+    "Outcome",
     "PagesComplete",
     "PollsOsUpgradeToTerminal",
     "PollsOtaToTerminal",
@@ -78,7 +80,7 @@ class HonoursRetryAfter(Expect):
                     f"Retry-After: {e.retry_after} ({fmt_entry(e)})",
                 )
         if not limited:
-            return self.verdict(True, "not exercised: no 429 with Retry-After was answered")
+            return self.not_exercised("no 429 with Retry-After was answered")
         return self.verdict(True, f"waited out every Retry-After ({limited} responses with 429)")
 
 
@@ -102,7 +104,7 @@ class StopsAtNullCursor(Expect):
                 ends += 1
             last[key] = e
         if not ends:
-            return self.verdict(True, "not exercised: no page ended with a null cursor")
+            return self.not_exercised("no page ended with a null cursor")
         return self.verdict(True, f"stopped at every null cursor ({ends} last pages)")
 
 
@@ -133,7 +135,7 @@ class PagesComplete(Expect):
             if e.status == 200:
                 last[key] = e
         if not chained:
-            return self.verdict(True, "not exercised: no page was requested with a cursor")
+            return self.not_exercised("no page was requested with a cursor")
         return self.verdict(True, f"{chained} pages chained on next_cursor")
 
 
@@ -159,7 +161,7 @@ class HandlesDeletedDevice(Expect):
             if _query(e).get("history", "").lower() not in ("true", "1"):
                 repeats.append(e)
         if seen_404 is None:
-            return self.verdict(True, f"not exercised: {self.device} never answered 404")
+            return self.not_exercised(f"{self.device} never answered 404")
         if len(repeats) > self.max_repeats:
             return self.verdict(
                 False,
@@ -198,7 +200,7 @@ class ReloginAfterSessionsDropped(Expect):
             e = next(iter(pending.values()))
             return self.verdict(False, f"never logged in again after {fmt_entry(e)}")
         if not seen:
-            return self.verdict(True, "not exercised: no request was refused with 401")
+            return self.not_exercised("no request was refused with 401")
         return self.verdict(True, f"logged in again after each of {seen} 401 responses")
 
 
@@ -218,7 +220,7 @@ class ResumesWithin(Expect):
             if not ok and t + self.seconds <= run.end:
                 return self.verdict(False, f"no successful request within {self.seconds:g} s of t={t:g}")
         if not triggers:
-            return self.verdict(True, f"not exercised: no {self.after} event")
+            return self.not_exercised(f"no {self.after} event")
         return self.verdict(True, f"resumed within {self.seconds:g} s after {len(triggers)} {self.after}")
 
 
@@ -229,10 +231,13 @@ class NoUnknownRoutes(Expect):
     server: str | None = None
 
     def judge(self, run: RunRecord) -> Verdict:
-        bad = [e for e in self.entries(run) if e.route == "unmatched" and e.fault is None]
+        entries = self.entries(run)
+        if not entries:
+            return self.not_exercised(f"no request to {self.server or 'any server'}")
+        bad = [e for e in entries if e.route == "unmatched" and e.fault is None]
         if bad:
             return self.verdict(False, f"{len(bad)} requests to unknown routes; first: {fmt_entry(bad[0])}")
-        return self.verdict(True, "every request matched a vendor route")
+        return self.verdict(True, f"each of {len(entries)} requests matched a vendor route")
 
 
 class RequestRate(Expect):
@@ -244,6 +249,8 @@ class RequestRate(Expect):
 
     def judge(self, run: RunRecord) -> Verdict:
         times = [e.at for e in self.entries(run)]
+        if not times:
+            return self.not_exercised(f"no request to {self.server or 'any server'}")
         lo, peak, at = 0, 0, 0.0
         for hi, t in enumerate(times):
             while times[lo] <= t - self.per:
@@ -256,7 +263,9 @@ class RequestRate(Expect):
 
 
 class JournalCount(Expect):
-    """A generic journal assertion: the number of matching requests is within [min, max]."""
+    """A generic journal assertion: the number of matching requests is within [min, max]. With
+    ``min`` 0 it is not exercised while the client sent nothing to ``server``: a bound on what a
+    client did needs a client that did something there."""
 
     expect: Literal["journal"]
     server: str | None = None
@@ -269,10 +278,11 @@ class JournalCount(Expect):
     max: int | None = Field(default=None, ge=0)
 
     def judge(self, run: RunRecord) -> Verdict:
-        if run.client_exit is None and not run.journal:
-            return self.verdict(True, "not exercised: no client ran")
+        entries = self.entries(run)
+        if not entries and self.min == 0:
+            return self.not_exercised(f"no request to {self.server or 'any server'}")
         count = 0
-        for e in self.entries(run):
+        for e in entries:
             if self.method is not None and e.method != self.method.upper():
                 continue
             if self.route is not None and e.route != self.route:
@@ -290,13 +300,16 @@ class JournalCount(Expect):
 
 
 class ClientSucceeds(Expect):
-    """The client under test exits with status 0 (not killed at the stop time)."""
+    """The client under test exits with status 0 on its own before the run ends: stricter than the
+    scenario's ``client.expect_exit``, which lets a client still running at the stop time be."""
 
     expect: Literal["client_succeeds"]
 
     def judge(self, run: RunRecord) -> Verdict:
         if run.client_exit is None:
-            return self.verdict(True, "not exercised: no client ran")
+            return self.not_exercised("no client ran")
+        if run.client_stopped:
+            return self.verdict(False, "the client was still running at the stop time")
         return self.verdict(run.client_exit == 0, f"client exit status {run.client_exit}")
 
 
@@ -319,4 +332,6 @@ Expectation = Annotated[
 
 
 def judge_all(expectations: list[Any], run: RunRecord) -> list[Verdict]:
+    if not run.client_ran:
+        return [exp.not_exercised("no client ran") for exp in expectations]
     return [exp.judge(run) for exp in expectations]

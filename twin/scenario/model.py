@@ -2,7 +2,11 @@
 
 A scenario is the world (seed, clock, fleet), a timeline of actions on the world clock (``at`` a sim
 time or ``after`` a world event; ``for`` undoes the action that much later), the expectations the
-client under test is judged by, and when the run stops.
+client under test is judged by, what its exit status should be, and when the run stops.
+
+A file is checked in one pass and every problem is reported, each as ``file:line: key.path: message``:
+the actions and their parameters, the schema, and the names the file refers to (cameras, servers,
+simulated sensors and their metrics, world event kinds; see :mod:`twin.scenario.targets`).
 """
 
 from __future__ import annotations
@@ -10,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -34,11 +37,14 @@ from twin.fleet import (
     WorldConfig,
 )
 from twin.scenario.actions import ACTIONS, check
+from twin.scenario.client import ClientSpec
 from twin.scenario.expectations import Expectation
+from twin.scenario.source import Document, ScenarioError, read
+from twin.scenario.targets import Names, target_problems
 
-
-class ScenarioError(ValueError):
-    """A scenario file that cannot be used; the message names file, line and key path."""
+ACTIONS_CHECKED = "actions_checked"
+"""Validation context key: the timeline's actions and parameters were checked already (by
+:func:`parse_scenario`, at their own lines), so the step model does not report them again."""
 
 
 class _Strict(BaseModel):
@@ -198,6 +204,33 @@ class Fleet(_Strict):
             raise ValueError(f"at most {MAX_CAMERAS} cameras in all")
         return groups
 
+    def sensor_groups(self) -> tuple[SensorGroup, ...]:
+        return tuple(
+            SensorGroup(
+                device_type=s.type,
+                count=s.count,
+                period=s.period,
+                id_prefix=s.id_prefix,
+                metrics=tuple(MetricSpec(name, sig.spec(), unit=sig.unit) for name, sig in s.metrics.items()),
+            )
+            for s in self.sensors
+        )
+
+    def camera_specs(self) -> tuple[CameraSpec, ...]:
+        return tuple(CameraSpec(**g.model_dump()) for g in self.cameras)
+
+    def names(self) -> Names:
+        """The cameras and simulated sensors (with their metrics) this fleet has."""
+        first, *more = self.camera_specs()
+        cameras = [
+            camera_id for camera_id, _ in WorldConfig(cameras=first, camera_groups=tuple(more)).camera_specs()
+        ]
+        sensors = {}
+        for group, spec in zip(self.sensor_groups(), self.sensors, strict=True):
+            metrics = frozenset(spec.metrics)
+            sensors.update(dict.fromkeys(group.device_ids(), metrics))
+        return Names(cameras=tuple(cameras), sensors=sensors)
+
 
 class ClockSpec(_Strict):
     mode: Literal["realtime", "step"] = "realtime"
@@ -227,11 +260,12 @@ class Step(_Strict):
     for_: float | None = Field(default=None, alias="for", gt=0, description="undo after this many s")
 
     @model_validator(mode="after")
-    def _check(self) -> Step:
+    def _check(self, info: ValidationInfo) -> Step:
         if (self.at is None) == (self.after is None):
             raise ValueError("give exactly one of 'at' and 'after'")
-        action = check(self.do)
-        action.params.model_validate(self.params)
+        if not (info.context or {}).get(ACTIONS_CHECKED):
+            action = check(self.do)
+            action.params.model_validate(self.params)
         return self
 
 
@@ -261,93 +295,45 @@ class Scenario(_Strict):
     fleet: Fleet = Field(default_factory=Fleet)
     timeline: list[Step] = Field(default_factory=list)
     expectations: list[Expectation] = Field(default_factory=list)
+    client: ClientSpec = Field(default_factory=ClientSpec)
     stop: Stop = Field(default_factory=Stop)
     servers: Servers = Field(default_factory=Servers)
     watch: list[Watch] = Field(default_factory=list, description="metrics plotted in the HTML report")
 
+    @field_validator("expectations")
+    @classmethod
+    def _one_required(cls, expectations: list[Any]) -> list[Any]:
+        if expectations and all(e.optional for e in expectations):
+            raise ValueError(
+                "every expectation is optional, so a run could pass with nothing judged: "
+                "make at least one of them required"
+            )
+        return expectations
+
     def world_config(self, wall_now: float | None = None) -> WorldConfig:
         """The world this scenario describes; ``wall_now`` resolves ``epoch: now``."""
-        first, *more = self.fleet.cameras
-        groups = tuple(
-            SensorGroup(
-                device_type=s.type,
-                count=s.count,
-                period=s.period,
-                id_prefix=s.id_prefix,
-                metrics=tuple(
-                    MetricSpec(
-                        name,
-                        sig.spec(),
-                        unit=sig.unit,
-                    )
-                    for name, sig in s.metrics.items()
-                ),
-            )
-            for s in self.fleet.sensors
-        )
+        first, *more = self.fleet.camera_specs()
         return WorldConfig(
             seed=self.seed,
             epoch=float(int(wall_now or 0)) if self.clock.epoch == "now" else self.clock.epoch,
-            sensors=groups,
-            cameras=CameraSpec(**first.model_dump()),
-            camera_groups=tuple(CameraSpec(**g.model_dump()) for g in more),
+            sensors=self.fleet.sensor_groups(),
+            cameras=first,
+            camera_groups=tuple(more),
         )
 
 
-class _LineLoader(yaml.SafeLoader):
-    """A SafeLoader that remembers the line of every mapping key."""
-
-
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> dict:
-    mapping = {}
-    lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        mapping[key] = loader.construct_object(value_node, deep=True)
-        lines[key] = key_node.start_mark.line + 1
-    loader.key_lines[id(mapping)] = (mapping, lines)
-    return mapping
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _line_of(data: object, path: tuple, key_lines: dict) -> int | None:
-    node, line = data, None
-    for part in path:
-        entry = key_lines.get(id(node)) if isinstance(node, dict) else None
-        if entry is not None and part in entry[1]:
-            line = entry[1][part]
-        try:
-            node = node[part]  # type: ignore[index]
-        except (KeyError, IndexError, TypeError):
-            if entry is not None and entry[1]:
-                line = min(entry[1].values())  # a missing key: the line of the mapping it belongs in
-            return line
-    entry = key_lines.get(id(node)) if isinstance(node, dict) and path and isinstance(path[-1], int) else None
-    if entry is not None and entry[1]:
-        line = min(entry[1].values())  # a list item: the line of its first key
-    return line
-
-
-def _where(source: str, data: object, path: tuple, key_lines: dict) -> str:
-    line = _line_of(data, path, key_lines)
-    return f"{source}:{line}" if line else source
-
-
-def _precheck(data: dict, source: str, key_lines: dict) -> list[str]:
-    """Actions and expectations named in the file, checked before the schema so that an action
-    the world cannot run yet, or a bad parameter, is reported at its own line and key."""
+def _precheck(doc: Document) -> list[tuple[int, str]]:
+    """The actions named in the timeline and their parameters, checked on their own so that an
+    unknown action or a bad parameter is reported at its own line and key, beside whatever else
+    is wrong with the step (the schema then leaves them to this check)."""
     problems = []
-    timeline = data.get("timeline")
-    for i, step in enumerate(timeline if isinstance(timeline, list) else []):
+    for i, step in enumerate(doc.data.get("timeline") if isinstance(doc.data.get("timeline"), list) else []):
         if not isinstance(step, dict) or not isinstance(step.get("do"), str):
             continue
         name = step["do"]
         if name not in ACTIONS:
             why = f"unknown action {name!r}; known: {', '.join(sorted(ACTIONS))}"
-            path = ("timeline", i, "do")
-            problems.append(f"{_where(source, data, path, key_lines)}: timeline.{i}.do: {why}")
+            problems.append(doc.problem(("timeline", i, "do"), why))
             continue
         params = step.get("params", {})
         if not isinstance(params, dict):
@@ -355,55 +341,39 @@ def _precheck(data: dict, source: str, key_lines: dict) -> list[str]:
         try:
             ACTIONS[name].params.model_validate(params)
         except ValidationError as err:
-            for e in err.errors():
-                path = ("timeline", i, "params", *e["loc"])
-                dotted = ".".join(str(p) for p in path)
-                msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
-                problems.append(f"{_where(source, data, path, key_lines)}: {dotted}: {msg}")
+            problems += [doc.problem(("timeline", i, "params", *e["loc"]), _message(e)) for e in err.errors()]
     return problems
 
 
-def _known_path(data: object, loc: tuple) -> tuple:
-    """``loc`` without the parts that are not keys of the data (pydantic's union tags)."""
-    out, node = [], data
-    for part in loc:
-        try:
-            node = node[part]  # type: ignore[index]
-        except (KeyError, IndexError, TypeError):
-            if isinstance(node, dict) and part in node.values():
-                continue  # the discriminator's tag, not a key of the file
-            if isinstance(node, dict) and part == 0:
-                continue  # a mapping given where a list of them may stand (fleet.cameras)
-        out.append(part)
-    return tuple(out)
+def _message(error: Any) -> str:
+    return "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+
+
+def _names(doc: Document, scenario: Scenario | None) -> Names | None:
+    """The fleet's cameras and sensors, read off the fleet alone when the rest of the file is bad."""
+    if scenario is not None:
+        return scenario.fleet.names()
+    try:
+        return Fleet.model_validate(doc.data.get("fleet") or {}).names()
+    except ValidationError:
+        return None  # the fleet's own problems are reported by the schema
 
 
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
-    loader = _LineLoader(text)
-    loader.key_lines = {}
+    """The scenario in ``text``; raises :class:`ScenarioError` with every problem the file has, in
+    the order of their lines."""
+    doc = read(text, source)
+    problems = _precheck(doc)
+    scenario = None
     try:
-        data = loader.get_single_data()
-    except yaml.YAMLError as err:
-        raise ScenarioError(f"{source}: invalid YAML: {err}") from err
-    finally:
-        loader.dispose()
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{source}: a scenario is a mapping with at least a 'name'")
-    problems = _precheck(data, source, loader.key_lines)
-    if problems:
-        raise ScenarioError("; ".join(problems))
-    try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(doc.data, context={ACTIONS_CHECKED: True})
     except ValidationError as err:
-        problems = []
-        for e in err.errors():
-            path = _known_path(data, tuple(e["loc"]))
-            line = _line_of(data, path, loader.key_lines)
-            where = f"{source}:{line}" if line else source
-            dotted = ".".join(str(p) for p in path) or "(top level)"
-            msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
-            problems.append(f"{where}: {dotted}: {msg}")
-        raise ScenarioError("; ".join(problems)) from err
+        problems += [doc.problem(doc.known_path(tuple(e["loc"])), _message(e)) for e in err.errors()]
+    problems += [doc.problem(path, why) for path, why in target_problems(doc.data, _names(doc, scenario))]
+    if problems:
+        raise ScenarioError([text for _, text in sorted(problems, key=lambda p: p[0])])
+    assert scenario is not None
+    return scenario
 
 
 def load_scenario(path: Path) -> Scenario:

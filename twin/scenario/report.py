@@ -1,5 +1,10 @@
 """Run reports: a console summary, JUnit XML for CI, and a self-contained HTML page with inline SVG
-plots (watched metrics, the request timeline coloured by status, fault windows). No network assets."""
+plots (watched metrics, the request timeline coloured by status, fault windows). No network assets.
+
+Each shows the client's exit status first, then every expectation as PASS, FAIL or INCONCLUSIVE
+(``optional`` when the scenario lets the run pass without it). In JUnit an inconclusive expectation
+the run needs is an ``<error type="inconclusive">`` (counted in the suite's ``errors``), an optional
+one ``<skipped>``; the client's exit status is a test case of its own."""
 
 from __future__ import annotations
 
@@ -8,9 +13,43 @@ import math
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from twin.scenario.expectations import Outcome, Verdict
 from twin.scenario.runner import RunResult
 
 _W, _H, _PAD = 900, 220, 40
+
+
+def label(v: Verdict) -> str:
+    """PASS, FAIL, INCONCLUSIVE, or INCONCLUSIVE (optional)."""
+    if v.inconclusive:
+        return "INCONCLUSIVE (optional)" if v.optional else "INCONCLUSIVE"
+    return "PASS" if v.passed else "FAIL"
+
+
+def verdicts(result: RunResult) -> list[Verdict]:
+    """The client's verdict (when a client ran), then the expectations'."""
+    client = [result.client_verdict] if result.client_verdict is not None else []
+    return [*client, *result.verdicts]
+
+
+def headline(result: RunResult) -> str:
+    """``PASSED``, or ``FAILED: ...`` / ``INCONCLUSIVE: ...`` naming what made it so."""
+    outcome = result.outcome
+    if outcome is Outcome.PASSED:
+        return "PASSED"
+    why = []
+    client = result.client_verdict
+    if client is not None and not client.passed:
+        why.append(f"client {client.message}")
+    why += [v.name for v in result.failed]
+    if result.errors:
+        why.append(f"{len(result.errors)} timeline error{'s' if len(result.errors) != 1 else ''}")
+    if result.inconclusive:
+        also = "" if outcome is Outcome.INCONCLUSIVE else "also "
+        why.append(f"{also}not exercised: {', '.join(v.name for v in result.inconclusive)}")
+    if result.record.client_exit is None and result.scenario.expectations:
+        why.append("no client ran (--client)")
+    return f"{outcome.value.upper()}: {'; '.join(why)}"
 
 
 def summary(result: RunResult) -> str:
@@ -20,36 +59,46 @@ def summary(result: RunResult) -> str:
         f"sim {result.record.end:g} s in {result.wall_s:.2f} s wall, {result.events_published} world events, "
         f"{len(result.record.journal)} requests",
     ]
-    if result.record.client_exit is not None:
-        lines.append(f"  client exit status {result.record.client_exit}")
-    for v in result.verdicts:
-        lines.append(f"  {'PASS' if v.passed else 'FAIL'}  {v.name}: {v.message}")
+    if result.record.client_exit is None:
+        lines.append("  no client ran")
+    for v in verdicts(result):
+        lines.append(f"  {label(v)}  {v.name}: {v.message}")
     for err in result.errors:
         lines.append(f"  ERROR {err}")
-    failed = ", ".join(v.name for v in result.failed) or "errors"
-    lines.append("PASSED" if result.passed else f"FAILED: {failed}")
+    lines.append(headline(result))
     return "\n".join(lines)
 
 
 def junit(result: RunResult) -> str:
     root = ET.Element("testsuites")
+    judged = verdicts(result)
+    failures = sum(v.outcome is Outcome.FAILED for v in judged)
+    needed = sum(v.inconclusive and not v.optional for v in judged)
+    skipped = sum(v.inconclusive and v.optional for v in judged)
     suite = ET.SubElement(
         root,
         "testsuite",
         name=result.scenario.name,
-        tests=str(len(result.verdicts) + len(result.errors)),
-        failures=str(len(result.failed)),
-        errors=str(len(result.errors)),
+        tests=str(len(judged) + len(result.errors)),
+        failures=str(failures),
+        errors=str(needed + len(result.errors)),
+        skipped=str(skipped),
         time=f"{result.wall_s:.3f}",
     )
-    for v in result.verdicts:
-        case = ET.SubElement(suite, "testcase", classname=f"scenario.{result.scenario.name}", name=v.name)
-        if not v.passed:
+    classname = f"scenario.{result.scenario.name}"
+    for v in judged:
+        case = ET.SubElement(suite, "testcase", classname=classname, name=v.name)
+        if v.outcome is Outcome.FAILED:
             ET.SubElement(case, "failure", message=v.message).text = v.message
+        elif v.inconclusive and v.optional:
+            ET.SubElement(case, "skipped", message=f"inconclusive (optional): {v.message}")
+        elif v.inconclusive:
+            message = f"inconclusive: {v.message} (the scenario requires this expectation)"
+            ET.SubElement(case, "error", type="inconclusive", message=message).text = message
         else:
             ET.SubElement(case, "system-out").text = v.message
     for err in result.errors:
-        case = ET.SubElement(suite, "testcase", classname=f"scenario.{result.scenario.name}", name="timeline")
+        case = ET.SubElement(suite, "testcase", classname=classname, name="timeline")
         ET.SubElement(case, "error", message=err).text = err
     return ET.tostring(root, encoding="unicode")
 
@@ -132,11 +181,17 @@ def metric_svg(result: RunResult, name: str) -> str:
     )
 
 
+def _row_class(v: Verdict) -> str:
+    if v.inconclusive:
+        return "optional" if v.optional else "inconclusive"
+    return "pass" if v.passed else "fail"
+
+
 def html_report(result: RunResult) -> str:
     rows = "".join(
-        f"<tr class='{'pass' if v.passed else 'fail'}'><td>{'PASS' if v.passed else 'FAIL'}</td>"
+        f"<tr class='{_row_class(v)}'><td>{label(v)}</td>"
         f"<td>{html.escape(v.name)}</td><td>{html.escape(v.message)}</td></tr>"
-        for v in result.verdicts
+        for v in verdicts(result)
     )
     errors = "".join(f"<li>{html.escape(e)}</li>" for e in result.errors)
     metrics = "".join(
@@ -145,15 +200,20 @@ def html_report(result: RunResult) -> str:
     s = result.scenario
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(s.name)}: scenario report</title>
-<style>body{{font-family:sans-serif;margin:2em}}td{{padding:2px 8px}}.pass td:first-child{{color:#2a9d3f}}
-.fail td:first-child{{color:#d0021b;font-weight:bold}}svg{{border:1px solid #ddd;display:block}}</style>
+<style>body{{font-family:sans-serif;margin:2em}}td{{padding:2px 8px}}
+svg{{border:1px solid #ddd;display:block}}.pass td:first-child,h1.passed{{color:#2a9d3f}}
+.fail td:first-child,h1.failed{{color:#d0021b;font-weight:bold}}.inconclusive{{background:#fff3e0}}
+.inconclusive td:first-child,h1.inconclusive{{color:#b35900;font-weight:bold}}
+.optional td{{color:#777}}</style>
 </head><body>
-<h1>{html.escape(s.name)} — {"PASSED" if result.passed else "FAILED"}</h1>
+<h1 class="{result.outcome.value}">{html.escape(s.name)} — {html.escape(headline(result))}</h1>
 <p>{html.escape(s.description)}</p>
 <p>seed {s.seed}, {result.mode} mode, {result.record.end:g} s of world time in {result.wall_s:.2f} s,
 {result.events_published} world events, {len(result.record.journal)} requests,
-client exit {result.record.client_exit}</p>
-<h2>Expectations</h2><table>{rows}</table>
+client: {html.escape(result.client_command or "none")}</p>
+<h2>Verdicts</h2><table>{rows}</table>
+<p>INCONCLUSIVE: nothing in the run exercised the expectation, so it was not judged; it fails the run
+unless it is optional.</p>
 {f"<h2>Errors</h2><ul>{errors}</ul>" if errors else ""}
 <h2>Requests by route (green 2xx, purple 4xx, orange 429, red 5xx, black closed; shaded: faults)</h2>
 {requests_svg(result)}

@@ -7,7 +7,12 @@ time moves only when the client pauses through the control plane (``POST /clock/
 one of its requests waits on the world clock (injected latency: the runner then steps to the next
 world event). A client that paces itself this way gets the same trace on every run of the same
 file and seed. Without a client, step mode runs the timeline to the stop time as fast as the CPU
-allows.
+allows; nothing is exercised then, so every expectation is inconclusive.
+
+A run's :attr:`RunResult.outcome` is ``failed`` when an expectation failed, the client's exit status
+is not the one the scenario expects (``client.expect_exit``) or a timeline step failed;
+``inconclusive`` when nothing failed but an expectation the scenario requires was not exercised;
+``passed`` otherwise.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 from api.realtime.mqtt import EmbeddedBroker, SessionLog
 from hardware.ports.events import Event, EventKind
 from hardware.ports.types import ClockMode
-from twin.scenario.expectations import RunRecord, Verdict, judge_all
+from twin.scenario.expectations import Outcome, RunRecord, Verdict, judge_all
 from twin.scenario.model import Scenario, Step, load_scenario
 from twin.settings import LOOPBACK, Settings
 
@@ -52,11 +57,16 @@ class RunOptions:
     """Stop earlier than the file says (fast runs of the library in the test suite)."""
 
 
+class ClientNotStarted(OSError):
+    """The client's command line could not be split or its program could not be started."""
+
+
 @dataclass
 class RunResult:
     scenario: Scenario
     source: Path
     verdicts: list[Verdict]
+    """One per expectation, in the file's order."""
     record: RunRecord
     trace: list[str]
     errors: list[str] = field(default_factory=list)
@@ -66,14 +76,32 @@ class RunResult:
     fault_windows: list[tuple[float, float | None, str]] = field(default_factory=list)
     watched: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     events_published: int = 0
+    client_verdict: Verdict | None = None
+    """The client's exit status against the scenario's ``client.expect_exit``; ``None``: no client."""
+    client_command: str | None = None
+
+    @property
+    def outcome(self) -> Outcome:
+        client_failed = self.client_verdict is not None and not self.client_verdict.passed
+        if self.errors or client_failed or self.failed:
+            return Outcome.FAILED
+        if self.inconclusive:
+            return Outcome.INCONCLUSIVE
+        return Outcome.PASSED
 
     @property
     def passed(self) -> bool:
-        return not self.errors and all(v.passed for v in self.verdicts)
+        return self.outcome is Outcome.PASSED
 
     @property
     def failed(self) -> list[Verdict]:
-        return [v for v in self.verdicts if not v.passed]
+        """The expectations that failed."""
+        return [v for v in self.verdicts if v.outcome is Outcome.FAILED]
+
+    @property
+    def inconclusive(self) -> list[Verdict]:
+        """The expectations nothing exercised that the scenario does not let the run do without."""
+        return [v for v in self.verdicts if v.inconclusive and not v.optional]
 
 
 class _Recorder:
@@ -240,6 +268,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
 
     wall0 = time.monotonic()
     client_exit: int | None = None
+    client_stopped = False
     log_text = ""
     with tempfile.TemporaryDirectory(prefix="twin-run-") as tmp:
         running = await start(twin, Path(tmp))
@@ -253,10 +282,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         try:
             if opts.client:
                 env = {**os.environ, **client_env(running), "TWIN_SCENARIO": str(source)}
-                with open(log_path, "wb") as log:
-                    proc = await asyncio.create_subprocess_exec(
-                        *shlex.split(opts.client), env=env, stdout=log, stderr=asyncio.subprocess.STDOUT
-                    )
+                proc = await _start_client(opts.client, env, log_path)
             waiter = asyncio.ensure_future(proc.wait()) if proc is not None else None
             slice_s = stop_at / NO_CLIENT_SLICES
             while True:
@@ -280,6 +306,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
                     opts.progress(_progress(twin, stop_at, control))
         finally:
             if proc is not None:
+                client_stopped = proc.returncode is None
                 client_exit = await _finish_client(proc)
             if switch is not None:
                 await switch.settle()
@@ -296,6 +323,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         actions=[(t, name, params) for t, _, name, params in control.actions_run],
         mqtt=list(mqtt_log.sessions),
         broker_outages=list(mqtt_log.outages),
+        client_stopped=client_stopped,
     )
     verdicts = judge_all(scenario.expectations, record)
     windows = [
@@ -314,6 +342,8 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         fault_windows=windows,
         watched=_watched(scenario, world, record.end),
         events_published=world.events_emitted,
+        client_verdict=scenario.client.judge(record),
+        client_command=opts.client,
     )
 
 
@@ -343,6 +373,23 @@ async def _listeners_settled(running) -> None:
 
 async def _no_bridge() -> None:
     await asyncio.Event().wait()
+
+
+async def _start_client(command: str, env: dict[str, str], log_path: Path) -> asyncio.subprocess.Process:
+    """The client as a subprocess, its output (stdout and stderr) to ``log_path``."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as err:
+        raise ClientNotStarted(f"cannot split the client command {command!r}: {err}") from err
+    if not argv:
+        raise ClientNotStarted("the client command is empty")
+    try:
+        with open(log_path, "wb") as log:
+            return await asyncio.create_subprocess_exec(
+                *argv, env=env, stdout=log, stderr=asyncio.subprocess.STDOUT
+            )
+    except OSError as err:
+        raise ClientNotStarted(f"cannot start the client {argv[0]!r}: {err.strerror or err}") from err
 
 
 async def _finish_client(proc: asyncio.subprocess.Process) -> int:

@@ -1,0 +1,73 @@
+"""The client under test's exit status, judged against what the scenario says it should be.
+
+By default a client exits 0, or is still running when the run ends (the runner then stops it: that
+is not an exit of its own). ``client: {expect_exit: nonzero}`` or ``{expect_exit: 3}`` is for a
+scenario whose point is that the client gives up; ``any`` reports the status without judging it.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from twin.scenario.expect_base import RunRecord, Verdict
+
+NAME = "client exit status"
+"""The client verdict's name in reports."""
+
+
+def describe_exit(status: int) -> str:
+    """``exited with status 1``, ``killed by signal 11 (SIGSEGV)``."""
+    if status >= 0:
+        return f"exited with status {status}"
+    try:
+        name = f" ({signal.Signals(-status).name})"
+    except ValueError:
+        name = ""
+    return f"killed by signal {-status}{name}"
+
+
+ExitStatus = Annotated[int, Field(ge=0, le=255)]
+
+
+class ClientSpec(BaseModel):
+    """What the scenario says about the client under test itself."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    expect_exit: int | Literal["nonzero", "any"] = Field(
+        default=0,
+        description="the exit status the client should end with: 0 (the default; a client still "
+        "running at the stop time, which the runner then stops, is also fine), 'nonzero' (it must "
+        "exit on its own with a status other than 0, a signal included), an exact status, or 'any' "
+        "(reported, not judged). Any other ending fails the run",
+    )
+
+    @field_validator(
+        "expect_exit", mode="plain", json_schema_input_type=ExitStatus | Literal["nonzero", "any"]
+    )
+    @classmethod
+    def _status(cls, value: object) -> int | str:
+        if value in ("nonzero", "any") or (type(value) is int and 0 <= value <= 255):
+            return value  # type: ignore[return-value]
+        raise ValueError(f"expected an exit status 0-255, 'nonzero' or 'any', not {value!r}")
+
+    def judge(self, run: RunRecord) -> Verdict | None:
+        """The client's verdict; ``None`` when the runner started no client."""
+        status, want = run.client_exit, self.expect_exit
+        if status is None:
+            return None
+        if run.client_stopped:
+            how = "still running at the stop time, stopped by the runner"
+            ok = want in (0, "any")
+        else:
+            how = describe_exit(status)
+            ok = want == "any" or (status != 0 if want == "nonzero" else status == want)
+        if want == "any":
+            return Verdict(NAME, True, f"{how} (not judged: expect_exit any)")
+        if ok:
+            return Verdict(NAME, True, how)
+        expected = "a non-zero status" if want == "nonzero" else str(want)
+        return Verdict(NAME, False, f"{how} (expected {expected})")

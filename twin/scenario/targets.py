@@ -1,0 +1,126 @@
+"""The names a scenario file refers to, checked against the world it describes: the camera or server
+an action or expectation targets, the simulated sensor (and metric) an action or a watched plot
+needs, and the world event kinds ``after`` waits for. A misspelt name would otherwise fail only
+mid-run, or never fire at all.
+
+Devices in general are not checked: a client may create the device a timeline deletes. The actions
+that act on a simulated sensor's signal (:class:`~twin.scenario.actions.SensorParams`) are."""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hardware.ports.events import EventKind
+from twin.scenario.actions import ACTIONS, CameraParams, SensorParams, ServerParams, SpikeParams
+from twin.scenario.expectations import Expectation
+
+EVENT_KINDS = tuple(k.value for k in EventKind)
+AUTOMATION = "automation"
+MAX_LISTED = 12
+
+
+def _kinds() -> dict[str, type]:
+    union = typing.get_args(Expectation)[0]
+    return {typing.get_args(c.model_fields["expect"].annotation)[0]: c for c in typing.get_args(union)}
+
+
+EXPECTATION_KINDS = _kinds()
+
+
+@dataclass(frozen=True, slots=True)
+class Names:
+    """What the scenario's fleet has: camera ids, and each simulated sensor with its metrics."""
+
+    cameras: tuple[str, ...]
+    sensors: Mapping[str, frozenset[str]]
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        return (AUTOMATION, *self.cameras)
+
+
+Problem = tuple[tuple, str]
+"""A key path in the file and what is wrong there."""
+
+
+def _unknown(what: str, value: str, known: tuple[str, ...] | list[str]) -> str:
+    """``unknown camera 'cam-03'; known: cam-01, cam-02``, or the closest names when there are many."""
+    if len(known) <= MAX_LISTED:
+        return f"unknown {what} {value!r}; known: {', '.join(known) or 'none in this fleet'}"
+    close = difflib.get_close_matches(value, known, n=3)
+    if close:
+        return f"unknown {what} {value!r}; did you mean {' or '.join(repr(c) for c in close)}?"
+    return f"unknown {what} {value!r}; known: {', '.join(known[:MAX_LISTED])}, ... ({len(known)} in all)"
+
+
+def _items(data: Mapping, key: str) -> Iterator[tuple[int, dict]]:
+    items = data.get(key)
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if isinstance(item, dict):
+            yield i, item
+
+
+def target_problems(data: Mapping[str, Any], names: Names | None) -> list[Problem]:
+    """Every reference in ``data`` (the parsed file) that the world would not have. ``names`` is
+    ``None`` when the fleet itself is invalid: then only the event kinds are checked."""
+    problems: list[Problem] = []
+    for i, step in _items(data, "timeline"):
+        event = step["after"].get("event") if isinstance(step.get("after"), dict) else None
+        if isinstance(event, str) and event not in EVENT_KINDS:
+            problems.append((("timeline", i, "after", "event"), _unknown("event kind", event, EVENT_KINDS)))
+        action = ACTIONS.get(step.get("do")) if isinstance(step.get("do"), str) else None
+        params = step.get("params", {})
+        if action is None or names is None or not isinstance(params, dict):
+            continue
+        problems += [
+            (("timeline", i, "params", *path), why) for path, why in _params(action.params, params, names)
+        ]
+    for i, exp in _items(data, "expectations"):
+        kind = EXPECTATION_KINDS.get(exp.get("expect"))
+        if kind is None:
+            continue
+        after = exp.get("after")
+        if "after" in kind.model_fields and isinstance(after, str) and after not in EVENT_KINDS:
+            problems.append((("expectations", i, "after"), _unknown("event kind", after, EVENT_KINDS)))
+        server = exp["server"] if "server" in exp else kind.model_fields["server"].default
+        if names is not None and isinstance(server, str) and server not in names.servers:
+            given = "" if "server" in exp else " (the default of this kind)"
+            path = ("expectations", i, "server") if "server" in exp else ("expectations", i)
+            problems.append((path, _unknown("server", server, names.servers) + given))
+    if names is not None:
+        for i, watch in _items(data, "watch"):
+            problems += [(("watch", i, *path), why) for path, why in _sensor(watch, names)]
+    return problems
+
+
+def _params(kind: type, params: dict, names: Names) -> list[Problem]:
+    problems: list[Problem] = []
+    if issubclass(kind, CameraParams):
+        camera = params.get("camera", kind.model_fields["camera"].default)
+        if isinstance(camera, str) and camera not in names.cameras:
+            problems.append((("camera",), _unknown("camera", camera, names.cameras)))
+    if issubclass(kind, ServerParams):
+        server = params.get("server", AUTOMATION)
+        if isinstance(server, str) and server not in names.servers:
+            problems.append((("server",), _unknown("server", server, names.servers)))
+    if issubclass(kind, SensorParams):
+        metric_key = "metric" if issubclass(kind, SpikeParams) else None
+        problems += _sensor(params, names, metric_key)
+    return problems
+
+
+def _sensor(item: dict, names: Names, metric_key: str | None = "metric") -> list[Problem]:
+    device = item.get("device")
+    if not isinstance(device, str):
+        return []
+    metrics = names.sensors.get(device)
+    if metrics is None:
+        return [(("device",), _unknown("simulated sensor", device, list(names.sensors)))]
+    metric = item.get(metric_key) if metric_key else None
+    if isinstance(metric, str) and metric not in metrics:
+        return [((metric_key,), _unknown(f"metric of {device}:", metric, sorted(metrics)))]
+    return []
