@@ -182,6 +182,28 @@ class DeliveryResult:
 
 
 @dataclass(frozen=True, slots=True)
+class DeliveryStats:
+    """How one delivery owner (a push target, a channel) is doing: the twin's own figures, for its
+    metrics (the vendor's API has no field for them). ``failed`` counts every delivery that was
+    given up, ``dropped`` those of them that were never attempted (too many waiting while the
+    circuit was open)."""
+
+    owner_kind: str
+    owner_id: str
+    circuit: str = "closed"
+    """``closed``, ``open`` (deliveries wait) or ``half_open`` (one probe goes out)."""
+    consecutive_failures: int = 0
+    pending: int = 0
+    """Deliveries not finished yet, waiting ones included."""
+    waiting: int = 0
+    """Deliveries held back by the open circuit."""
+    attempts: int = 0
+    delivered: int = 0
+    failed: int = 0
+    dropped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Channel:
     name: str
     channel_type: str
@@ -252,6 +274,9 @@ class AutomationMessages(Protocol):
     async def test_channel(self, name: str) -> DeliveryResult:
         """Deliver a test message now, for real; the result is recorded on the channel."""
 
+    def delivery_stats(self) -> list[DeliveryStats]:
+        """Per channel."""
+
 
 # Data push ------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
@@ -309,3 +334,6 @@ class AutomationPush(Protocol):
 
     def target_logs(self, target_id: str, limit: int = 100) -> list[PushLog]:
         """Newest first."""
+
+    def delivery_stats(self) -> list[DeliveryStats]:
+        """Per target."""

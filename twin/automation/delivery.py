@@ -1,46 +1,49 @@
-"""Outbound delivery: a durable outbox whose timing lives on the world clock, and real senders.
+"""Outbound delivery: a durable outbox whose timing lives on the world clock, and the worker that
+performs it.
 
 The world never does network I/O itself. A message for a channel or a payload for a push target
 becomes a *job* in the outbox (a document in the store, so nothing accepted is lost across a
 restart) with the sim time it is due. When that time comes the job is *ready*; the delivery worker
-(:func:`run_worker`, an asyncio task the composition root starts) takes ready jobs, performs the
-real HTTP POST, SMTP session or MQTT publish, and reports the outcome back on the loop thread
-between clock slices. A failed attempt is rescheduled with exponential backoff *in sim time*
-(``backoff_secs * 2**(attempt-1)``, capped at ``max_backoff_secs``) until ``max_retries`` retries
-are spent. Owners (channels, push targets) hear about every attempt through a callback.
+(:func:`run_worker`, an asyncio task the composition root starts) takes ready jobs and performs each
+over its owner's :class:`~twin.automation.transports.Link` (one pooled HTTP client, MQTT session…
+per owner, reused across attempts), and reports the outcome back on the loop thread.
+
+A failed attempt is rescheduled with exponential backoff *in sim time* (``backoff_secs *
+2**(attempt-1)``, capped at ``max_backoff_secs``, optionally spread by the policy's jitter from the
+world's seeded streams) until ``max_retries`` retries are spent. Each owner has a
+:class:`~twin.automation.circuit.Circuit`: after consecutive failures its due jobs wait, unattempted,
+until a probe after a cool-down of world time gets through. At most :data:`MAX_WAITING` jobs of an
+owner wait; beyond that the oldest is given up. Nothing is lost silently: the owner hears about
+every attempt and every job given up through its callback, and the outbox counts them per owner.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import re
-import smtplib
-import ssl
-import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
-from email.message import EmailMessage
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-from amqtt.client import MQTTClient
-
-from hardware.ports.rules import DeliveryResult
+from hardware.ports.rules import DeliveryResult, DeliveryStats
+from twin.automation.circuit import OPEN, Circuit, spread
+from twin.automation.transports import Link
 
 if TYPE_CHECKING:
     from twin.engine import Engine
 
 log = logging.getLogger(__name__)
 
-SEND_TIMEOUT_S = 10.0
-"""Wall-clock limit of one attempt (a far end that hangs must not hold the worker)."""
-RESPONSE_PREVIEW = 500
-POLL_S = 0.2
-BOT_TOKEN = re.compile(r"/bot[^/\s]+/")
+POLL_S = 1.0
+"""The worker also looks for a rebuilt world this often when nothing wakes it."""
+MAX_WAITING = 1000
+"""Jobs of one owner held back by its open circuit; past this the oldest is given up."""
+
+Key = tuple[str, str]
+"""A delivery owner: ``(owner kind, owner id)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,14 +51,23 @@ class RetryPolicy:
     max_retries: int = 3
     backoff_secs: float = 5.0
     max_backoff_secs: float = 300.0
+    jitter: float = 0.0
+    """Spread each wait by up to ± this fraction."""
 
-    def delay(self, attempts: int) -> float:
-        """Sim seconds to wait after the ``attempts``-th failed attempt."""
-        return min(self.backoff_secs * 2 ** (attempts - 1), self.max_backoff_secs)
+    def delay(self, attempts: int, key: int = 0) -> float:
+        """Sim seconds to wait after the ``attempts``-th failed attempt; ``key`` picks the spread
+        (a job's stream key, so it does not depend on the order jobs fail in)."""
+        wait = min(self.backoff_secs * 2 ** (attempts - 1), self.max_backoff_secs)
+        return wait * spread(key, attempts, self.jitter) if self.jitter else wait
 
 
 Report = Callable[[dict[str, Any], DeliveryResult, bool], None]
-"""``(job, result, final)``: called after every attempt; ``final`` when no retry follows."""
+"""``(job, result, final)``: called after every attempt and for a job given up; ``final`` when no
+retry follows."""
+
+
+def _key(job: dict[str, Any]) -> Key:
+    return job["owner_kind"], job["owner_id"]
 
 
 class HasOutbox(Protocol):
@@ -65,24 +77,43 @@ class HasOutbox(Protocol):
     def outbox(self) -> Outbox: ...
 
 
+@dataclass(slots=True)
+class Tally:
+    attempts: int = 0
+    delivered: int = 0
+    failed: int = 0
+    dropped: int = 0
+    waiting: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Jobs held back by the open circuit, oldest first."""
+
+
 class Outbox:
     def __init__(self, world: Engine) -> None:
         self.world = world
+        self.env = world.env
         self.jobs = world.store.collection("outbox")
         self.ready: dict[str, dict[str, Any]] = {}
         self.in_flight: set[str] = set()
         self.owners: dict[str, Report] = {}
         self.signal = asyncio.Event()
-        self.delivered = 0
-        self.failed_attempts = 0
-        self.live: dict[str, str] = {}
-        """Pending job id → its owner kind (the store holds the jobs themselves)."""
+        self.live: dict[str, Key] = {}
+        """Pending job id → its owner (the store holds the jobs themselves)."""
+        self.circuits: dict[Key, Circuit] = {}
+        self.tallies: dict[Key, Tally] = {}
+        self.links: dict[Key, Link] = {}
+        self.closing: list[Link] = []
+        """Links of owners that went away, to be closed by the worker."""
         for job in self.jobs.values():  # pending work of an earlier run
-            self.live[job["id"]] = job["owner_kind"]
+            self.live[job["id"]] = _key(job)
             self._schedule(job)
 
     def register(self, owner_kind: str, report: Report) -> None:
         self.owners[owner_kind] = report
+
+    @property
+    def stale(self) -> bool:
+        """The world was rebuilt (reset, restore) since this outbox was made: it must not write."""
+        return self.world.env is not self.env
 
     # World side ------------------------------------------------------------------------------
     def enqueue(
@@ -107,11 +138,11 @@ class Outbox:
             "config": config,
             "payload": payload,
             "attempts": 0,
-            "retry": [retry.max_retries, retry.backoff_secs, retry.max_backoff_secs],
+            "retry": [retry.max_retries, retry.backoff_secs, retry.max_backoff_secs, retry.jitter],
             "due": self.world.now() + delay,  # Unix seconds: a pending job keeps its time across runs
         }
         self.jobs.put(job["id"], job)
-        self.live[job["id"]] = owner_kind
+        self.live[job["id"]] = (owner_kind, owner_id)
         self._schedule(job)
         return job["id"]
 
@@ -120,23 +151,103 @@ class Outbox:
         if delay == 0:
             self._ready(job)
             return
-        self.world.env.timeout(delay).callbacks.append(lambda _ev, j=job: self._ready(j))
+        self.env.timeout(delay).callbacks.append(lambda _ev, j=job: self._ready(j))
 
     def _ready(self, job: dict[str, Any]) -> None:
-        if job["id"] not in self.live:  # cancelled meanwhile
+        key = self.live.get(job["id"])
+        if key is None:  # cancelled meanwhile
+            return
+        if not self._circuit(key).admits(job["id"]):
+            self._hold(key, job)
             return
         self.ready[job["id"]] = job
         self.signal.set()
 
+    def _circuit(self, key: Key) -> Circuit:
+        circuit = self.circuits.get(key)
+        if circuit is None:
+            stream = self.world.streams.key(f"automation.delivery/{key[0]}/{key[1]}")
+            circuit = self.circuits[key] = Circuit(stream)
+        return circuit
+
+    def _tally(self, key: Key) -> Tally:
+        tally = self.tallies.get(key)
+        if tally is None:
+            tally = self.tallies[key] = Tally()
+        return tally
+
+    def _hold(self, key: Key, job: dict[str, Any]) -> None:
+        waiting = self._tally(key).waiting
+        waiting[job["id"]] = job
+        while len(waiting) > MAX_WAITING:
+            self._drop(key, waiting.pop(next(iter(waiting))))
+
+    def _drop(self, key: Key, job: dict[str, Any]) -> None:
+        """Give up a job that never got its turn: counted, and reported to its owner as failed."""
+        message = f"Dropped: {MAX_WAITING} deliveries were already waiting for an unreachable target"
+        self._tally(key).dropped += 1
+        self._finish(job, DeliveryResult(False, message, 0, job["attempts"], None, self.world.now()), True)
+
+    def _open(self, key: Key, circuit: Circuit) -> None:
+        opened = circuit.opened
+        log.info("delivery circuit of %s %s opened (%d failures)", *key, circuit.failures)
+
+        def half_open(_ev: object) -> None:
+            if self.circuits.get(key) is not circuit or circuit.state != OPEN or circuit.opened != opened:
+                return
+            circuit.half_open()
+            waiting = self._tally(key).waiting
+            if waiting:  # the oldest waiting job is the probe
+                self._ready(waiting.pop(next(iter(waiting))))
+
+        self.env.timeout(circuit.cool_down()).callbacks.append(half_open)
+
+    def _release(self, key: Key) -> None:
+        """The circuit closed: every waiting job is due now."""
+        waiting = self._tally(key).waiting
+        jobs = list(waiting.values())
+        waiting.clear()
+        for job in jobs:
+            self._ready(job)
+
     def cancel_owner(self, owner_kind: str, owner_id: str) -> None:
-        for job in self.jobs.values():
-            if job["owner_kind"] == owner_kind and job["owner_id"] == owner_id:
-                self.jobs.delete(job["id"])
-                self.live.pop(job["id"], None)
-                self.ready.pop(job["id"], None)
+        key = (owner_kind, owner_id)
+        for job_id in [j for j, k in self.live.items() if k == key]:
+            self.jobs.delete(job_id)
+            del self.live[job_id]
+            self.ready.pop(job_id, None)
+        self.circuits.pop(key, None)
+        self.tallies.pop(key, None)
+        link = self.links.pop(key, None)
+        if link is not None and link.retire() and link.open:
+            self.closing.append(link)
+            self.signal.set()
 
     def pending(self, owner_kind: str | None = None) -> int:
-        return sum(1 for kind in self.live.values() if owner_kind is None or kind == owner_kind)
+        return sum(1 for kind, _ in self.live.values() if owner_kind is None or kind == owner_kind)
+
+    def stats(self, owner_kind: str, owner_ids: list[str]) -> list[DeliveryStats]:
+        """The figures of these owners (an owner with no delivery yet has zeros)."""
+        pending = Counter(self.live.values())
+        out = []
+        for owner_id in owner_ids:
+            key = (owner_kind, owner_id)
+            circuit, tally = self.circuits.get(key), self.tallies.get(key) or Tally()
+            out.append(
+                DeliveryStats(
+                    owner_kind,
+                    owner_id,
+                    circuit.state if circuit else "closed",
+                    circuit.failures if circuit else 0,
+                    pending[key],
+                    len(tally.waiting),
+                    tally.attempts,
+                    tally.delivered,
+                    tally.failed,
+                    tally.dropped,
+                )
+            )
+        return out
 
     def take(self) -> list[dict[str, Any]]:
         jobs = [j for jid, j in self.ready.items() if jid not in self.in_flight]
@@ -148,9 +259,11 @@ class Outbox:
     def report(self, job: dict[str, Any], result: DeliveryResult) -> None:
         """The outcome of one attempt, on the loop thread: retry later on the world clock or finish."""
         self.in_flight.discard(job["id"])
-        if job["id"] not in self.live:  # its owner went away meanwhile
+        key = self.live.get(job["id"])
+        if key is None or self.stale:  # its owner went away, or the world was rebuilt, meanwhile
             return
         job = {**job, "attempts": job["attempts"] + 1}
+        self._tally(key).attempts += 1
         retry = RetryPolicy(*job["retry"])
         result = DeliveryResult(
             result.success,
@@ -160,122 +273,116 @@ class Outbox:
             result.status_code,
             self.world.now(),
         )
+        circuit = self._circuit(key)
+        if result.success and circuit.succeeded():
+            log.info("delivery circuit of %s %s closed", *key)
+            self._release(key)
+        elif not result.success and circuit.failed():
+            self._open(key, circuit)
         final = result.success or job["attempts"] > retry.max_retries
-        if result.success:
-            self.delivered += 1
-        else:
-            self.failed_attempts += 1
         if final:
-            self.jobs.delete(job["id"])
-            del self.live[job["id"]]
+            self._finish(job, result, True)
+            return
+        job["due"] = self.world.now() + retry.delay(job["attempts"], self.world.streams.key(job["id"]))
+        self.jobs.put(job["id"], job)
+        self._schedule(job)
+        self._tell(job, result, False)
+
+    def _finish(self, job: dict[str, Any], result: DeliveryResult, final: bool) -> None:
+        key = self.live.pop(job["id"])
+        self.jobs.delete(job["id"])
+        tally = self._tally(key)
+        if result.success:
+            tally.delivered += 1
         else:
-            job["due"] = self.world.now() + retry.delay(job["attempts"])
-            self.jobs.put(job["id"], job)
-            self._schedule(job)
+            tally.failed += 1
+        self._tell(job, result, final)
+
+    def _tell(self, job: dict[str, Any], result: DeliveryResult, final: bool) -> None:
         owner = self.owners.get(job["owner_kind"])
         if owner is not None:
             owner(job, result, final)
 
     # Loop side -------------------------------------------------------------------------------
-    async def flush(self) -> int:
-        """Perform every ready job once (concurrently); the number attempted."""
-        jobs = self.take()
-        if not jobs:
-            return 0
-        results = await asyncio.gather(*(send(j["transport"], j["config"], j["payload"]) for j in jobs))
-        for job, result in zip(jobs, results, strict=True):
+    def link(self, owner_kind: str, owner_id: str) -> Link:
+        key = (owner_kind, owner_id)
+        link = self.links.get(key)
+        if link is None:
+            link = self.links[key] = Link(f"{owner_kind}/{owner_id}")
+        return link
+
+    async def _attempt(self, job: dict[str, Any]) -> None:
+        key = self.live.get(job["id"])
+        if key is None or self.stale:  # cancelled after it was taken, or the world was rebuilt
+            self.in_flight.discard(job["id"])
+            return
+        result = await self.link(*key).send(job["transport"], job["config"], job["payload"])
+        try:
             self.report(job, result)
+        except Exception:  # never let one bad report stop the others
+            log.exception("delivery report of job %s failed", job["id"])
+
+    async def send_now(
+        self, owner_kind: str, owner_id: str, transport: str, config: dict[str, Any], payload: Any
+    ) -> DeliveryResult:
+        """One attempt outside the outbox (a test push), over the owner's link. A success closes an
+        open circuit: the target is back."""
+        result = await self.link(owner_kind, owner_id).send(transport, config, payload)
+        key = (owner_kind, owner_id)
+        if result.success and not self.stale and key in self.circuits and self.circuits[key].succeeded():
+            self._release(key)
+        return result
+
+    def dispatch(self) -> list[asyncio.Task[None]]:
+        """Start an attempt for every ready job; the worker does not wait for them."""
+        return [asyncio.create_task(self._attempt(job)) for job in self.take()]
+
+    async def flush(self) -> int:
+        """Perform every ready job once and wait for the outcomes; the number attempted."""
+        jobs = self.take()
+        await asyncio.gather(*(self._attempt(j) for j in jobs))
+        await self.close_retired()
         return len(jobs)
+
+    async def close_retired(self) -> None:
+        while self.closing:
+            await self.closing.pop().aclose()
+
+    async def aclose(self) -> None:
+        """Close every link (the world stops or was rebuilt)."""
+        links = [*self.closing, *self.links.values()]
+        self.closing.clear()
+        self.links.clear()
+        for link in links:
+            await link.aclose()
 
 
 async def run_worker(world: Callable[[], HasOutbox]) -> None:
-    """The delivery worker: performs ready jobs until cancelled. ``world()`` is read each round, so
-    the worker follows a world that was reset or restored."""
-    while True:
-        outbox = world().outbox
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(outbox.signal.wait(), POLL_S)
-        try:
-            await world().outbox.flush()
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # never let one bad job stop every delivery
-            log.exception("delivery worker round failed")
-
-
-# Senders ----------------------------------------------------------------------------------------
-def _payload_bytes(payload: Any) -> bytes:
-    if isinstance(payload, str):
-        return payload.encode()
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-async def send(transport: str, config: dict[str, Any], payload: Any) -> DeliveryResult:
-    """One real attempt. Never raises: failures come back as an unsuccessful result."""
-    started = time.monotonic()
+    """The delivery worker: performs ready jobs until cancelled, then closes every link. ``world()``
+    is read each round, so the worker follows a world that was reset or restored (and closes the
+    links of the one it leaves)."""
+    outbox: Outbox | None = None
+    attempts: set[asyncio.Task[None]] = set()
     try:
-        if transport == "http":
-            ok, message, status = await _post(config, payload)
-        elif transport == "smtp":
-            await asyncio.wait_for(asyncio.to_thread(_smtp, config, payload), SEND_TIMEOUT_S)
-            ok, message, status = True, "sent", None
-        elif transport == "mqtt":
-            await asyncio.wait_for(_mqtt(config, payload), SEND_TIMEOUT_S)
-            ok, message, status = True, "published", None
-        else:
-            ok, message, status = False, f"unknown transport {transport}", None
-    except asyncio.CancelledError:
-        raise
-    except Exception as err:  # the far end failed: a result, not a crash
-        ok, message, status = False, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__, None
-    message = BOT_TOKEN.sub("/bot***/", message)  # a chat token in a URL never reaches a client or a log
-    return DeliveryResult(ok, message, round((time.monotonic() - started) * 1000), status_code=status)
-
-
-async def _post(config: dict[str, Any], payload: Any) -> tuple[bool, str, int]:
-    headers = {
-        "Content-Type": "application/json",
-        **{str(k): str(v) for k, v in config.get("headers", {}).items()},
-    }
-    method = str(config.get("method", "POST")).upper()
-    async with httpx.AsyncClient(timeout=SEND_TIMEOUT_S, follow_redirects=False) as client:
-        resp = await client.request(method, config["url"], content=_payload_bytes(payload), headers=headers)
-    text = resp.text[:RESPONSE_PREVIEW]
-    if 200 <= resp.status_code < 300:
-        return True, text, resp.status_code
-    return False, f"HTTP {resp.status_code}: {text}", resp.status_code
-
-
-def _smtp(config: dict[str, Any], payload: dict[str, Any]) -> None:
-    mail = EmailMessage()
-    mail["From"] = config.get("from_address") or config.get("username") or "twin@localhost"
-    mail["To"] = ", ".join(payload["recipients"])
-    mail["Subject"] = payload["subject"]
-    mail.set_content(payload["body"])
-    host, port = config["smtp_server"], int(config.get("smtp_port", 25))
-    if config.get("use_ssl"):
-        conn: smtplib.SMTP = smtplib.SMTP_SSL(
-            host, port, timeout=SEND_TIMEOUT_S, context=ssl.create_default_context()
-        )
-    else:
-        conn = smtplib.SMTP(host, port, timeout=SEND_TIMEOUT_S)
-    with conn:
-        if config.get("use_tls") and not config.get("use_ssl"):
-            conn.starttls(context=ssl.create_default_context())
-        if config.get("username") and config.get("password"):
-            conn.login(config["username"], config["password"])
-        conn.send_message(mail)
-
-
-async def _mqtt(config: dict[str, Any], payload: Any) -> None:
-    url = (
-        config.get("broker_url")
-        or f"mqtt://{config.get('host', '127.0.0.1')}:{int(config.get('port', 1883))}"
-    )
-    client = MQTTClient(client_id=f"twin-push-{uuid.uuid4().hex[:8]}", config={"auto_reconnect": False})
-    await client.connect(url)
-    try:
-        await client.publish(config["topic"], _payload_bytes(payload), qos=int(config.get("qos", 0)))
+        while True:
+            current = world().outbox
+            if current is not outbox:
+                if outbox is not None:
+                    await outbox.aclose()
+                outbox = current
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(outbox.signal.wait(), POLL_S)
+            try:
+                for task in outbox.dispatch():
+                    attempts.add(task)
+                    task.add_done_callback(attempts.discard)
+                await outbox.close_retired()
+            except Exception:  # never let one bad round stop every delivery
+                log.exception("delivery worker round failed")
     finally:
-        with contextlib.suppress(Exception):
-            await client.disconnect()
+        for task in attempts:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*attempts, return_exceptions=True)
+        if outbox is not None:
+            await outbox.aclose()

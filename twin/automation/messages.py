@@ -4,7 +4,10 @@ Messages and channels are durable documents. Creating a message emits ``MESSAGE_
 queues one real delivery per enabled channel in the outbox (``twin.automation.delivery``): a
 ``webhook`` channel gets the message as a JSON POST, ``email`` goes over SMTP to the configured
 server, and the chat kinds POST their platform's text-message body to their configured URL.
-Every attempt's outcome is counted on the channel and kept in the delivery records.
+Every attempt's outcome is kept in the delivery records (the newest :data:`MAX_DELIVERY_RECORDS`);
+a delivery is counted on the channel as ``sent`` or, once its retries are spent or it is given up
+while the channel's circuit is open, ``failed``. Retries wait with the default backoff spread by
+:data:`RETRY_JITTER`.
 """
 
 from __future__ import annotations
@@ -24,18 +27,22 @@ from hardware.ports.rules import (
     Channel,
     ChannelKind,
     DeliveryResult,
+    DeliveryStats,
     Message,
     MessagePage,
     MessageStats,
     NewMessage,
 )
-from twin.automation.delivery import Outbox, RetryPolicy, send
+from twin.automation.delivery import Outbox, RetryPolicy
 
 if TYPE_CHECKING:
     from twin.engine import Engine
 
 MAX_LIMIT = 200
 MAX_DELIVERY_RECORDS = 1000
+RETRY = RetryPolicy(jitter=0.1)
+"""Channels have no retry settings of their own: the default backoff, spread so that the retries of
+one message on several channels do not all go out at the same instant."""
 
 KINDS: tuple[ChannelKind, ...] = (
     ChannelKind(
@@ -109,6 +116,8 @@ class MessageCenter:
         self.messages = world.store.collection("messages")
         self.channels = world.store.collection("channels")
         self.deliveries = world.store.collection("message_deliveries")
+        self._record_ids: dict[str, None] | None = None
+        """The delivery records' ids, oldest first (read from the store on first use)."""
         outbox.register("channel", self._delivered)
 
     def _uuid(self) -> str:
@@ -153,9 +162,7 @@ class MessageCenter:
 
     def _enqueue(self, channel: dict[str, Any], msg: dict[str, Any]) -> None:
         transport, config, payload = delivery_of(channel, msg)
-        self.outbox.enqueue(
-            "channel", channel["name"], transport, config, payload, RetryPolicy(), ref=msg["id"]
-        )
+        self.outbox.enqueue("channel", channel["name"], transport, config, payload, RETRY, ref=msg["id"])
 
     def _delivered(self, job: dict[str, Any], result: DeliveryResult, final: bool) -> None:
         record = {
@@ -169,8 +176,13 @@ class MessageCenter:
             "at": result.at,
         }
         self.deliveries.put(job["id"], record)
-        if len(self.deliveries) > MAX_DELIVERY_RECORDS:
-            oldest = self.deliveries.items()[0][0]
+        ids = self._record_ids
+        if ids is None:
+            ids = self._record_ids = {d["id"]: None for d in self.deliveries.values()}
+        ids[job["id"]] = None
+        while len(ids) > MAX_DELIVERY_RECORDS:
+            oldest = next(iter(ids))
+            del ids[oldest]
             self.deliveries.delete(oldest)
         channel = self.channels.get(job["owner_id"])
         if channel is not None and (result.success or final):
@@ -367,7 +379,7 @@ class MessageCenter:
             "metadata": None,
         }
         transport, config, payload = delivery_of(doc, msg)
-        outcome = await send(transport, config, payload)
+        outcome = await self.outbox.send_now("channel", name, transport, config, payload)
         result = DeliveryResult(
             outcome.success, outcome.message, outcome.duration_ms, 1, outcome.status_code, self.world.now()
         )
@@ -379,6 +391,9 @@ class MessageCenter:
 
     def list_channels(self) -> list[Channel]:
         return [_channel(d) for d in self.channels.values()]
+
+    def delivery_stats(self) -> list[DeliveryStats]:
+        return self.outbox.stats("channel", [d["name"] for d in self.channels.values()])
 
 
 def _check_config(kind: str, config: Mapping[str, Any]) -> None:

@@ -6,8 +6,10 @@ A running ``event_driven`` target receives every sample (the simulated sensors' 
 ``interval`` target pushes the latest value of each matching source every ``interval_secs`` of
 world time. Items are grouped by ``batch_config.batch_size`` (a partial batch goes out after
 ``batch_interval_ms``). Each payload becomes an outbox job (real HTTP POST or MQTT publish by the
-delivery worker) retried with ``retry_config`` backoff in sim time, and one log entry whose
-``attempts`` and ``status`` (pending → retrying → success | failed) follow the job.
+delivery worker over the target's own link) retried with exactly the ``retry_config`` backoff in
+sim time, and one log entry whose ``attempts`` and ``status`` (pending → retrying → success |
+failed) follow the job. While the target's circuit is open its payloads wait as ``pending``; one
+given up counts in ``failed`` like one whose retries ran out.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import simpy
 
 from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.events import Event, EventKind
-from hardware.ports.rules import PUSH_TARGET_TYPES, DeliveryResult, PushLog, PushTarget
-from twin.automation.delivery import Outbox, RetryPolicy, send
+from hardware.ports.rules import PUSH_TARGET_TYPES, DeliveryResult, DeliveryStats, PushLog, PushTarget
+from twin.automation.delivery import Outbox, RetryPolicy
 
 if TYPE_CHECKING:
     from twin.engine import Engine
@@ -379,7 +381,7 @@ class DataPush:
         }
         transport, config = _transport(doc, {"device_id": "test", "metric": "test"})
         log_id, created = self._uuid(), self.world.now()
-        result = await send(transport, config, payload)
+        result = await self.outbox.send_now("push", target_id, transport, config, payload)
         entry = {
             "id": log_id,
             "target_id": target_id,
@@ -400,6 +402,9 @@ class DataPush:
         self.doc(target_id)
         logs, _ = self._logs(target_id)
         return [_log(d) for d in reversed(logs.values())][: max(1, limit)]
+
+    def delivery_stats(self) -> list[DeliveryStats]:
+        return self.outbox.stats("push", [d["id"] for d in self.targets.values()])
 
 
 def _transport(doc: dict[str, Any], item: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
