@@ -18,8 +18,9 @@ router = APIRouter(tags=["system"])
 
 @router.get("/metrics")
 async def metrics(request: Request, backend: Backend, version: Version) -> Response:
+    deliveries = [*backend.push.delivery_stats(), *backend.messages.delivery_stats()]
     text = wire.prometheus_text(
-        counters_of(request.app), backend.system.event_bus(), backend.uptime(), version
+        counters_of(request.app), backend.system.event_bus(), backend.uptime(), version, deliveries
     )
     return Response(text, media_type=wire.METRICS_CONTENT_TYPE)
 

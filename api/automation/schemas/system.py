@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.automation.metrics import HttpCounters
+from hardware.ports.rules import DeliveryStats
 from hardware.ports.system import (
     AgentSettings,
     BusStats,
@@ -196,7 +197,25 @@ def _labels(**labels: str) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
 
 
-def prometheus_text(counters: HttpCounters, bus: BusStats, uptime: float, version: str) -> str:
+DELIVERY_METRICS = (
+    ("consecutive_failures", "gauge", "Failed attempts in a row."),
+    ("pending", "gauge", "Deliveries not finished yet, waiting ones included."),
+    ("waiting", "gauge", "Deliveries held back by an open circuit."),
+    ("attempts", "counter", "Delivery attempts."),
+    ("delivered", "counter", "Deliveries that got through."),
+    ("failed", "counter", "Deliveries given up (retries spent, or dropped)."),
+    ("dropped", "counter", "Deliveries given up unattempted: too many were waiting behind an open circuit."),
+)
+"""Per push target and channel: ``neomind_delivery_<name>[_total]{owner_kind, owner_id}``."""
+
+
+def prometheus_text(
+    counters: HttpCounters,
+    bus: BusStats,
+    uptime: float,
+    version: str,
+    deliveries: list[DeliveryStats] | None = None,
+) -> str:
     """The Prometheus text exposition format 0.0.4: ``# HELP``/``# TYPE`` then samples per metric."""
     p = METRIC_PREFIX
     lines: list[str] = []
@@ -229,4 +248,16 @@ def prometheus_text(counters: HttpCounters, bus: BusStats, uptime: float, versio
     )
     metric("uptime_seconds", "gauge", "Seconds since the server started.", [("", round(uptime, 3))])
     metric("build_info", "gauge", "Server version; the value is always 1.", [(_labels(version=version), 1)])
+    if deliveries:  # the families appear with the first push target or channel
+        metric(
+            "delivery_circuit",
+            "gauge",
+            "A push target's or channel's circuit: 1 for its state (closed, open, half_open).",
+            [(_labels(owner_kind=d.owner_kind, owner_id=d.owner_id, state=d.circuit), 1) for d in deliveries],
+        )
+        for name, kind, help_ in DELIVERY_METRICS:
+            samples = [
+                (_labels(owner_kind=d.owner_kind, owner_id=d.owner_id), getattr(d, name)) for d in deliveries
+            ]
+            metric(f"delivery_{name}{'_total' if kind == 'counter' else ''}", kind, help_, samples)
     return "\n".join(lines) + "\n"
