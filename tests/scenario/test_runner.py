@@ -37,7 +37,8 @@ def test_rate_limit_storm_cli_fails_the_naive_client_and_passes_the_careful_one(
     cmd = [sys.executable, "-m", "twin.cli", "scenario", "run", str(SCENARIOS / "rate_limit_storm.yaml")]
     naive = subprocess.run([*cmd, "--client", client("naive")], env=env, capture_output=True, text=True)
     assert naive.returncode == 1, naive.stdout + naive.stderr
-    assert "expectation failed: honours_retry_after" in naive.stderr
+    assert "expectation failed: honours_retry_after" in naive.stderr, naive.stdout + naive.stderr
+    assert "PASS  client exit status: exited with status 0" in naive.stdout
     careful = subprocess.run([*cmd, "--client", client("careful")], env=env, capture_output=True, text=True)
     assert careful.returncode == 0, careful.stdout + careful.stderr
     assert "PASS  honours_retry_after: waited out every Retry-After" in careful.stdout

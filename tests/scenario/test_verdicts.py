@@ -58,7 +58,7 @@ def test_a_client_that_sent_nothing_to_the_server_leaves_its_checks_unexercised(
     [
         (0, 0, False, True, "exited with status 0"),
         (0, 1, False, False, "exited with status 1 (expected 0)"),
-        (0, -11, False, False, "killed by signal 11 (SIGSEGV) (expected 0)"),
+        (0, -11, False, False, "killed by signal 11, SIGSEGV (expected 0)"),
         (0, -15, True, True, "still running at the stop time, stopped by the runner"),
         ("nonzero", 2, False, True, "exited with status 2"),
         ("nonzero", 0, False, False, "exited with status 0 (expected a non-zero status)"),

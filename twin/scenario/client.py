@@ -19,11 +19,11 @@ NAME = "client exit status"
 
 
 def describe_exit(status: int) -> str:
-    """``exited with status 1``, ``killed by signal 11 (SIGSEGV)``."""
+    """``exited with status 1``, ``killed by signal 11, SIGSEGV``."""
     if status >= 0:
         return f"exited with status {status}"
     try:
-        name = f" ({signal.Signals(-status).name})"
+        name = f", {signal.Signals(-status).name}"
     except ValueError:
         name = ""
     return f"killed by signal {-status}{name}"

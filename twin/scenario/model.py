@@ -288,13 +288,23 @@ class Watch(_Strict):
 
 
 class Scenario(_Strict):
+    """A scenario file. A run of it with a client under test passes when every expectation was
+    exercised and held (an optional one may go unexercised) and the client ended as
+    ``client.expect_exit`` says; it fails when an expectation failed, the client ended otherwise or a
+    timeline step failed; it is inconclusive when nothing failed but a required expectation was not
+    exercised (as in a run without a client)."""
+
     name: str
     description: str = ""
     seed: int = Field(default=0, ge=0)
     clock: ClockSpec = Field(default_factory=ClockSpec)
     fleet: Fleet = Field(default_factory=Fleet)
     timeline: list[Step] = Field(default_factory=list)
-    expectations: list[Expectation] = Field(default_factory=list)
+    expectations: list[Expectation] = Field(
+        default_factory=list,
+        description="judged on the run: each is passed, failed, or inconclusive when nothing in the run "
+        "exercised it (which fails the run unless it is optional)",
+    )
     client: ClientSpec = Field(default_factory=ClientSpec)
     stop: Stop = Field(default_factory=Stop)
     servers: Servers = Field(default_factory=Servers)
