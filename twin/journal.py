@@ -119,6 +119,11 @@ class RequestJournal:
         return len(self._rows)
 
     @property
+    def last_seq(self) -> int:
+        """The newest entry's ``seq`` (0 before the first): a reader's ``since`` for what comes next."""
+        return self._rows[-1][0] if self._rows else 0
+
+    @property
     def entries(self) -> list[JournalEntry]:
         """Every kept entry, oldest first."""
         return [JournalEntry(*row) for row in self._rows]
@@ -130,6 +135,7 @@ class RequestJournal:
         server: str | None = None,
         route: str | None = None,
         status: int | None = None,
+        client: str | None = None,
         limit: int = 1000,
     ) -> list[JournalEntry]:
         """Entries with ``seq > since``, oldest first, filtered, at most ``limit``."""
@@ -142,6 +148,8 @@ class RequestJournal:
             if route is not None and row[5] != route:
                 continue
             if status is not None and row[8] != status:
+                continue
+            if client is not None and row[9] != client:
                 continue
             out.append(JournalEntry(*row))
             if len(out) >= limit:

@@ -136,6 +136,30 @@ class SensorFleet:
             for i, m in enumerate(self.group.metrics)
         }
 
+    def recent(self, device_ids: list[str], upto: float, ticks: int) -> tuple[list[float], dict[str, dict]]:
+        """The last ``ticks`` ticks at or before ``upto`` as the devices reported them (gaps ``None``,
+        spikes added): their times, and per device each metric's values."""
+        last = math.floor(upto / self.group.period + 1e-9)
+        times = np.arange(max(0, last - ticks + 1), last + 1, dtype=np.float64) * self.group.period
+        block = self.block(times)
+        out: dict[str, dict] = {}
+        for device_id in device_ids:
+            i = self.index[device_id]
+            values = {name: [v.item() for v in column[:, i]] for name, column in block.items()}
+            for w in self.windows:
+                if w.device != i:
+                    continue
+                for k, t in enumerate(times.tolist()):
+                    if not w.covers(t):
+                        continue
+                    for name, column in values.items():
+                        if w.metric is None:
+                            column[k] = None
+                        elif w.metric == name and column[k] is not None:
+                            column[k] = self._shifted(name, column[k], w.delta)
+            out[device_id] = values
+        return times.tolist(), out
+
     # Faults on single devices -------------------------------------------------------------------
     def open_window(
         self, device_id: str, start: float, end: float | None, metric: str | None = None, delta: float = 0.0

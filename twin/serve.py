@@ -126,7 +126,9 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         app.add_middleware(FaultMiddleware, faults=faults[camera_id], sleep=clock.sleep)
         app.add_middleware(JournalMiddleware, journal=journal, server=camera_id)
         gateway_apps[camera_id] = app
-    control = TwinControl(world, clock, faults=faults, limiters={"automation": limiter}, journal=journal)
+    control = TwinControl(
+        world, clock, faults=faults, limiters={"automation": limiter}, journal=journal, gateways=gateways
+    )
     twin = Twin(
         settings,
         world,

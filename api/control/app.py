@@ -1,31 +1,30 @@
 """The twin's control plane (127.0.0.1:9380): clock, reset, snapshot/restore, seed, faults,
-scenario actions and the request journal.
+scenario actions, the request journal, the fleet's readings, scenarios run on the live world, and
+the console (``GET /``) that drives all of it through these same routes.
 
 Separate from both vendor APIs. Answers plain JSON; errors are ``{"error": {"code", "message"}}``
-with the symbolic domain code.
+with the symbolic domain code. The routes of one area each are in :mod:`api.control.actions`
+(actions, client sleep, journal), :mod:`api.control.fleet` (sensors, cameras, live video) and
+:mod:`api.control.scenarios`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.automation.ratelimit import RateLimiter
-from api.control import demo
+from api.control import actions, console, demo, fleet, scenarios
+from api.control.deps import Console, Control, JournalView, clock_json, error_response, plain
 from api.faults import FaultSet
 from hardware.ports.control import WorldControl
 from hardware.ports.errors import DomainError, ErrorCode, NotFound
-from hardware.ports.types import ClockState
-
-STATUS = {
-    ErrorCode.INVALID_INPUT: 400,
-    ErrorCode.NOT_FOUND: 404,
-    ErrorCode.CONFLICT: 409,
-}
+from hardware.ports.types import ClockMode
 
 
 class _Body(BaseModel):
@@ -63,58 +62,8 @@ class LatencyBody(_Body):
     jitter: float = Field(default=0.0, ge=0)
 
 
-class SleepBody(_Body):
-    seconds: float = Field(ge=0)
-
-
-class ActionBody(_Body):
-    params: dict[str, Any] = Field(default_factory=dict)
-    for_: float | None = Field(default=None, gt=0, alias="for", description="undo after this many world s")
-
-
-class ActionControl(Protocol):
-    """What the control plane needs beyond the port: scenario actions and the client sleep."""
-
-    def run_action(
-        self, name: str, params: dict[str, Any], for_seconds: float | None = None
-    ) -> dict[str, Any]: ...
-
-    def undo_action(self, action_id: int) -> bool: ...
-
-    def active_actions(self) -> list[int]: ...
-
-    async def sleep_world(self, seconds: float) -> ClockState: ...
-
-
-class JournalView(Protocol):
-    dropped: int
-
-    def __len__(self) -> int: ...
-
-    def select(
-        self,
-        *,
-        since: int = 0,
-        server: str | None = None,
-        route: str | None = None,
-        status: int | None = None,
-        limit: int = 1000,
-    ) -> list[Any]: ...
-
-
-def clock_json(state: ClockState) -> dict[str, Any]:
-    return {
-        "mode": state.mode.value,
-        "speed": state.speed,
-        "paused": state.paused,
-        "sim_time": state.sim_time,
-        "epoch": state.epoch,
-        "unix_time": state.unix_time,
-    }
-
-
-async def _control(request: Request) -> WorldControl:
-    return request.app.state.control
+class ModeBody(_Body):
+    mode: ClockMode
 
 
 async def _faults(request: Request, server: str) -> FaultSet:
@@ -124,7 +73,6 @@ async def _faults(request: Request, server: str) -> FaultSet:
     return faults
 
 
-Control = Annotated[WorldControl, Depends(_control)]
 ServerFaults = Annotated[FaultSet, Depends(_faults)]
 
 
@@ -147,6 +95,9 @@ def limiter_json(limiter: RateLimiter) -> dict[str, Any]:
     }
 
 
+ROUTERS = (actions.router, fleet.router, scenarios.router, console.router, demo.router)
+
+
 def create_app(
     control: WorldControl,
     faults: dict[str, FaultSet] | None = None,
@@ -164,8 +115,7 @@ def create_app(
 
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:
-        body = {"error": {"code": exc.code.value, "message": exc.message}}
-        return JSONResponse(body, status_code=STATUS.get(exc.code, 500))
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -194,6 +144,11 @@ def create_app(
     async def speed(body: SpeedBody, control: Control) -> dict:
         return clock_json(control.set_speed(body.speed))
 
+    @app.put("/clock/mode")
+    async def mode(body: ModeBody, control: Console) -> dict:
+        """``step``: time moves only when advanced; ``realtime``: it follows the wall clock."""
+        return clock_json(control.set_mode(body.mode))
+
     @app.post("/clock/advance")
     async def advance(body: AdvanceBody, control: Control) -> dict:
         return clock_json(control.advance(body.seconds))
@@ -219,6 +174,10 @@ def create_app(
     async def snapshot(control: Control) -> dict:
         info = control.snapshot()
         return {"id": info.id, "sim_time": info.sim_time, "seed": info.seed}
+
+    @app.get("/snapshots")
+    async def snapshots(control: Console) -> dict:
+        return {"snapshots": [plain(info) for info in control.snapshots()]}
 
     @app.post("/snapshots/{snapshot_id}/restore")
     async def restore(snapshot_id: str, control: Control) -> dict:
@@ -252,53 +211,7 @@ def create_app(
         limiter.calm()
         return limiter_json(limiter)
 
-    @app.post("/clock/sleep")
-    async def sleep(body: SleepBody, control: Control) -> dict:
-        """A scripted client's pause on the world clock: in step mode it moves time by ``seconds``,
-        in realtime mode it answers once that much world time has passed."""
-        return clock_json(await _actions(control).sleep_world(body.seconds))
-
-    @app.get("/actions")
-    async def list_actions(request: Request, control: Control) -> dict:
-        return {"actions": request.app.state.actions, "active": _actions(control).active_actions()}
-
-    @app.post("/actions/{name}")
-    async def run_action(name: str, control: Control, body: ActionBody | None = None) -> dict:
-        body = body or ActionBody()
-        return _actions(control).run_action(name, body.params, body.for_)
-
-    @app.delete("/actions/{action_id}")
-    async def undo_action(action_id: int, control: Control) -> dict:
-        if not _actions(control).undo_action(action_id):
-            raise NotFound(f"no active action {action_id}", resource="action")
-        return {"undone": action_id}
-
-    @app.get("/journal")
-    async def get_journal(
-        request: Request,
-        since: int = Query(default=0, ge=0),
-        server: str | None = None,
-        route: str | None = None,
-        status: int | None = None,
-        limit: int = Query(default=1000, ge=1, le=10_000),
-    ) -> dict:
-        """Journalled requests with ``seq > since``, oldest first; page on with ``next_since``."""
-        journal: JournalView | None = request.app.state.journal
-        if journal is None:
-            return {"entries": [], "total": 0, "dropped": 0, "next_since": since}
-        entries = journal.select(since=since, server=server, route=route, status=status, limit=limit)
-        return {
-            "entries": [e.to_json() for e in entries],
-            "total": len(journal),
-            "dropped": journal.dropped,
-            "next_since": entries[-1].seq if entries else since,
-        }
-
-    app.include_router(demo.router)
+    for router in ROUTERS:
+        app.include_router(router)
+    app.mount("/static", StaticFiles(directory=console.STATIC), name="static")
     return app
-
-
-def _actions(control: WorldControl) -> ActionControl:
-    if not hasattr(control, "run_action"):
-        raise NotFound("this backend runs no scenario actions", resource="action")
-    return control  # type: ignore[return-value]

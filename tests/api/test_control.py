@@ -7,6 +7,7 @@ import jwt
 import pytest
 
 from tests.conftest import admin_token, gateway_token
+from tests.sockets import until
 
 
 async def timestamps(automation: httpx.AsyncClient, gateway: httpx.AsyncClient) -> dict[str, float]:
@@ -151,3 +152,261 @@ async def test_clock_sleep_moves_step_time_and_holds_at_the_stop(twin, control: 
     assert not held.done() and twin.control.stopped.is_set()
     assert twin.clock.state().sim_time == 20.0
     held.cancel()
+
+
+# The console's readings and the live scenario runs ------------------------------------------------
+
+
+@pytest.fixture
+def runner_parts(twin) -> None:
+    """What ``twin run`` hands the control plane so that the console can run scenarios."""
+    from twin.control import RunnerParts
+    from twin.scenario import report, runner
+
+    twin.control.scenarios.parts = RunnerParts(
+        runner.schedule, runner.RunResult, runner.trace_of, report.html_report
+    )
+
+
+async def test_fleet_lists_devices_with_their_recent_values_and_the_cameras(
+    control: httpx.AsyncClient,
+) -> None:
+    await control.post("/clock/advance", json={"seconds": 95})
+    fleet = (await control.get("/fleet", params={"points": 4, "limit": 2})).json()
+    assert fleet["clock"]["sim_time"] == 95
+    sensors = fleet["sensors"]
+    assert (sensors["total"], sensors["page"], len(sensors["devices"])) == (3, 1, 2)
+    first = sensors["devices"][0]
+    assert first["id"] == "env_sensor-0001" and first["status"] == "online" and first["simulated"]
+    assert first["times"] == [60.0, 70.0, 80.0, 90.0]
+    assert set(first["metrics"]) == {"temperature", "humidity"}
+    assert all(len(v) == 4 and all(isinstance(x, float) for x in v) for v in first["metrics"].values())
+    [camera] = fleet["cameras"]
+    assert camera["id"] == "cam-01" and camera["powered"]
+    assert camera["services"] == {"camera": True, "event_bus": True}
+    assert {"soc_temp_c", "npu_percent", "root_percent", "data_percent"} <= set(camera["metrics"])
+
+
+async def test_fleet_shows_a_gap_as_none_and_a_spike_added(control: httpx.AsyncClient) -> None:
+    await control.post("/clock/advance", json={"seconds": 30})
+    await control.post(
+        "/actions/telemetry_spike",
+        json={"params": {"device": "env_sensor-0002", "metric": "humidity", "delta": 50, "seconds": 25}},
+    )
+    gap = {"device": "env_sensor-0003", "seconds": 25}
+    await control.post("/actions/telemetry_gap", json={"params": gap})
+    await control.post("/clock/advance", json={"seconds": 30})
+    devices = (await control.get("/fleet", params={"points": 4})).json()["sensors"]["devices"]
+    spiked, gapped = devices[1]["metrics"]["humidity"], devices[2]["metrics"]["temperature"]
+    assert devices[1]["times"] == [30.0, 40.0, 50.0, 60.0]  # the windows cover the ticks at 40 and 50
+    assert [round(v - spiked[0]) // 10 for v in spiked] == [0, 5, 5, 0]
+    assert [v is None for v in gapped] == [False, True, True, False]
+
+
+@pytest.mark.parametrize(
+    "query", [{"page": 0}, {"limit": 0}, {"limit": 5000}, {"points": 0}, {"points": 1000}, {"page": "x"}]
+)
+async def test_fleet_refuses_bad_paging(control: httpx.AsyncClient, query: dict) -> None:
+    resp = await control.get("/fleet", params=query)
+    assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_input"
+
+
+async def test_camera_detail_and_an_unknown_camera(control: httpx.AsyncClient) -> None:
+    detail = (await control.get("/cameras/cam-01")).json()
+    assert detail["state"]["powered"] is True
+    assert detail["lens"]["zoom_limit"] == {"min_pos": 0, "max_pos": 2000}
+    assert {p["name"] for p in detail["partitions"]} >= {"root", "data"}
+    assert all(0 <= p["usage_percent"] <= 100 and p["free"] >= 0 for p in detail["partitions"])
+    assert detail["apps"] == []
+    assert {s["config"]["stream_id"] for s in detail["streams"]} == {"main", "sub", "third"}
+    assert "soc_temp_c" in detail["peripherals"] and detail["info"]["version"]
+    missing = await control.get("/cameras/cam-99")
+    assert missing.status_code == 404
+    assert missing.json() == {"error": {"code": "not_found", "message": "no camera 'cam-99'"}}
+
+
+async def test_a_camera_that_is_down_says_so(control: httpx.AsyncClient) -> None:
+    await control.post("/actions/camera_restart", json={"params": {"camera": "cam-01"}})
+    await control.post("/clock/advance", json={"seconds": 5})
+    [camera] = (await control.get("/fleet")).json()["cameras"]
+    assert camera["powered"] is False and camera["down_until"] == pytest.approx(42.0)
+    assert camera["metrics"] == {}
+    assert (await control.get("/cameras/cam-01")).json()["state"]["powered"] is False
+
+
+async def test_clock_mode_switches_and_refuses_an_unknown_mode(control: httpx.AsyncClient) -> None:
+    assert (await control.put("/clock/mode", json={"mode": "realtime"})).json()["mode"] == "realtime"
+    assert (await control.put("/clock/mode", json={"mode": "step"})).json()["mode"] == "step"
+    for body in ({"mode": "fast"}, {}, {"mode": "step", "speed": 2}):
+        resp = await control.put("/clock/mode", json=body)
+        assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_input"
+
+
+async def test_snapshots_are_listed_oldest_first(control: httpx.AsyncClient) -> None:
+    assert (await control.get("/snapshots")).json() == {"snapshots": []}
+    first = (await control.post("/snapshots")).json()
+    await control.post("/clock/advance", json={"seconds": 10})
+    second = (await control.post("/snapshots")).json()
+    listed = (await control.get("/snapshots")).json()["snapshots"]
+    assert listed == [
+        {"id": first["id"], "sim_time": 0.0, "seed": 1234},
+        {"id": second["id"], "sim_time": 10.0, "seed": 1234},
+    ]
+
+
+async def test_action_log_says_when_each_action_started_and_ends(control: httpx.AsyncClient) -> None:
+    await control.post("/clock/advance", json={"seconds": 5})
+    timed = (await control.post("/actions/latency", json={"params": {"seconds": 1}, "for": 20})).json()
+    held = (await control.post("/actions/network_hang", json={"params": {}})).json()
+    await control.post("/clock/advance", json={"seconds": 30})
+    log = {a["id"]: a for a in (await control.get("/actions")).json()["log"]}
+    assert log[timed["id"]] | {"params": None} == {
+        "id": timed["id"], "action": "latency", "params": None, "at": 5.0, "undo_at": 25.0,
+        "ended_at": 25.0, "active": False,
+    }  # fmt: skip
+    assert log[held["id"]]["active"] is True and log[held["id"]]["undo_at"] is None
+    later = (await control.get("/actions", params={"since_id": timed["id"]})).json()["log"]
+    assert [a["id"] for a in later] == [held["id"]]
+    bad = await control.get("/actions", params={"since_id": -1})
+    assert bad.status_code == 400
+
+
+async def test_journal_filters_by_client_and_lists_filter_values(
+    control: httpx.AsyncClient, automation: httpx.AsyncClient
+) -> None:
+    assert (await control.get("/journal/filters")).json()["last_seq"] == 0
+    await automation.get("/api/health")
+    await automation.get("/api/nope", headers={"X-Forwarded-For": "10.0.0.9"})
+    filters = (await control.get("/journal/filters")).json()
+    assert filters["servers"] == ["automation"] and filters["last_seq"] == 2
+    assert 404 in filters["statuses"] and "unmatched" in filters["routes"]
+    client = filters["clients"][0]
+    entries = (await control.get("/journal", params={"client": client})).json()["entries"]
+    assert len(entries) == 2
+    assert (await control.get("/journal", params={"client": "nobody"})).json()["entries"] == []
+    assert (await control.get("/journal", params={"status": "x"})).status_code == 400
+
+
+SCENARIO = """
+name: console_check
+seed: 1234
+clock: {mode: step, epoch: 1767225600}
+fleet:
+  sensors:
+    - {type: env_sensor, count: 2, period: 10, metrics: {temperature: {kind: sine, mean: 20, amplitude: 2}}}
+  cameras: {count: 1}
+timeline:
+  - {at: 10, do: latency, params: {server: automation, seconds: 1}, for: 20}
+expectations:
+  - expect: no_unknown_routes
+stop: {at: 60}
+"""
+
+
+async def test_scenario_library_and_load_failures(control: httpx.AsyncClient) -> None:
+    library = {s["name"]: s for s in (await control.get("/scenarios")).json()["scenarios"]}
+    assert library["flaky_network"]["cameras"] == 1 and library["fleet_1000"]["sensors"] == 1000
+    assert "schema" not in library
+    for body, status in [
+        ({}, 400),
+        ({"name": "flaky_network", "yaml": SCENARIO}, 400),
+        ({"name": "no_such_scenario"}, 404),
+        ({"name": "../scenarios/flaky_network"}, 404),
+        ({"name": 7}, 400),
+        ({"yaml": "name: x\nseed: -1\n"}, 400),
+        ({"yaml": "{unclosed"}, 400),
+        ({"yaml": SCENARIO, "extra": 1}, 400),
+    ]:
+        resp = await control.post("/scenario/load", json=body)
+        assert resp.status_code == status, (body, resp.text)
+        assert resp.json()["error"]["code"] == {400: "invalid_input", 404: "not_found"}[status]
+    bad = await control.post("/scenario/load", json={"yaml": "name: x\nfleet: {cameras: {colour: red}}\n"})
+    assert "fleet.cameras" in bad.json()["error"]["message"]
+    named = {"yaml": "name: x\nbogus: 1\n", "filename": "mine.yaml"}
+    message = (await control.post("/scenario/load", json=named)).json()["error"]["message"]
+    assert message.startswith("mine.yaml:2")
+    assert (await control.get("/scenario")).json()["loaded"] is None
+
+
+async def test_scenario_run_failures(runner_parts, control: httpx.AsyncClient) -> None:
+    resp = await control.post("/scenario/run")
+    assert resp.status_code == 409 and resp.json()["error"]["message"] == "no scenario loaded"
+    assert (await control.delete("/scenario/run")).status_code == 409
+    assert (await control.get("/scenario/report")).status_code == 404
+    await control.post("/scenario/load", json={"name": "camera_scenes"})
+    mismatch = await control.post("/scenario/run")
+    assert mismatch.status_code == 409 and "needs cameras ['cam-01', 'cam-02', 'cam-03']" in mismatch.text
+    await control.post("/scenario/load", json={"yaml": SCENARIO})
+    for body in ({"mode": "fast"}, {"speed": 0}, {"drive": "sometimes"}, {"later": True}):
+        resp = await control.post("/scenario/run", json=body)
+        assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_input"
+
+
+async def test_without_the_runner_the_control_plane_runs_no_scenario(control: httpx.AsyncClient) -> None:
+    await control.post("/scenario/load", json={"yaml": SCENARIO})
+    resp = await control.post("/scenario/run")
+    assert resp.status_code == 409 and "runs no scenarios" in resp.json()["error"]["message"]
+
+
+async def test_a_scenario_runs_on_the_live_world_and_is_judged_as_it_goes(
+    runner_parts, twin, control: httpx.AsyncClient, automation: httpx.AsyncClient
+) -> None:
+    await control.post("/clock/advance", json={"seconds": 500})
+    await control.post("/actions/network_hang", json={"params": {}})
+    loaded = (await control.post("/scenario/load", json={"yaml": SCENARIO, "filename": "check.yaml"})).json()
+    params = {"server": "automation", "seconds": 1}
+    step = {"at": 10.0, "after": None, "do": "latency", "params": params, "for": 20.0}
+    assert loaded["loaded"]["timeline"] == [step]
+    assert loaded["loaded"]["expectations"][0]["expect"] == "no_unknown_routes"
+    started = (await control.post("/scenario/run", json={"drive": False})).json()
+    run = started["run"]
+    assert started["clock"]["sim_time"] == 0 and run["state"] == "running" and run["mode"] == "step"
+    assert twin.faults["automation"].hang is False  # faults from before the run are cleared
+    assert [v["outcome"] for v in run["verdicts"]] == ["inconclusive"]  # nothing used the servers yet
+    assert (await control.post("/scenario/run")).status_code == 409
+    assert (await control.post("/scenario/load", json={"name": "flaky_network"})).status_code == 409
+
+    await automation.get("/api/health")
+    await control.post("/clock/advance", json={"seconds": 15})
+    run = (await control.get("/scenario")).json()["run"]
+    assert [v["outcome"] for v in run["verdicts"]] == ["passed"]
+    assert [(a["action"], a["at"], a["undo_at"], a["active"]) for a in run["actions"]] == [
+        ("latency", 10.0, 30.0, True)
+    ]
+    await control.post("/clock/advance", json={"seconds": 20})  # past the latency: the clock is not driven
+    await automation.get("/api/nope")
+    run = (await control.get("/scenario")).json()["run"]
+    assert [v["outcome"] for v in run["verdicts"]] == ["failed"] and run["requests"] == 2
+
+    await control.post("/clock/run-to", json={"sim_time": 60})
+
+    async def finished() -> bool:
+        return (await control.get("/scenario")).json()["run"]["state"] == "finished"
+
+    await until(finished)
+    run = (await control.get("/scenario")).json()["run"]
+    assert run["sim_time"] == 60 and run["outcome"] == "failed" and run["passed"] is False
+    assert run["actions"][0]["ended_at"] == 30.0
+    report = await control.get("/scenario/report")
+    assert report.status_code == 200 and "console_check" in report.text and "/api/nope" in report.text
+    assert (await control.delete("/scenario/run")).status_code == 409
+
+
+async def test_a_run_ends_when_stopped_or_when_the_world_is_reset(
+    runner_parts, control: httpx.AsyncClient
+) -> None:
+    await control.post("/scenario/load", json={"yaml": SCENARIO})
+    await control.post("/scenario/run", json={"drive": False})
+    await control.post("/clock/advance", json={"seconds": 12})
+    stopped = (await control.delete("/scenario/run")).json()["run"]
+    assert stopped["state"] == "stopped" and stopped["sim_time"] == 12
+    await control.post("/scenario/run", json={"drive": False})
+    await control.post("/clock/advance", json={"seconds": 5})
+    await control.post("/reset")
+
+    async def aborted() -> bool:
+        return (await control.get("/scenario")).json()["run"]["state"] == "aborted"
+
+    assert await aborted()  # at once: the reset ends the run before it rebuilds the world
+    run = (await control.get("/scenario")).json()["run"]
+    assert run["sim_time"] == 5 and run["errors"] == ["the world was reset during the run"]

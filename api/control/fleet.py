@@ -1,0 +1,153 @@
+"""What the console shows of the fleet: every device of the automation server with its status and
+its metrics' recent values, every camera's power, services and figures (``GET /fleet``); one
+camera in detail (``GET /cameras/{id}``); and a camera's live stream
+(``/cameras/{id}/video/{stream}``, WebSocket) in the gateway's own framing.
+
+The stream is read off the same encoder the camera's gateway serves, without logging in to it:
+watching from the console is not a client of the gateway, takes none of its five connections per
+address, and leaves nothing in the request journal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Query, WebSocket
+from starlette.websockets import WebSocketDisconnect
+
+from api.control.deps import Console, ConsoleControl, clock_json, error_response, has, plain
+from api.gateway.routers.media import pack
+from api.gateway.ws import deny, drain, until_first_ends
+from hardware.ports.devices import Device
+from hardware.ports.errors import DomainError, Unavailable
+from hardware.ports.gateway import GatewayBackend
+from hardware.ports.media import MediaViewer
+
+router = APIRouter(tags=["fleet"])
+
+
+def _sensor(device: Device, series: dict[str, Any] | None) -> dict[str, Any]:
+    series = series or {"times": [], "metrics": {}}
+    return {
+        "id": device.device_id,
+        "name": device.name,
+        "type": device.device_type,
+        "status": device.status,
+        "last_seen": device.last_seen,
+        "simulated": device.simulated,
+        "times": series["times"],
+        "metrics": series["metrics"],
+    }
+
+
+def _read(read: Callable[[], Any]) -> Any:
+    """One area of a camera: its value, or ``{"error": message}`` when the camera cannot answer."""
+    try:
+        return read()
+    except DomainError as err:
+        return {"error": err.message}
+
+
+def _figures(gateway: GatewayBackend) -> dict[str, float]:
+    """The figures a camera's sparklines follow."""
+    out: dict[str, float] = {}
+    with contextlib.suppress(DomainError):
+        out["soc_temp_c"] = gateway.peripherals.device_status().soc_temp_c
+    with contextlib.suppress(DomainError):
+        npu = gateway.system.stats().ai_runtime
+        if npu is not None:
+            out["npu_percent"] = npu.device_utilization
+    with contextlib.suppress(DomainError):
+        for p in gateway.storage.partitions():
+            if p.name in ("root", "data"):
+                out[f"{p.name}_percent"] = p.usage_percent
+    return out
+
+
+def _camera(control: ConsoleControl, camera_id: str) -> dict[str, Any]:
+    state = control.camera_state(camera_id)
+    gateway = control.gateway(camera_id)
+    viewers = _read(lambda: sum(s.viewers for s in gateway.media.status()))
+    figures = _figures(gateway) if state["powered"] else {}
+    return {**state, "viewers": viewers if isinstance(viewers, int) else 0, "metrics": figures}
+
+
+@router.get("/fleet")
+async def fleet(
+    control: Console,
+    page: int = Query(default=1, ge=1),
+    limit: int = Query(default=100, ge=1, le=1000),
+    points: int = Query(default=60, ge=1, le=240),
+) -> dict:
+    """A page of devices (each with its metrics' last ``points`` values at its sampling ticks) and
+    every camera with its power, services and current figures."""
+    devices, total, series = control.sensors(page, limit, points)
+    return {
+        "clock": clock_json(control.clock_state()),
+        "sensors": {
+            "page": page,
+            "limit": limit,
+            "total": total,
+            "devices": [_sensor(d, series.get(d.device_id)) for d in devices],
+        },
+        "cameras": [_camera(control, camera_id) for camera_id in control.camera_ids()],
+    }
+
+
+@router.get("/cameras/{camera_id}")
+async def camera(camera_id: str, control: Console) -> dict:
+    """One camera: power and services, firmware, lens and autofocus, peripherals, partitions, apps,
+    streams, OTA and OS-upgrade state. An area the camera cannot answer shows ``{"error"}``."""
+    gateway = control.gateway(camera_id)
+
+    def partitions() -> list[dict[str, Any]]:
+        found = gateway.storage.partitions()
+        return [{**plain(p), "free": p.free, "usage_percent": p.usage_percent} for p in found]
+
+    areas: dict[str, Callable[[], Any]] = {
+        "info": lambda: plain(gateway.system.info()),
+        "device_time": lambda: plain(gateway.system.device_time()),
+        "lens": lambda: plain(gateway.lens.status()),
+        "autofocus": lambda: plain(gateway.lens.af_status()),
+        "peripherals": lambda: plain(gateway.peripherals.device_status()),
+        "partitions": partitions,
+        "apps": lambda: [plain(a) for a in gateway.apps.list()],
+        "streams": lambda: [plain(s) for s in gateway.media.status()],
+        "ota": lambda: plain(gateway.system.ota_status()),
+        "os_upgrade": gateway.system.os_upgrade_status,
+    }
+    return {"state": control.camera_state(camera_id)} | {name: _read(read) for name, read in areas.items()}
+
+
+@router.websocket("/cameras/{camera_id}/video/{stream_id}")
+async def video(websocket: WebSocket, camera_id: str, stream_id: str) -> None:
+    """The stream as the gateway frames it (18-byte header + AVCC access unit per message, SPS/PPS
+    first). Refused before the upgrade, in the control plane's error shape: an unknown camera or
+    stream (404), a camera that is down or a stream that cannot start (503)."""
+    try:
+        control: ConsoleControl = has(websocket.app.state.control, "scenarios", "console readings")
+        gateway = control.gateway(camera_id)
+        if not gateway.system.reachable():
+            raise Unavailable(f"{camera_id} is down")
+        viewer = gateway.media.open_viewer(stream_id)
+    except DomainError as err:
+        await deny(websocket, error_response(err))
+        return
+    try:
+        await websocket.accept()
+        await viewer.start()
+        await websocket.send_bytes(pack(viewer.config_frame()))
+        viewer.request_keyframe()
+        await until_first_ends(websocket, _frames(websocket, viewer), drain(websocket))
+    except (DomainError, WebSocketDisconnect):
+        pass
+    finally:
+        viewer.close()
+
+
+async def _frames(websocket: WebSocket, viewer: MediaViewer) -> None:
+    with contextlib.suppress(DomainError, WebSocketDisconnect, RuntimeError):
+        while True:
+            await websocket.send_bytes(pack(await viewer.next_frame()))
