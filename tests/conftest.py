@@ -1,7 +1,11 @@
-"""Shared fixtures: a small world in step mode, and in-process clients for each app."""
+"""Shared fixtures: a small world in step mode, in-process clients for each app, and Debian's Chromium
+for the tests that drive a page in a real browser."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -68,3 +72,39 @@ async def gateway_token(client: httpx.AsyncClient) -> str:
     resp = await client.post("/api/login", json={"username": "admin", "password": "password"})
     assert resp.status_code == 200, resp.text
     return resp.json()["data"]["token"]
+
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
+]
+"""Flags for a headless Chromium in the test suite: no sandbox (CI runs as root), nothing fetched from
+the network, and video that plays without a user gesture."""
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's ``chromium``, installed here when it is missing and this is root with apt-get (as on
+    CI); skipped, saying how to install it, only where it cannot be installed. Playwright drives it
+    through ``executable_path``: ``playwright install`` (a browser download) is never needed."""
+    if _chromium() is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
+        for command in (["apt-get", "update"], install):
+            subprocess.run(command, env=env, capture_output=True, timeout=900, check=False)
+    found = _chromium()
+    if found is None:
+        pytest.skip(
+            "Chromium is missing: install Debian's package (`sudo apt-get install chromium`) or put a "
+            "`chromium` binary on PATH; the tests use it directly, never `playwright install`"
+        )
+    return found

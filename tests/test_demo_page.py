@@ -1,14 +1,13 @@
-"""The control plane's demo page plays a camera's live stream in headless Chromium: the page remuxes
-the gateway's framing to fragmented MP4 for Media Source Extensions, and the video element's
-``currentTime`` advances past 2 s on a realtime world clock."""
+"""The control plane's demo page plays a camera's live stream in headless Chromium: the page (with the
+player module it shares with the console) remuxes the gateway's framing to fragmented MP4 for Media
+Source Extensions, and the video element's ``currentTime`` advances past 2 s on a realtime world
+clock."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,25 +23,6 @@ from twin.serve import build, start, stop
 pytestmark = pytest.mark.socket
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    """Debian's ``chromium``, installed here when it is missing and this is root with apt-get (as on
-    CI); skipped, saying why, only where it cannot be installed."""
-    if _chromium() is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
-        for command in (["apt-get", "update"], install):
-            subprocess.run(command, env=env, capture_output=True, timeout=900, check=False)
-    found = _chromium()
-    if found is None:
-        pytest.skip("Chromium is missing and cannot be installed here (Debian's `chromium` needs root)")
-    return found
-
-
 @pytest.mark.timeout(1200)  # the first use may install Chromium
 async def test_demo_page_plays_the_main_stream(
     chromium: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -54,7 +34,10 @@ async def test_demo_page_plays_the_main_stream(
     gateway, control = running.url("cam-01/http"), running.url("control")
     async with httpx.AsyncClient() as http:
         page = await http.get(control + "/demo/video")
-    assert page.status_code == 200 and "MediaSource" in page.text
+        player = await http.get(control + "/static/js/mse.js")  # the remuxing the console shares
+    assert page.status_code == 200 and "/static/js/mse.js" in page.text
+    assert player.status_code == 200 and "MediaSource" in player.text
+    assert player.headers["content-type"].startswith("text/javascript")
     profile = tmp_path / "chromium"
     url = f"{control}/demo/video#gateway={gateway}&stream=main&username=admin&password=password"
     browser = await asyncio.create_subprocess_exec(
