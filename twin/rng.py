@@ -19,16 +19,24 @@ def stream_key(seed: int, entity_id: str) -> int:
 
 
 class Streams:
-    """The world's random streams: ``streams.get("sensor-0001")`` is that entity's own generator."""
+    """The world's random streams: ``streams.get("sensor-0001")`` is that entity's own generator.
 
-    def __init__(self, seed: int) -> None:
+    ``generation`` counts the earlier runs on the same durable state: the generators (which mint
+    the ids of what clients create) start elsewhere in each run, so a run after a restart never
+    draws the ids the runs before it stored. ``key`` (an entity's fixed identity: its sensor
+    noise, scene, optics) is the same in every run. Generation 0 is a fresh world.
+    """
+
+    def __init__(self, seed: int, generation: int = 0) -> None:
         self.seed = seed
+        self.generation = generation
         self._streams: dict[str, np.random.Generator] = {}
 
     def get(self, entity_id: str) -> np.random.Generator:
         gen = self._streams.get(entity_id)
         if gen is None:
-            gen = np.random.Generator(np.random.PCG64(stream_key(self.seed, entity_id)))
+            name = f"{entity_id}\x00run{self.generation}" if self.generation else entity_id
+            gen = np.random.Generator(np.random.PCG64(stream_key(self.seed, name)))
             self._streams[entity_id] = gen
         return gen
 

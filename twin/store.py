@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS samples (
     quality   REAL,
     PRIMARY KEY (device_id, metric, ts)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS opens (n INTEGER NOT NULL);
 """
 
 _MAX_REMEMBERED = 100_000
@@ -119,6 +120,11 @@ class Store:
         self._docs: dict[tuple[str, str], bytes | None] = {}
         self._latest: dict[str, dict[str, Sample]] = {}
         self._seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()[0]
+        self.generation: int = self._db.execute("SELECT COUNT(*) FROM opens").fetchone()[0]
+        """How many times the database was opened before: 0 for a new file (or in memory). Kept
+        apart from the documents (``clear`` and ``load`` leave it), it tells one run on a state
+        directory from the next."""
+        self._db.execute("INSERT INTO opens VALUES (?)", (self.generation + 1,))
         self._savepoints = 0
         self.unreadable: dict[tuple[str, str], str] = {}
         """Stored rows found unreadable, ``(kind, id)`` -> why; each is skipped wherever it is read."""

@@ -65,9 +65,9 @@ class World:
         self.epoch = self.config.epoch
         self.env = simpy.Environment(initial_time=initial_time)
         self.started_at = initial_time
-        self.streams = Streams(self.seed)
-        self.bus = bus if bus is not None else EventBus()
         self.store = store if store is not None else Store()
+        self.streams = Streams(self.seed, self.store.generation)
+        self.bus = bus if bus is not None else EventBus()
         self.keys = keys if keys is not None else KeyRing()
         self.trace: list[str] | None = [] if record_trace else None
         self.events_emitted = 0
