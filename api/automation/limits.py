@@ -28,7 +28,8 @@ def _refusal(text: str) -> Refusal:
     return lambda: PlainTextResponse(text, status_code=413)
 
 
-_EXTRACTOR = _refusal("Failed to buffer the request body: length limit exceeded")
+EXTRACTOR_413 = "Failed to buffer the request body: length limit exceeded"
+_EXTRACTOR = _refusal(EXTRACTOR_413)
 LAYERED = Limit(10 * MiB, on_read=_EXTRACTOR, on_declared=_refusal("length limit exceeded"))
 DEFAULT = Limit(2 * MiB, on_read=_EXTRACTOR)
 BY_CLASS = {HYBRID: LAYERED, JWT_ONLY: LAYERED, WEBHOOK: Limit(8 * MiB, on_read=_EXTRACTOR)}

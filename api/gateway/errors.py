@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.body_limit import Limit
@@ -165,8 +165,8 @@ NGINX_413 = (
 """nginx's own page for a body over ``client_max_body_size`` (the device's nginx 1.22.1)."""
 
 
-def too_large() -> HTMLResponse:
-    return HTMLResponse(NGINX_413, status_code=413, headers={"connection": "close"})
+def too_large() -> Response:
+    return Response(NGINX_413, status_code=413, headers={"content-type": "text/html", "connection": "close"})
 
 
 NGINX_LIMIT = Limit(MAX_BODY, on_read=too_large, on_declared=too_large)

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from api import json_input
 from hardware.ports.rules import Rule, RuleExecution, RuleImport, RuleTest
 
 
@@ -34,8 +35,8 @@ def test_value(raw: bytes) -> Any:
     if not text:
         return None
     try:
-        body = json.loads(text)
-    except ValueError:
+        body = json_input.loads(raw, json_input.SERDE)
+    except ValueError:  # not JSON as the server reads it (a lone surrogate, too deep...): text
         return text
     if isinstance(body, dict):
         return body.get("value", body.get("input"))
