@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -49,13 +48,6 @@ class Window:
     @property
     def health_max_ms(self) -> float:
         return max(self.health_ms)
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound once by the OS, then released)."""
-    with socket.socket() as sock:
-        sock.bind((servers.HOST, 0))
-        return sock.getsockname()[1]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -112,7 +104,7 @@ def add_dead_targets(server: servers.Server, auth: dict[str, str], count: int) -
         body = {
             "name": f"dead-{i + 1}",
             "target_type": "webhook",
-            "config": {"url": f"http://{servers.HOST}:{closed_port()}/ingest"},
+            "config": {"url": f"http://{servers.HOST}:{servers.free_port()}/ingest"},
             "schedule": {"type": "event_driven", "event_types": []},
         }
         status, answer = servers.http_json("POST", f"{server.url}/api/data-push", body, auth)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,13 +21,22 @@ class Request:
         return json.loads(self.body)
 
 
+def closed_port() -> int:
+    """A loopback port nothing listens on (the OS picked it free; it is released again)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 @dataclass
 class HttpReceiver:
-    """Answers each request with the next status of ``statuses`` (then 200) and records it."""
+    """Answers each request with the next status of ``statuses`` (then 200) and records it. ``port``:
+    listen there (a far end that was down coming back), else on one the OS picks."""
 
     statuses: list[int] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
     server: asyncio.Server | None = None
+    port: int = 0
 
     @property
     def url(self) -> str:
@@ -35,7 +45,7 @@ class HttpReceiver:
         return f"http://{host}:{port}"
 
     async def __aenter__(self) -> HttpReceiver:
-        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

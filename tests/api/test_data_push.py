@@ -1,6 +1,7 @@
 """Data push over HTTP with real delivery: a webhook target that fails three times then succeeds
 (four attempts, backoff in sim time, nothing lost), an MQTT target on a real broker, test pushes,
-start/stop, logs, and the failure paths."""
+start/stop, logs, and the failure paths; a dead target: its circuit opens, its payloads wait (or are
+given up past the bound, counted as failed) and all go out once a probe gets through."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from amqtt.client import MQTTClient
 
 from api.realtime.mqtt import EmbeddedBroker
 from tests.conftest import admin_token
-from tests.receivers import HttpReceiver
+from tests.receivers import HttpReceiver, closed_port
 from tests.sockets import until
+from twin.automation import delivery
+from twin.automation.circuit import COOL_DOWN_S, FAILURES_TO_OPEN, JITTER
 from twin.automation.delivery import run_worker
 from twin.serve import Twin
 
@@ -90,6 +93,8 @@ async def test_three_failures_then_success_shows_four_attempts_and_loses_nothing
             assert twin.world.outbox.take() == []  # not due yet: the worker has nothing to send
             twin.clock.advance(0.1)
             await until(lambda n=expected: len(lake.requests) == n)
+            # the outcome is back (so the next wait starts from here)
+            await until(lambda n=expected: twin.world.outbox.stats("push", [target_id])[0].attempts == n)
         await until(lambda: twin.world.outbox.pending() == 0)
         (entry,) = await logs(automation, auth, target_id)
     assert entry["status"] == "success" and entry["attempts"] == 4 and entry["error"] is None
@@ -111,7 +116,7 @@ async def test_retries_run_out(
         body = target(lake.url, retry_config={"max_retries": 1, "backoff_secs": 2, "max_backoff_secs": 2})
         target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
         await automation.post("/api/devices/lab/metrics", json={"metric": "co2", "value": 1}, headers=auth)
-        await until(lambda: len(lake.requests) == 1)
+        await until(lambda: twin.world.outbox.stats("push", [target_id])[0].attempts == 1)
         twin.clock.advance(2)
         await until(lambda: twin.world.outbox.pending() == 0)
     (entry,) = await logs(automation, auth, target_id)
@@ -314,3 +319,94 @@ async def test_nested_format_and_template(
         "count": 2,
     }
     assert sorted(by_path["/text"]) == [b"lab.co2=700 @1767225600", b"lab.temp=21.5 @1767225600"]
+
+
+async def co2(client: httpx.AsyncClient, auth: dict[str, str], value: int) -> None:
+    resp = await client.post("/api/devices/lab/metrics", json={"metric": "co2", "value": value}, headers=auth)
+    assert resp.status_code == 200
+
+
+async def delivery_metrics(client: httpx.AsyncClient, owner_id: str) -> dict[str, str]:
+    """This owner's ``neomind_delivery_*`` samples: name (the circuit as ``circuit``) -> value."""
+    text = (await client.get("/api/metrics")).text
+    out = {}
+    for line in text.splitlines():
+        if f'owner_id="{owner_id}"' in line and line.startswith("neomind_delivery_"):
+            name = line.split("{", 1)[0].removeprefix("neomind_delivery_")
+            out[name] = line.rsplit(" ", 1)[1]
+            if name == "circuit":
+                out[name] = line.split('state="', 1)[1].split('"', 1)[0]
+    return out
+
+
+async def test_a_dead_target_opens_its_circuit_then_delivers_everything_once_back(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin, worker: asyncio.Task
+) -> None:
+    port = closed_port()
+    body = target(f"http://127.0.0.1:{port}/ingest")
+    target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
+    for value in range(FAILURES_TO_OPEN + 1):
+        await co2(automation, auth, value)
+    await until(lambda: twin.world.outbox.stats("push", [target_id])[0].attempts == FAILURES_TO_OPEN + 1)
+    figures = await delivery_metrics(automation, target_id)
+    assert figures["circuit"] == "open" and figures["attempts_total"] == str(FAILURES_TO_OPEN + 1)
+    twin.clock.advance(COOL_DOWN_S * (1 - JITTER) - 1)  # every retry came due: none went out
+    figures = await delivery_metrics(automation, target_id)
+    assert figures["attempts_total"] == str(FAILURES_TO_OPEN + 1)
+    assert figures["waiting"] == figures["pending"] == str(FAILURES_TO_OPEN + 1)
+    entries = await logs(automation, auth, target_id)
+    assert {(e["status"], e["attempts"]) for e in entries} == {("retrying", 1)}
+    detail = (await automation.get(f"/api/data-push/{target_id}", headers=auth)).json()["data"]
+    assert detail["stats"] == {"pushed": 0, "failed": 0}  # the vendor's shape, unchanged
+    async with HttpReceiver(port=port) as lake:
+        twin.clock.advance(COOL_DOWN_S * 2 * JITTER + 1)  # half-open: the probe gets through...
+        await until(lambda: len(lake.requests) == FAILURES_TO_OPEN + 1)  # ...and releases the rest
+        await until(lambda: twin.world.outbox.pending() == 0)
+    assert sorted(json.loads(r.body)["value"] for r in lake.requests) == list(range(FAILURES_TO_OPEN + 1))
+    entries = await logs(automation, auth, target_id)
+    assert {(e["status"], e["attempts"]) for e in entries} == {("success", 2)}
+    detail = (await automation.get(f"/api/data-push/{target_id}", headers=auth)).json()["data"]
+    assert detail["stats"] == {"pushed": FAILURES_TO_OPEN + 1, "failed": 0}
+    figures = await delivery_metrics(automation, target_id)
+    assert figures["circuit"] == "closed" and figures["delivered_total"] == str(FAILURES_TO_OPEN + 1)
+
+
+async def test_payloads_given_up_behind_an_open_circuit_are_counted_as_failed(
+    automation: httpx.AsyncClient,
+    auth: dict[str, str],
+    twin: Twin,
+    worker: asyncio.Task,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(delivery, "MAX_WAITING", 2)
+    body = target(f"http://127.0.0.1:{closed_port()}/ingest")
+    target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
+    for value in range(FAILURES_TO_OPEN):
+        await co2(automation, auth, value)
+    await until(lambda: twin.world.outbox.stats("push", [target_id])[0].circuit == "open")
+    twin.clock.advance(5)  # the retries come due behind the open circuit: two wait, three are given up
+    entries = await logs(automation, auth, target_id)
+    failed = [e for e in entries if e["status"] == "failed"]
+    assert len(failed) == FAILURES_TO_OPEN - 2 and all(e["error"].startswith("Dropped: ") for e in failed)
+    assert all(e["completed_at"] is not None and e["attempts"] == 1 for e in failed)
+    detail = (await automation.get(f"/api/data-push/{target_id}", headers=auth)).json()["data"]
+    assert detail["stats"] == {"pushed": 0, "failed": FAILURES_TO_OPEN - 2}
+    stats = (await automation.get("/api/data-push/stats", headers=auth)).json()["data"]
+    assert stats["total_failed"] == FAILURES_TO_OPEN - 2
+    figures = await delivery_metrics(automation, target_id)
+    assert figures["dropped_total"] == figures["failed_total"] == str(FAILURES_TO_OPEN - 2)
+    assert figures["waiting"] == "2"
+
+
+async def test_deleting_a_dead_target_closes_its_link_and_forgets_its_deliveries(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin, worker: asyncio.Task
+) -> None:
+    body = target(f"http://127.0.0.1:{closed_port()}/ingest")
+    target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
+    await co2(automation, auth, 1)
+    await until(lambda: twin.world.outbox.stats("push", [target_id])[0].attempts == 1)
+    client = twin.world.outbox.links[("push", target_id)].transports["http"].client
+    assert (await automation.delete(f"/api/data-push/{target_id}", headers=auth)).status_code == 200
+    await until(lambda: client.is_closed)
+    assert twin.world.outbox.pending() == 0 and ("push", target_id) not in twin.world.outbox.links
+    assert "neomind_delivery_" not in (await automation.get("/api/metrics")).text

@@ -1,16 +1,18 @@
 """Messages and notification channels over HTTP, with real delivery to local servers: a webhook and a
-chat kind over HTTP, email over SMTP; channel tests deliver for real and record the result."""
+chat kind over HTTP, email over SMTP; channel tests deliver for real and record the result; a dead
+channel's circuit opens, its messages wait, and a test that gets through releases them."""
 
 from __future__ import annotations
 
 import dataclasses
-import socket
 
 import httpx
 import pytest
 
 from tests.conftest import _client, admin_token
-from tests.receivers import HttpReceiver, SmtpReceiver
+from tests.receivers import HttpReceiver, SmtpReceiver, closed_port
+from twin.automation import messages
+from twin.automation.circuit import FAILURES_TO_OPEN
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -20,12 +22,6 @@ MESSAGE = {"category": "alert", "severity": "critical", "title": "Door open", "m
 @pytest.fixture
 async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
     return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def add_channel(client: httpx.AsyncClient, auth: dict[str, str], **body) -> httpx.Response:
@@ -334,3 +330,51 @@ async def test_earlier_release_sends_with_messages_send(settings: Settings) -> N
         assert sent.status_code == 200 and sent.json()["data"]["message"] == "Message created"
         assert (await client.get("/api/messages", headers=headers)).json()["data"]["total"] == 1
         assert (await client.post("/api/messages/send", json=MESSAGE)).status_code == 401
+
+
+def circuit_of(metrics: str, channel: str) -> str | None:
+    for line in metrics.splitlines():
+        if line.startswith("neomind_delivery_circuit{") and f'owner_id="{channel}"' in line:
+            return line.split('state="', 1)[1].split('"', 1)[0]
+    return None
+
+
+async def test_a_dead_channel_opens_its_circuit_and_a_passing_test_releases_its_messages(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin
+) -> None:
+    port = closed_port()
+    await add_channel(automation, auth, name="dead", channel_type="webhook", url=f"http://127.0.0.1:{port}/x")
+    ids = []
+    for n in range(FAILURES_TO_OPEN + 1):
+        sent = await automation.post("/api/messages", json={**MESSAGE, "title": f"m{n}"}, headers=auth)
+        ids.append(sent.json()["data"]["id"])
+    assert await twin.world.outbox.flush() == FAILURES_TO_OPEN + 1
+    assert circuit_of((await automation.get("/api/metrics")).text, "dead") == "open"
+    twin.clock.advance(10)  # every retry came due behind the open circuit: none is attempted
+    assert await twin.world.outbox.flush() == 0
+    detail = (await automation.get("/api/messages/channels/dead", headers=auth)).json()["data"]
+    assert detail["stats"] == {"sent": 0, "failed": 0}
+    assert {r["status"] for r in twin.world.messages.delivery_records()} == {"retrying"}
+    async with HttpReceiver(port=port) as hook:
+        tested = (await automation.post("/api/messages/channels/dead/test", headers=auth)).json()["data"]
+        assert tested["success"] is True  # the channel is back: its circuit closes...
+        assert await twin.world.outbox.flush() == FAILURES_TO_OPEN + 1  # ...and the messages go out
+    assert sorted(r.json()["id"] for r in hook.requests[1:]) == sorted(ids)
+    assert circuit_of((await automation.get("/api/metrics")).text, "dead") == "closed"
+    detail = (await automation.get("/api/messages/channels/dead", headers=auth)).json()["data"]
+    assert detail["stats"] == {"sent": FAILURES_TO_OPEN + 1, "failed": 0}
+    assert {r["status"] for r in twin.world.messages.delivery_records()} == {"success"}
+
+
+async def test_delivery_records_keep_the_newest(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(messages, "MAX_DELIVERY_RECORDS", 3)
+    async with HttpReceiver() as hook:
+        await add_channel(automation, auth, name="ops", channel_type="webhook", url=hook.url)
+        ids = []
+        for n in range(5):
+            sent = await automation.post("/api/messages", json={**MESSAGE, "title": f"m{n}"}, headers=auth)
+            ids.append(sent.json()["data"]["id"])
+            assert await twin.world.outbox.flush() == 1
+    assert [r["message_id"] for r in twin.world.messages.delivery_records()] == ids[2:]

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 
 import httpx
 import pytest
 
 from hardware.ports.rules import DeliveryResult
-from tests.receivers import HttpReceiver
+from tests.receivers import HttpReceiver, closed_port
 from tests.sockets import until
 from twin.automation import delivery, transports
 from twin.automation.circuit import COOL_DOWN_S, FAILURES_TO_OPEN, JITTER, Circuit
@@ -23,12 +22,6 @@ from twin.serve import Twin
 FAIL = DeliveryResult(False, "ConnectError: refused", 1)
 OK = DeliveryResult(True, "ok", 1, status_code=200)
 PATIENT = RetryPolicy(max_retries=50, backoff_secs=5, max_backoff_secs=5)
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def enqueue(
