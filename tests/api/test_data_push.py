@@ -190,13 +190,16 @@ async def test_mqtt_target_publishes_on_a_real_broker(
         assert await twin.world.outbox.flush() == 1
         msg = await client.deliver_message(timeout_duration=10)
         assert msg.topic == "lake/lab" and json.loads(bytes(msg.data))["value"] == 640
+        session = twin.world.outbox.links[("push", target_id)].transports["mqtt"].client
         tested = (await automation.post(f"/api/data-push/{target_id}/test", headers=auth)).json()["data"]
         assert tested["success"] is True and tested["log"]["attempts"] == 1
         msg = await client.deliver_message(timeout_duration=10)
         assert json.loads(bytes(msg.data))["test"] is True
+        assert twin.world.outbox.links[("push", target_id)].transports["mqtt"].client is session  # reused
         entries = await logs(automation, auth, target_id)
         assert [e["status"] for e in entries] == ["success", "success"]
     finally:
+        await twin.world.outbox.aclose()
         with contextlib.suppress(Exception):
             await client.disconnect()
         await broker.stop()

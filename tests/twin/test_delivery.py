@@ -17,6 +17,7 @@ from tests.sockets import until
 from twin.automation import delivery, transports
 from twin.automation.circuit import COOL_DOWN_S, FAILURES_TO_OPEN, JITTER, Circuit
 from twin.automation.delivery import Outbox, RetryPolicy, run_worker
+from twin.automation.transports import Link
 from twin.serve import Twin
 
 FAIL = DeliveryResult(False, "ConnectError: refused", 1)
@@ -202,3 +203,14 @@ async def test_the_worker_leaves_a_rebuilt_world_alone(twin: Twin, clients: list
         worker.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await worker
+
+
+async def test_a_dead_broker_or_an_unknown_transport_is_a_failed_attempt() -> None:
+    link = Link("push/t1")
+    dead = {"broker_url": f"mqtt://127.0.0.1:{closed_port()}", "topic": "lake"}
+    result = await link.send("mqtt", dead, {"a": 1})
+    assert not result.success and result.message and result.attempts == 1
+    assert link.transports["mqtt"].client is None  # no half-open session is kept for the next attempt
+    unknown = await link.send("pigeon", {}, {"a": 1})
+    assert not unknown.success and unknown.message == "ValueError: unknown transport pigeon"
+    await link.aclose()
