@@ -18,8 +18,7 @@ from hardware.ports.types import ClockMode
 from tests.conftest import CHROMIUM_ARGS
 from tests.sockets import socket_settings
 from twin.camera.video import stream as video_stream
-from twin.control import RunnerParts
-from twin.scenario import report, runner
+from twin.scenario.live import LiveScenarios
 from twin.serve import Running, build, start, stop
 
 pytestmark = pytest.mark.socket
@@ -29,14 +28,12 @@ WAIT_MS = 20_000
 
 @pytest.fixture
 async def running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Running]:
-    """The test world on a realtime clock (small frames keep the video cheap), with the scenario
-    runner's pieces handed to the control plane as ``twin run`` does."""
+    """The test world on a realtime clock (small frames keep the video cheap), with scenarios run
+    from the control plane as ``twin run`` sets them up."""
     monkeypatch.setattr(video_stream, "RESOLUTION_SCALE", 0.25)
     twin = build(socket_settings())
     twin.clock.set_mode(ClockMode.REALTIME)
-    twin.control.scenarios.parts = RunnerParts(
-        runner.schedule, runner.RunResult, runner.trace_of, report.html_report
-    )
+    twin.control.scenarios = LiveScenarios(twin.control)
     started = await start(twin, tmp_path)
     try:
         yield started

@@ -174,16 +174,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("amqtt").setLevel(logging.CRITICAL)
     logging.getLogger("transitions").setLevel(logging.ERROR)
     if command == "run":
-        from twin.control import RunnerParts
-        from twin.scenario import report, runner
+        from twin.scenario.live import LiveScenarios
         from twin.scenario.model import load_scenario
+        from twin.scenario.runner import attach
         from twin.serve import Running, serve
 
         def on_start(running: Running) -> None:  # the scenario's timeline, the MQTT broker switch
-            runner.attach(running, load_scenario(settings.scenario) if settings.scenario else None)
-            # the console runs scenarios on this world with the runner's own pieces
-            parts = RunnerParts(runner.schedule, runner.RunResult, runner.trace_of, report.html_report)
-            running.twin.control.scenarios.parts = parts
+            attach(running, load_scenario(settings.scenario) if settings.scenario else None)
+            running.twin.control.scenarios = LiveScenarios(running.twin.control)  # the console's runs
 
         try:
             asyncio.run(serve(settings, on_start))

@@ -82,7 +82,8 @@ class Scenarios(Protocol):
 
 
 class ConsoleControl(WorldControl, ActionControl, Protocol):
-    scenarios: Scenarios
+    scenarios: Scenarios | None
+    """``None`` where nothing runs scenarios on this world (``twin run`` sets them)."""
 
     def set_mode(self, mode: ClockMode) -> ClockState: ...
 
@@ -132,12 +133,22 @@ async def _actions(request: Request) -> ActionControl:
 
 
 async def _console(request: Request) -> ConsoleControl:
-    return has(request.app.state.control, "scenarios", "console readings")
+    return has(request.app.state.control, "camera_state", "console readings")
+
+
+async def _scenarios(request: Request) -> ConsoleControl:
+    control = await _console(request)
+    if control.scenarios is None:
+        message = "this twin runs no scenarios from its control plane (`twin run` does)"
+        raise NotFound(message, resource="scenario")
+    return control
 
 
 Control = Annotated[WorldControl, Depends(_control)]
 Actions = Annotated[ActionControl, Depends(_actions)]
 Console = Annotated[ConsoleControl, Depends(_console)]
+ScenarioConsole = Annotated[ConsoleControl, Depends(_scenarios)]
+"""The console's control object with its live scenarios set."""
 
 
 def clock_json(state: ClockState) -> dict[str, Any]:

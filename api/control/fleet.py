@@ -127,7 +127,7 @@ async def video(websocket: WebSocket, camera_id: str, stream_id: str) -> None:
     first). Refused before the upgrade, in the control plane's error shape: an unknown camera or
     stream (404), a camera that is down or a stream that cannot start (503)."""
     try:
-        control: ConsoleControl = has(websocket.app.state.control, "scenarios", "console readings")
+        control: ConsoleControl = has(websocket.app.state.control, "camera_state", "console readings")
         gateway = control.gateway(camera_id)
         if not gateway.system.reachable():
             raise Unavailable(f"{camera_id} is down")

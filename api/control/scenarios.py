@@ -11,7 +11,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.control.deps import Console, ConsoleControl, clock_json
+from api.control.deps import ConsoleControl, ScenarioConsole, Scenarios, clock_json
 
 router = APIRouter(tags=["scenarios"])
 
@@ -69,8 +69,13 @@ def _optional(expectation_or_verdict: Any) -> bool:
     return bool(getattr(expectation_or_verdict, "optional", False))
 
 
+def _live(control: ConsoleControl) -> Scenarios:
+    assert control.scenarios is not None  # the ScenarioConsole dependency made sure
+    return control.scenarios
+
+
 def _status(control: ConsoleControl) -> dict[str, Any]:
-    s = control.scenarios
+    s = _live(control)
     out: dict[str, Any] = {
         "clock": clock_json(control.clock_state()),
         "loaded": _scenario(s.loaded, s.source) if s.loaded is not None else None,
@@ -98,42 +103,42 @@ def _status(control: ConsoleControl) -> dict[str, Any]:
 
 
 @router.get("/scenarios")
-async def library(control: Console) -> dict:
+async def library(control: ScenarioConsole) -> dict:
     """The scenario library: each file's name (what ``load`` takes), title, description, stop time
     and fleet size, or the error that keeps it from loading."""
-    return {"scenarios": control.scenarios.library()}
+    return {"scenarios": _live(control).library()}
 
 
 @router.post("/scenario/load")
-async def load(body: LoadBody, control: Console) -> dict:
-    control.scenarios.load(body.name, body.yaml, body.filename)
+async def load(body: LoadBody, control: ScenarioConsole) -> dict:
+    _live(control).load(body.name, body.yaml, body.filename)
     return _status(control)
 
 
 @router.get("/scenario")
-async def status(control: Console) -> dict:
+async def status(control: ScenarioConsole) -> dict:
     """The loaded scenario, and the current or last run: its state, sim time, verdicts so far,
     timeline errors and the actions it ran (each with when it started and ended)."""
     return _status(control)
 
 
 @router.post("/scenario/run")
-async def run(control: Console, body: RunBody | None = None) -> dict:
+async def run(control: ScenarioConsole, body: RunBody | None = None) -> dict:
     """Rebuild the world from the loaded scenario and run it; ``409`` with nothing loaded, a run
     going on, or a fleet whose cameras this twin does not serve."""
     body = body or RunBody()
-    control.scenarios.start(body.mode, body.speed, body.drive)
+    _live(control).start(body.mode, body.speed, body.drive)
     return _status(control)
 
 
 @router.delete("/scenario/run")
-async def stop(control: Console) -> dict:
+async def stop(control: ScenarioConsole) -> dict:
     """End the run now; its verdicts are judged on what happened until then."""
-    control.scenarios.stop()
+    _live(control).stop()
     return _status(control)
 
 
 @router.get("/scenario/report", response_class=HTMLResponse)
-async def report(control: Console) -> HTMLResponse:
+async def report(control: ScenarioConsole) -> HTMLResponse:
     """The current or last run's HTML report (the one ``twin scenario run --report`` writes)."""
-    return HTMLResponse(control.scenarios.report())
+    return HTMLResponse(_live(control).report())

@@ -158,14 +158,11 @@ async def test_clock_sleep_moves_step_time_and_holds_at_the_stop(twin, control: 
 
 
 @pytest.fixture
-def runner_parts(twin) -> None:
-    """What ``twin run`` hands the control plane so that the console can run scenarios."""
-    from twin.control import RunnerParts
-    from twin.scenario import report, runner
+def live(twin) -> None:
+    """Scenarios run on the world from the control plane, as ``twin run`` sets them up."""
+    from twin.scenario.live import LiveScenarios
 
-    twin.control.scenarios.parts = RunnerParts(
-        runner.schedule, runner.RunResult, runner.trace_of, report.html_report
-    )
+    twin.control.scenarios = LiveScenarios(twin.control)
 
 
 async def test_fleet_lists_devices_with_their_recent_values_and_the_cameras(
@@ -303,7 +300,7 @@ stop: {at: 60}
 """
 
 
-async def test_scenario_library_and_load_failures(control: httpx.AsyncClient) -> None:
+async def test_scenario_library_and_load_failures(live, control: httpx.AsyncClient) -> None:
     library = {s["name"]: s for s in (await control.get("/scenarios")).json()["scenarios"]}
     assert library["flaky_network"]["cameras"] == 1 and library["fleet_1000"]["sensors"] == 1000
     assert "schema" not in library
@@ -328,7 +325,7 @@ async def test_scenario_library_and_load_failures(control: httpx.AsyncClient) ->
     assert (await control.get("/scenario")).json()["loaded"] is None
 
 
-async def test_scenario_run_failures(runner_parts, control: httpx.AsyncClient) -> None:
+async def test_scenario_run_failures(live, control: httpx.AsyncClient) -> None:
     resp = await control.post("/scenario/run")
     assert resp.status_code == 409 and resp.json()["error"]["message"] == "no scenario loaded"
     assert (await control.delete("/scenario/run")).status_code == 409
@@ -342,14 +339,14 @@ async def test_scenario_run_failures(runner_parts, control: httpx.AsyncClient) -
         assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_input"
 
 
-async def test_without_the_runner_the_control_plane_runs_no_scenario(control: httpx.AsyncClient) -> None:
-    await control.post("/scenario/load", json={"yaml": SCENARIO})
-    resp = await control.post("/scenario/run")
-    assert resp.status_code == 409 and "runs no scenarios" in resp.json()["error"]["message"]
+async def test_without_live_scenarios_the_control_plane_runs_none(control: httpx.AsyncClient) -> None:
+    for method, path in [("GET", "/scenarios"), ("POST", "/scenario/run"), ("GET", "/scenario/report")]:
+        resp = await control.request(method, path)
+        assert resp.status_code == 404 and "runs no scenarios" in resp.json()["error"]["message"]
 
 
 async def test_a_scenario_runs_on_the_live_world_and_is_judged_as_it_goes(
-    runner_parts, twin, control: httpx.AsyncClient, automation: httpx.AsyncClient
+    live, twin, control: httpx.AsyncClient, automation: httpx.AsyncClient
 ) -> None:
     await control.post("/clock/advance", json={"seconds": 500})
     await control.post("/actions/network_hang", json={"params": {}})
@@ -392,9 +389,7 @@ async def test_a_scenario_runs_on_the_live_world_and_is_judged_as_it_goes(
     assert (await control.delete("/scenario/run")).status_code == 409
 
 
-async def test_a_run_ends_when_stopped_or_when_the_world_is_reset(
-    runner_parts, control: httpx.AsyncClient
-) -> None:
+async def test_a_run_ends_when_stopped_or_when_the_world_is_reset(live, control: httpx.AsyncClient) -> None:
     await control.post("/scenario/load", json={"yaml": SCENARIO})
     await control.post("/scenario/run", json={"drive": False})
     await control.post("/clock/advance", json={"seconds": 12})
