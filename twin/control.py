@@ -214,10 +214,17 @@ class TwinControl:
         due to be undone, when it ended, and whether it is still active (undoable)."""
         rows = [a for a in self.actions_run[-ACTION_LOG:] if a[1] > since_id]
         return [
-            {"id": i, "action": name, "params": params, "at": at, "undo_at": self._undo_at.get(i),
-             "ended_at": self.actions_undone.get(i), "active": i in self._undo}
+            {
+                "id": i,
+                "action": name,
+                "params": params,
+                "at": at,
+                "undo_at": self._undo_at.get(i),
+                "ended_at": self.actions_undone.get(i),
+                "active": i in self._undo,
+            }
             for at, i, name, params in rows
-        ]  # fmt: skip
+        ]
 
     def clear_faults(self) -> None:
         """Undo every active action, then clear what is left on the servers (faults, storms)."""
@@ -263,9 +270,14 @@ class TwinControl:
         """Power and services of a camera, as the world has them."""
         camera = self.camera(camera_id)
         services = {"camera": camera.ai.camera_service_running, "event_bus": camera.events.running}
-        return {"id": camera_id, "powered": camera.powered, "down_until": camera.power.down_until,
-                "uptime": camera.uptime() if camera.powered else None, "boot_count": camera.boot_count,
-                "services": services}  # fmt: skip
+        return {
+            "id": camera_id,
+            "powered": camera.powered,
+            "down_until": camera.power.down_until,
+            "uptime": camera.uptime() if camera.powered else None,
+            "boot_count": camera.boot_count,
+            "services": services,
+        }
 
     def sensors(self, page: int, limit: int, points: int) -> tuple[list[Device], int, dict[str, Any]]:
         """A page of the automation server's devices, their total, and for each its metrics' last

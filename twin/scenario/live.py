@@ -85,9 +85,16 @@ class LiveScenarios:
             except (ScenarioError, OSError) as err:
                 out.append({"name": path.stem, "error": str(err)})
                 continue
-            out.append({"name": path.stem, "title": s.name, "description": s.description.strip(),
-                        "stop_at": s.stop.at, "cameras": len(s.world_config().camera_specs()),
-                        "sensors": sum(g.count for g in s.fleet.sensors)})  # fmt: skip
+            out.append(
+                {
+                    "name": path.stem,
+                    "title": s.name,
+                    "description": s.description.strip(),
+                    "stop_at": s.stop.at,
+                    "cameras": len(s.world_config().camera_specs()),
+                    "sensors": sum(g.count for g in s.fleet.sensors),
+                }
+            )
         return out
 
     def load(self, name: str | None = None, text: str | None = None, filename: str = "upload") -> Scenario:
@@ -183,14 +190,15 @@ class LiveScenarios:
             self._end(run, "aborted")
 
     def _end(self, run: LiveRun, state: str) -> None:
-        run.result = self._result(run)
+        run.result = self._result(run, watched=True)
         run.state = state
         run.recorder.close()
         if run.task is not None and run.task is not asyncio.current_task():
             run.task.cancel()
 
-    def _result(self, run: LiveRun) -> RunResult:
-        """The run so far as the runner's result (verdicts judged on it)."""
+    def _result(self, run: LiveRun, watched: bool = False) -> RunResult:
+        """The run so far as the runner's result (verdicts judged on it); ``watched``: with the
+        scenario's watched metrics sampled for the report's plots."""
         c = self.control
         if c.world.env is run.env:
             run.seen = c.world.env.now
@@ -213,15 +221,18 @@ class LiveScenarios:
             wall_s=time.monotonic() - run.wall0,
             mode=run.mode,
             fault_windows=[(t, c.actions_undone.get(i), name) for t, i, name, _ in actions],
-            watched=_watched(run.scenario, c.world, end) if c.world.env is run.env else {},
+            watched=_watched(run.scenario, c.world, end) if watched and c.world.env is run.env else {},
             events_published=c.world.events_emitted,
         )
 
-    def current(self) -> RunResult:
+    def current(self, watched: bool = False) -> RunResult:
         """The run's result: final once it ended, else judged on what has happened so far."""
         if self.run is None:
             raise NotFound("no scenario has run", resource="run")
-        return self.run.result if self.run.state != "running" else self._result(self.run)
+        if self.run.result is not None:
+            return self.run.result
+        return self._result(self.run, watched)
 
     def report(self) -> str:
-        return html_report(self.current())
+        """The HTML report ``twin scenario run --report`` writes, of the run so far."""
+        return html_report(self.current(watched=True))

@@ -43,7 +43,13 @@ function renderLibrary(ctx) {
 
 export async function refresh(ctx) {
   if (!library) {
-    library = (await api("GET", "/scenarios")).scenarios;
+    try {
+      library = (await api("GET", "/scenarios")).scenarios;
+    } catch (err) {
+      if (err.status !== 404) throw err;
+      show(els.loaded, h("p", {class: "bad"}, err.message));  // a twin started without them
+      return;
+    }
     renderLibrary(ctx);
   }
   const status = await api("GET", "/scenario");
