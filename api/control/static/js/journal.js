@@ -1,7 +1,7 @@
 // Journal: the requests clients made to the vendor APIs, filtered by server, route, status and
 // client, newest first, each with the faults that applied (the transport fault that shaped its
 // answer, and the actions active on its server then).
-import {api, badge, fmtNumber, fmtParams, fmtSim, h, show, table} from "./ui.js";
+import {api, badge, fmtNumber, fmtSim, h, show, table} from "./ui.js";
 
 export const name = "journal";
 export const title = "Journal";
@@ -89,7 +89,7 @@ function render() {
       badge(e.status === 0 ? "closed" : String(e.status), kind), e.client,
       [e.fault ? badge(e.fault, "failed") : null, e.state ? badge(e.state, "idle") : null,
        applied.map((a) => badge(`#${a.id} ${a.action}`, "warn")),
-       e.retry_after ? h("span", {class: "muted small", title: fmtParams({retry_after: e.retry_after})}, ` Retry-After ${e.retry_after}`) : null],
+       e.retry_after ? h("span", {class: "muted small"}, ` Retry-After ${e.retry_after}`) : null],
     ]);
   }
   show(els.table, rows.length ? table(["#", "at", "took", "server", "method", "path", "status", "client", "faults"], rows,
