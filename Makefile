@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
 
-.PHONY: run test lint format bench load load-distributed scenarios coverage clean setup
+.PHONY: run test lint format bench soak load load-distributed scenarios coverage clean setup
 
 setup: $(STAMP)
 
@@ -37,6 +37,9 @@ bench: $(STAMP)
 LOCUST      := $(BIN)/locust -f loadtests/locustfile.py
 LOAD        := --headless -u 20 -r 10 --host http://127.0.0.1:9375
 LOCUST_PORT ?= 5557
+
+soak: $(STAMP)
+	$(BIN)/python -m bench.soak $(ARGS)
 
 load: $(STAMP)
 	$(LOCUST) $(LOAD) -t 30s $(ARGS)
