@@ -50,8 +50,8 @@ import httpx
 from bench import servers
 from bench.loadgen import percentile
 from bench.soak_load import (
+    ADMIN,
     CAMERA,
-    TIMEOUT_S,
     Call,
     Load,
     Session,
@@ -71,16 +71,40 @@ RSS_EVERY_S = 10.0
 SNAPSHOT_SIGNAL = signal.SIGUSR2
 TRACED_BOOT = """\
 import os, signal, sys, tracemalloc
-tracemalloc.start(int(os.environ.get("SOAK_TRACE_FRAMES", "12")))
 out, n = sys.argv[1], [0]
-def dump(*_):
+def snap(*_):
+    if not tracemalloc.is_tracing():
+        tracemalloc.start(int(os.environ.get("SOAK_TRACE_FRAMES", "12")))
+        return
     n[0] += 1
-    tracemalloc.take_snapshot().dump(os.path.join(out, f"{n[0]}.snap"))
-signal.signal(signal.SIGUSR2, dump)
+    path = os.path.join(out, f"{n[0]}.snap")
+    tracemalloc.take_snapshot().dump(path + ".part")
+    os.replace(path + ".part", path)
+signal.signal(signal.SIGUSR2, snap)
 from twin.cli import main
 sys.exit(main(sys.argv[2:]))
 """
-"""The debug wrapper ``--tracemalloc`` starts the twin with: SIGUSR2 dumps a snapshot to DIR/N.snap."""
+"""The debug wrapper ``--tracemalloc`` starts the twin with: the first SIGUSR2 starts tracing
+(when the load starts, so start-up costs nothing), each later one dumps a snapshot to DIR/N.snap."""
+
+
+class Tracer:
+    """``--tracemalloc``: signals the traced twin (the first time to start tracing, then for a
+    snapshot) and waits for each snapshot file. Does nothing without a directory."""
+
+    def __init__(self, twin: servers.Server, directory: Path | None) -> None:
+        self.twin, self.directory, self.taken = twin, directory, -1
+
+    async def __call__(self) -> None:
+        if self.directory is None:
+            return
+        self.twin.proc.send_signal(SNAPSHOT_SIGNAL)
+        self.taken += 1
+        path = self.directory / f"{self.taken}.snap"
+        for _ in range(600):
+            if self.taken == 0 or path.exists() or self.twin.proc.poll() is not None:
+                return
+            await asyncio.sleep(0.5)
 
 
 # The run -----------------------------------------------------------------------------------------
@@ -93,9 +117,12 @@ class Rss:
 
 
 async def drive(load: Load, rate: float, deadline: float) -> None:
-    """Open loop: one request every 1/rate s, each in its own task (at most MAX_IN_FLIGHT at once)."""
+    """Open loop: one request every 1/rate s, each in its own task, until the deadline. At most
+    MAX_IN_FLIGHT at once: a server that falls further behind is sent less (``tally.shed`` counts
+    the requests not sent), not a backlog after the end."""
     in_flight: set[asyncio.Task] = set()
     gate = asyncio.Semaphore(MAX_IN_FLIGHT)
+    step = 1.0 / rate
     at = time.monotonic()
 
     async def one(session: Session, call: Call) -> None:
@@ -104,14 +131,22 @@ async def drive(load: Load, rate: float, deadline: float) -> None:
         finally:
             gate.release()
 
-    while at < deadline:
-        await asyncio.sleep(max(0.0, at - time.monotonic()))
-        await gate.acquire()
-        task = asyncio.create_task(one(*load.pick()))
-        in_flight.add(task)
-        task.add_done_callback(in_flight.discard)
-        at += 1.0 / rate
-    await asyncio.gather(*in_flight, return_exceptions=True)
+    try:
+        while (now := time.monotonic()) < deadline:
+            await asyncio.sleep(max(0.0, at - now))
+            await gate.acquire()
+            task = asyncio.create_task(one(*load.pick()))
+            in_flight.add(task)
+            task.add_done_callback(in_flight.discard)
+            at += step
+            if (late := time.monotonic() - at) > 1.0:
+                load.tally.shed += int(late / step)
+                at += int(late / step) * step
+    finally:
+        if asyncio.current_task().cancelling():
+            for task in in_flight:
+                task.cancel()
+        await asyncio.gather(*in_flight, return_exceptions=True)
 
 
 async def watch_rss(
@@ -127,7 +162,7 @@ async def watch_rss(
         rss.samples.append(((now - started) / 60, value))
         if rss.baseline is None and now >= baseline_at:
             rss.baseline = value
-            snap()
+            await snap()
         if now - started >= 60 * (minute + 1):
             minute += 1
             print(
@@ -148,27 +183,29 @@ async def run_load(
     tally = Tally()
     automation = Session("automation", twin.url, automation_login)
     gateway = Session("gateway", gateway_url, gateway_login)
-    control = httpx.AsyncClient(base_url=f"http://{servers.HOST}:{twin.control_port}", timeout=TIMEOUT_S)
+    control = httpx.AsyncClient(base_url=f"http://{servers.HOST}:{twin.control_port}", timeout=60)
     try:
         await automation.login()
         await gateway.login()
         load = Load(automation, gateway, tally, args.seed)
         rss = Rss(start=servers.rss_mb(twin.proc.pid))
+        await snap()  # with --tracemalloc: tracing starts here
         started = time.monotonic()
         deadline = started + args.minutes * 60
         baseline_at = started + args.baseline_minutes * 60
         rng = random.Random(args.seed + 1)
-        tasks = [
-            drive(load, args.rate, deadline),
-            fault_driver(control, tally, args.fault_every, deadline),
-            ws_subscriber(twin.port, automation, tally, rng, deadline),
-            sse_subscriber(automation, tally, rng, deadline),
-            watch_rss(twin, rss, tally, started, baseline_at, deadline, snap),
-        ]
-        await asyncio.gather(*tasks)
+        try:
+            async with asyncio.TaskGroup() as group:  # one failing (the twin gone) ends the others
+                group.create_task(drive(load, args.rate, deadline))
+                group.create_task(fault_driver(control, tally, args.fault_every, deadline))
+                group.create_task(ws_subscriber(twin.port, automation, tally, rng, deadline))
+                group.create_task(sse_subscriber(automation, tally, rng, deadline))
+                group.create_task(watch_rss(twin, rss, tally, started, baseline_at, deadline, snap))
+        except ExceptionGroup as group:
+            raise group.exceptions[0] from None
         await asyncio.sleep(1.0)  # let the last requests' effects settle before the final reading
         rss.end = servers.rss_mb(twin.proc.pid)
-        snap()
+        await snap()
         await control_call(control, ("DELETE", "/faults/automation", None))
         return tally, rss
     finally:
@@ -233,7 +270,7 @@ def report(tally: Tally, rss: Rss, args: argparse.Namespace) -> tuple[str, bool]
         f"end {rss.end:.1f} MiB ({growth:+.1%} since {args.baseline_minutes:g} min; "
         f"limit +{GROWTH_LIMIT:.0%})",
         f"  requests  {tally.requests} ({tally.requests / (args.minutes * 60):.1f}/s), "
-        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms",
+        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms; {tally.shed} not sent ({MAX_IN_FLIGHT} in flight)",
         f"  streams   {tally.stream_sessions} WS/SSE sessions, {tally.stream_events} events",
         f"  errors    {sum(tally.expected.values())} expected from injected faults, "
         f"{sum(tally.unexpected.values())} unexpected",
@@ -247,7 +284,8 @@ def report(tally: Tally, rss: Rss, args: argparse.Namespace) -> tuple[str, bool]
         doc = {
             "minutes": args.minutes, "rate": args.rate, "baseline_minutes": args.baseline_minutes,
             "rss_mib": {"start": rss.start, "baseline": rss.baseline, "end": rss.end, "growth": growth},
-            "rss_samples": rss.samples, "requests": tally.requests, "p50_ms": p50, "p99_ms": p99,
+            "rss_samples": rss.samples, "requests": tally.requests, "shed": tally.shed,
+            "p50_ms": p50, "p99_ms": p99,
             "expected_errors": dict(tally.expected), "unexpected_errors": dict(tally.unexpected),
             "stream_sessions": tally.stream_sessions, "passed": ok,
         }  # fmt: skip
@@ -287,23 +325,18 @@ def main(argv: list[str] | None = None) -> int:
                 "twin", twin_argv(Path(state), port, control_port, args.tracemalloc), port, control_port
             )
             servers.wait_healthy(twin, timeout=60)
+            servers.initialize_admin(twin, **ADMIN)
             gateway = gateway_of(twin)
             print(f"  twin pid {twin.proc.pid}: {twin.url}, gateway {gateway}", file=sys.stderr)
 
-            def snap() -> None:
-                if args.tracemalloc:
-                    twin.proc.send_signal(SNAPSHOT_SIGNAL)
-
-            tally, rss = asyncio.run(run_load(twin, gateway, args, snap))
+            tally, rss = asyncio.run(run_load(twin, gateway, args, Tracer(twin, args.tracemalloc)))
         except (servers.ServerError, OSError, httpx.HTTPError) as err:
-            print(f"soak: {err}", file=sys.stderr)
+            print(f"soak: {err!r}", file=sys.stderr)
             return 1
         except KeyboardInterrupt:
             print("soak: interrupted", file=sys.stderr)
             return 130
         finally:
-            if args.tracemalloc and twin is not None:
-                time.sleep(10)  # the last snapshot is written by the twin itself
             servers.stop(twin)
     text, ok = report(tally, rss, args)
     print(text)
