@@ -26,6 +26,9 @@ FAULT_KEY = "twin.fault"
 ENDED_KEY = "twin.ended_at"
 """Set on a stream's scope when the fault layer ends it: the world time the drop was decided."""
 HANG_POLL_S = 1.0
+MAX_FAULTS = 64
+"""Latency entries, and 5xx bursts, a server keeps at once: adding one past this many drops the
+oldest (a control plane or scenario that adds without clearing cannot grow them)."""
 _MASK = (1 << 64) - 1
 
 
@@ -118,6 +121,8 @@ class FaultSet:
     def add_latency(self, seconds: float, path_prefix: str = "/", jitter: float = 0.0) -> int:
         """Delay requests under ``path_prefix`` by ``seconds`` (± ``jitter``) of world time; the
         number of latency faults now active."""
+        if len(self.latency) >= MAX_FAULTS:
+            del self.latency[0]
         self.latency.append(Latency(seconds, path_prefix, jitter))
         return len(self.latency)
 
@@ -127,6 +132,8 @@ class FaultSet:
             self.latency.remove(target)
 
     def add_errors(self, status: int, path_prefix: str = "/", count: int | None = None) -> None:
+        if len(self.errors) >= MAX_FAULTS:
+            del self.errors[0]
         self.errors.append(ErrorBurst(status, path_prefix, count))
 
     def clear_errors(self) -> None:

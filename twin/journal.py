@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from twin.engine import Engine
 
-MAX_ENTRIES = 200_000
+MAX_ENTRIES = 100_000
+"""The journal's bound. A kept entry costs about 200 bytes (a 10-slot tuple and two floats; its
+strings are shared), so a full journal holds about 20 MB: about 40 minutes of a 40 requests/s
+load, or a scenario run's whole history."""
+MAX_SHARED = 4096
+"""Distinct strings (paths, queries, clients...) the journal shares between its entries; past it,
+the table starts again, so a stream of unique paths cannot grow it."""
 ABSENT = "absent"
 """``next_cursor`` of a response that carries no cursor at all (not a paged route)."""
 
@@ -62,13 +68,23 @@ class JournalEntry:
         )
 
 
+_PLAIN = (None, ABSENT, None, None, False)
+"""The rarely set fields of an entry (``retry_after`` to ``stream``) when none is set."""
+
+
 class RequestJournal:
+    """Entries are kept as compact tuples (``at, end, server, method, route, path, query, status,
+    client, extras``; ``extras`` is ``None`` or the five rarely set fields), with equal strings
+    shared and sequence numbers implied by position; :class:`JournalEntry` objects are made when
+    read."""
+
     def __init__(self, world: Engine, maxlen: int = MAX_ENTRIES) -> None:
         self.world = world
         self._rows: deque[tuple] = deque(maxlen=maxlen)
-        """Plain tuples on the request path; :class:`JournalEntry` objects are made when read."""
         self.dropped = 0
-        self._seq = itertools.count(1)
+        self._next = 1
+        """The sequence number of the next entry; the oldest kept is ``_next - len(_rows)``."""
+        self._shared: dict[str, str] = {}
 
     def now(self) -> float:
         """Sim time on the (current) world clock."""
@@ -95,25 +111,37 @@ class RequestJournal:
         rows = self._rows
         if len(rows) == rows.maxlen:
             self.dropped += 1
+        if end is None:
+            end = self.world.env.now
+        share = self._share
+        extras = (retry_after, next_cursor, fault, state, stream)
         rows.append(
             (
-                next(self._seq),
                 at,
-                self.world.env.now if end is None else end,
-                server,
-                method,
-                route,
-                path,
-                query,
+                at if end == at else end,
+                share(server),
+                share(method),
+                share(route),
+                share(path),
+                share(query),
                 status,
-                client,
-                retry_after,
-                next_cursor,
-                fault,
-                state,
-                stream,
+                share(client),
+                None if extras == _PLAIN else extras,
             )
         )
+        self._next += 1
+
+    def _share(self, text: str) -> str:
+        shared = self._shared.get(text)
+        if shared is None:
+            if len(self._shared) >= MAX_SHARED:
+                self._shared.clear()
+            shared = self._shared[text] = text
+        return shared
+
+    @staticmethod
+    def _entry(seq: int, row: tuple) -> JournalEntry:
+        return JournalEntry(seq, *row[:9], *(row[9] or _PLAIN))
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -121,12 +149,13 @@ class RequestJournal:
     @property
     def last_seq(self) -> int:
         """The newest entry's ``seq`` (0 before the first): a reader's ``since`` for what comes next."""
-        return self._rows[-1][0] if self._rows else 0
+        return self._next - 1
 
     @property
     def entries(self) -> list[JournalEntry]:
         """Every kept entry, oldest first."""
-        return [JournalEntry(*row) for row in self._rows]
+        first = self._next - len(self._rows)
+        return [self._entry(first + i, row) for i, row in enumerate(self._rows)]
 
     def select(
         self,
@@ -139,23 +168,25 @@ class RequestJournal:
         limit: int = 1000,
     ) -> list[JournalEntry]:
         """Entries with ``seq > since``, oldest first, filtered, at most ``limit``."""
+        first = self._next - len(self._rows)
+        skip = max(0, since + 1 - first)
         out: list[JournalEntry] = []
-        for row in self._rows:
-            if row[0] <= since:
+        for i, row in enumerate(itertools.islice(self._rows, skip, None), first + skip):
+            if server is not None and row[2] != server:
                 continue
-            if server is not None and row[3] != server:
+            if route is not None and row[4] != route:
                 continue
-            if route is not None and row[5] != route:
+            if status is not None and row[7] != status:
                 continue
-            if status is not None and row[8] != status:
+            if client is not None and row[8] != client:
                 continue
-            if client is not None and row[9] != client:
-                continue
-            out.append(JournalEntry(*row))
+            out.append(self._entry(i, row))
             if len(out) >= limit:
                 break
         return out
 
     def clear(self) -> None:
+        """Forget every entry; sequence numbers go on from where they were."""
         self._rows.clear()
+        self._shared.clear()
         self.dropped = 0

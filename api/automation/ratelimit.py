@@ -8,6 +8,7 @@ host-derived threshold unless overridden; the control plane can lower it for a w
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from collections import deque
 from collections.abc import Callable
@@ -15,6 +16,10 @@ from collections.abc import Callable
 from starlette.requests import Request
 
 WINDOW_S = 60.0
+MAX_CLIENTS = 10_000
+"""Clients the limiter tracks at once. Clients idle for a whole window are forgotten once per
+window; past this many, the longest-tracked go first (they start a fresh window). Each costs its
+key, a deque and a float per request in the window."""
 EXCLUDED = ("/chat", "/ws", "/events/stream")
 
 
@@ -49,6 +54,7 @@ class RateLimiter:
         self._now = now
         self._hits: dict[str, deque[float]] = {}
         self._storm: tuple[int, float] | None = None
+        self._swept = now()
         self.rejected = 0
 
     @property
@@ -75,6 +81,8 @@ class RateLimiter:
         now = self._now()
         window = self._hits.get(key)
         if window is None:
+            if now - self._swept >= WINDOW_S or len(self._hits) >= MAX_CLIENTS:
+                self.forget_idle()
             window = self._hits[key] = deque()
         while window and window[0] <= now - WINDOW_S:
             window.popleft()
@@ -85,9 +93,18 @@ class RateLimiter:
         return None
 
     def forget_idle(self) -> None:
-        now = self._now()
-        for key in [k for k, w in self._hits.items() if not w or w[-1] <= now - WINDOW_S]:
-            del self._hits[key]
+        """Drop the clients with no request in the last window; then, past :data:`MAX_CLIENTS`,
+        the longest-tracked ones."""
+        now = self._swept = self._now()
+        hits = self._hits
+        for key in [k for k, w in hits.items() if not w or w[-1] <= now - WINDOW_S]:
+            del hits[key]
+        for key in list(itertools.islice(hits, max(0, len(hits) - MAX_CLIENTS + 1))):
+            del hits[key]
+
+    def __len__(self) -> int:
+        """Clients tracked now."""
+        return len(self._hits)
 
 
 def limited_path(path: str) -> bool:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -141,15 +143,37 @@ def _metric_value(value: Any) -> Any:
     return _dumps(value) if isinstance(value, dict) else value
 
 
-class EventEncoder:
-    """Encodes each bus event once; the last ``cache`` events' envelopes are kept for the other
-    connections that carry the same event."""
+CACHE_EVENTS = 8192
+CACHE_SECONDS = 30.0
+"""The encoder keeps an event's envelopes for the other connections that carry it for at most
+this long (wall time), and at most :data:`CACHE_EVENTS` events: enough for a tick of a large
+fleet to reach every connection, while a quiet stream of events does not fill the cache (a few
+KB an event) over hours. A connection that falls further behind encodes again (same ids)."""
 
-    def __init__(self, epoch: Callable[[], float], cache: int = 8192) -> None:
+
+class EventEncoder:
+    """Encodes each bus event once; recent events' envelopes are kept for the other connections
+    that carry the same event (the last ``cache`` events encoded within ``max_age`` seconds)."""
+
+    def __init__(
+        self,
+        epoch: Callable[[], float],
+        cache: int = CACHE_EVENTS,
+        max_age: float = CACHE_SECONDS,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._epoch = epoch
         self._size = cache
+        self._max_age = max_age
+        self._now = now
         self._cache: dict[int, tuple[Envelope, ...]] = {}
+        self._born: deque[tuple[float, int]] = deque()
+        """(when encoded, seq) of every cached event, in the cache's order."""
         self.encoded = 0
+
+    def __len__(self) -> int:
+        """Events cached now."""
+        return len(self._cache)
 
     def many(self, items: list[tuple[int, Event]]) -> list[Envelope]:
         """The envelopes of drained bus items, in order (cache hits cost a dict lookup each)."""
@@ -162,10 +186,11 @@ class EventEncoder:
             return found
         found = self._encode(seq, event)
         self.encoded += 1
-        cache = self._cache
+        cache, born, now = self._cache, self._born, self._now()
         cache[seq] = found
-        if len(cache) > self._size:
-            del cache[next(iter(cache))]
+        born.append((now, seq))
+        while len(born) > self._size or born[0][0] < now - self._max_age:
+            del cache[born.popleft()[1]]
         return found
 
     def _stamp(self, event: Event) -> int:

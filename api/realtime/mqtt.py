@@ -41,6 +41,8 @@ DOWNLINK_FILTER = "device/+/+/downlink"
 BRIDGE_CLIENT_ID = "twin-bridge"
 """The bridge's own client id: its sessions are the twin's, not a client's, and are not logged."""
 MAX_SESSIONS = 10_000
+MAX_OUTAGES = 1000
+"""Broker outages a :class:`SessionLog` keeps (the oldest go first), like its sessions."""
 
 
 def uplink_topic(device_type: str, device_id: str) -> str:
@@ -99,6 +101,8 @@ class SessionLog:
 
     def broker_down(self) -> None:
         """The broker is stopping: every client still connected is cut off now."""
+        if len(self.outages) >= MAX_OUTAGES:
+            del self.outages[0]
         self.outages.append((self.now(), None))
         for client_id in list(self._open):
             self._cut(client_id)

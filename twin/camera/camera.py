@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 FIRMWARE_VERSION = "0.1.0"
 TIMESTAMP_WINDOW_S = 300
 SERVICES = ("ai-runtime", "event-bus", "device-control", "app-manager")
+MAX_SESSIONS = 1024
+"""Login sessions a camera keeps. The device keeps them in memory with no expiry (only logout or a
+restart ends one); the twin bounds them: past this many, the oldest login is forgotten."""
 PASSWORD_MIN, PASSWORD_MAX = 8, 32
 
 
@@ -144,6 +147,8 @@ class Camera:
         if not (ok_user and ok_pass):
             raise Unauthenticated("Invalid username or password")
         token = secrets.token_urlsafe(32)
+        if len(self._sessions) >= MAX_SESSIONS:
+            del self._sessions[next(iter(self._sessions))]
         self._sessions[_token_digest(token)] = username
         self.world.emit(EventKind.CAMERA_SESSION_OPENED, self.id, username=username)
         return token
