@@ -333,6 +333,17 @@ async def test_device_name_settings_and_network_survive_a_restart_with_a_state_d
             ("DELETE", "/settings/dropped", None),
             ("POST", "/network/config", static),
             ("POST", "/network/config", {"mode": "static", "ip_address": "999.1.1.1"}),  # refused
+            (
+                "POST",
+                "/event-logs",
+                {
+                    "event_type": "door",
+                    "category": "operation",
+                    "level": "warning",
+                    "source": "test",
+                    "message": "Door forced",
+                },
+            ),
         ):
             await gateway.request(method, "/api/v1" + path, json=body, headers=auth)
         before = [
@@ -350,4 +361,19 @@ async def test_device_name_settings_and_network_survive_a_restart_with_a_state_d
             (await gateway.get("/api/v1" + path, headers=auth)).json()["data"]
             for path in ("/device-info", "/device-info/factory", "/settings", "/network/config")
         ] == before
+        # The event log too, with this start's boot after the first one's.
+        logs = (await gateway.get("/api/v1/event-logs", headers=auth)).json()["data"]
+        assert [(e["id"], e["event_type"]) for e in logs["entries"]] == [
+            (3, "system.boot"),
+            (2, "door"),
+            (1, "system.boot"),
+        ]
+        cleared = await gateway.delete(
+            "/api/v1/event-logs", params={"before": "2030-01-01T00:00:00Z"}, headers=auth
+        )
+        assert cleared.json()["data"] == {"deleted": 3}
     again.world.store.close()
+    third = build(durable)
+    logs = third.world.cameras["cam-01"].admin.logs
+    assert [e["event_type"] for e in logs] == ["system.boot"]  # what was cleared stays gone
+    third.world.store.close()

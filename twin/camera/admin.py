@@ -6,7 +6,8 @@ critical; categories operation, system. Network: ``eth0`` (the default route) an
 (down); a static configuration is validated as dotted quads.
 
 The name, factory data, settings and network configuration are durable (the device keeps them on
-disk): one document per camera in the store, written by every change and read back at build.
+disk): one document per camera in the store, written by every change and read back at build. So is
+the event log, one document per entry; each build (a start of the device) logs its boot.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ TEMPLATES = (
 )
 ADMIN_KIND = "camera_admin"
 """Durable: one document per camera, keyed by its id (see :meth:`DeviceAdmin.save`)."""
+EVENT_LOGS_KIND = "camera_event_logs"
+"""Durable: one document per event-log entry, keyed ``<camera id>:<entry id>``."""
 
 
 @dataclass
@@ -96,8 +99,10 @@ class DeviceAdmin:
             self.device_name, self.factory = doc["device_name"], doc["factory"]
             self.settings = doc["settings"]
             self.interfaces = {name: Interface(**fields) for name, fields in doc["interfaces"].items()}
-        self.logs: deque[dict[str, Any]] = deque(maxlen=MAX_EVENT_LOGS)
-        self._seq = 0
+        self._log_docs = world.store.collection(EVENT_LOGS_KIND)
+        kept = [doc for doc_id, doc in self._log_docs.items() if doc_id.startswith(camera_id + ":")]
+        self.logs: deque[dict[str, Any]] = deque(kept[-MAX_EVENT_LOGS:], maxlen=MAX_EVENT_LOGS)
+        self._seq = max((entry["id"] for entry in kept), default=0)
         self.log("system.boot", "system", "info", "system", "Device booted", "设备启动")
 
     # Device info -------------------------------------------------------------------------------
@@ -231,8 +236,14 @@ class DeviceAdmin:
             entry["user"] = user
         if data:
             entry["data"] = data
+        if len(self.logs) == self.logs.maxlen:
+            self._log_docs.delete(self._log_id(self.logs[0]))
         self.logs.append(entry)
+        self._log_docs.put(self._log_id(entry), entry)
         return entry
+
+    def _log_id(self, entry: dict[str, Any]) -> str:
+        return f"{self._id}:{entry['id']}"
 
     def query(
         self, category: str, level: str, start: str, end: str, search: str, limit: int, offset: int
@@ -279,6 +290,10 @@ class DeviceAdmin:
     def cleanup(self, before: str) -> int:
         cutoff = _parse_time(before, "before")
         keep = [e for e in self.logs if cutoff is not None and _parse_time(e["timestamp"], "") >= cutoff]  # type: ignore[operator]
+        kept_ids = {e["id"] for e in keep}
+        for entry in self.logs:
+            if entry["id"] not in kept_ids:
+                self._log_docs.delete(self._log_id(entry))
         removed = len(self.logs) - len(keep)
         self.logs = deque(keep, maxlen=MAX_EVENT_LOGS)
         return removed
