@@ -73,7 +73,7 @@ def create_app(
         devices.router,
         device_types.router,
         telemetry.router,
-        system.router_for(release),
+        system.router,
         settings.router,
         agents.router_for(release),
         llm_backends.router_for(release),

@@ -1,7 +1,10 @@
 """The automation backend's route catalogue: every vendor route with its auth class, per release.
 
-Release 0.9.17's classes are the ones read off the real server (``routes.tsv``). Release 0.9.24
-makes public exactly the spec's list; every other HTTP route is protected.
+The real server's router decides every route's class, in both releases: ``routes.tsv`` is that
+router's table (class P/H/A/W/S per method and path). The spec's list of public endpoints names
+examples and does not protect the other routes. The few routes only release 0.9.24 has (added by
+the spec, absent from the real router: ``/api/metrics`` and the self-description under
+``/api/docs``) close the table with the class the spec gives them.
 """
 
 from __future__ import annotations
@@ -10,8 +13,6 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from api.routing import shape_of
-
 PUBLIC = "public"
 HYBRID = "jwt-or-api-key"
 JWT_ONLY = "jwt-only"
@@ -19,17 +20,6 @@ WEBHOOK = "webhook"
 WS = "ws"
 CLASSES = {"P": PUBLIC, "H": HYBRID, "A": JWT_ONLY, "W": WEBHOOK, "S": WS}
 
-# The spec's public endpoints (release 0.9.24) as (method, path), plus its self-description, which
-# a browser loads. ``*`` as a method means any.
-SPEC_PUBLIC = (
-    ("GET", "/api/health"), ("GET", "/api/health/status"), ("GET", "/api/health/live"),
-    ("GET", "/api/health/ready"), ("GET", "/api/metrics"), ("GET", "/api/system/network-info"),
-    ("GET", "/api/auth/status"), ("GET", "/api/auth/verify"), ("POST", "/api/auth/login"),
-    ("POST", "/api/auth/register"), ("*", "/api/setup/*"), ("GET", "/api/llm-backends/types"),
-    ("GET", "/api/messages/channels/types"), ("GET", "/api/extensions"), ("GET", "/api/capabilities"),
-    ("GET", "/api/capabilities/:name"), ("GET", "/api/tools"), ("POST", "/api/devices/:id/webhook"),
-    ("GET", "/api/share/:token"), ("GET", "/api/docs/*"),
-)  # fmt: skip
 HTTP_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
 
 
@@ -40,7 +30,7 @@ class VendorRoute:
     path: str
     """Vendor syntax: ``/api/devices/:id``, wildcards ``*path``."""
     vendor_class: str
-    """The auth class on the real server (release 0.9.17)."""
+    """The auth class on the real server (the spec's, for a route only 0.9.24 has)."""
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -51,19 +41,8 @@ class VendorRoute:
         return "*" in self.path
 
     def auth(self, release: str) -> str:
-        if release == "0.9.17" or self.vendor_class in (WEBHOOK, WS, JWT_ONLY):
-            return self.vendor_class
-        return PUBLIC if is_spec_public(self.method, self.path) else HYBRID
-
-
-def is_spec_public(method: str, path: str) -> bool:
-    shape = shape_of(path)
-    for public_method, public in SPEC_PUBLIC:
-        if public_method not in ("*", method):
-            continue
-        if (public.endswith("/*") and path.startswith(public[:-1])) or shape == shape_of(public):
-            return True
-    return False
+        """The class served in ``release``: the real router's, in both releases."""
+        return self.vendor_class
 
 
 @cache

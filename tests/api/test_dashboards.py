@@ -123,7 +123,9 @@ async def test_share_proxy_reads_only_the_dashboards_devices(
     assert_error(await automation.get(f"{base}/users", headers=auth), 404, "NOT_FOUND")
     resp = await automation.post(f"{base}/devices/{DEVICE}/current", json={}, headers=auth)
     assert_error(resp, 405, "METHOD_NOT_ALLOWED")
-    assert_error(await automation.get(f"{base}/devices/{DEVICE}/current"), 401, "UNAUTHORIZED")
+    anonymous = await automation.get(f"{base}/devices/{DEVICE}/current")  # the link is the credential
+    assert anonymous.status_code == 200 and anonymous.json()["data"]["device_id"] == DEVICE
+    assert_error(await automation.get(f"/api/share/nope/proxy/devices/{DEVICE}/current"), 404, "NOT_FOUND")
 
 
 async def test_release_0917_serves_the_share_proxy_without_credentials(settings: Settings) -> None:

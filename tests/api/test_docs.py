@@ -64,11 +64,10 @@ async def test_every_vendor_route_is_served_with_its_auth_class(settings: Settin
     public = sorted(
         p for (m, p), auth in served.items() if auth == "public" and not p.startswith("/api/docs")
     )
-    if release == "0.9.24":
-        assert "/api/tools/:name" not in public and "/api/extensions/:id" not in public
-        assert {"/api/health", "/api/metrics", "/api/capabilities/:name", "/api/share/:token"} <= set(public)
-    else:
-        assert "/api/extensions/:id" in public and "/api/tools/:name" in public
+    assert {"/api/extensions/:id", "/api/tools/:name", "/api/extensions/dashboard-components"} <= set(public)
+    assert {"/api/health", "/api/metrics", "/api/capabilities/:name", "/api/share/:token"} <= set(public)
+    catalogued = {(m, r.path): r.auth(release) for r in vendor_routes() for m in r.methods}
+    assert all(auth == catalogued.get(key, auth) for key, auth in served.items())  # the real router's
 
 
 async def test_jwt_only_routes(automation: httpx.AsyncClient) -> None:

@@ -54,7 +54,8 @@ async def test_installed_extensions_are_public_and_shaped_like_the_vendor(
     } <= set(rows[0])
     assert rows[0]["state"] == "Running" and rows[0]["file_path"].startswith("/var/lib/neomind/extensions/")
     assert rows[0]["commands"][0]["id"] == "get_current"
-    assert_error(await automation.get("/api/extensions/weather-forecast"), 401, "UNAUTHORIZED")
+    assert (await automation.get("/api/extensions/weather-forecast")).status_code == 200  # the read side
+    assert_error(await automation.delete("/api/extensions/weather-forecast"), 401, "UNAUTHORIZED")
 
 
 async def test_detail_health_commands_components_assets(automation: httpx.AsyncClient, auth: dict) -> None:

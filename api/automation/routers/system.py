@@ -1,14 +1,13 @@
 """Self-description and server info: /metrics, network info, capabilities, tools; system stats.
 
-All public except ``/stats/system`` and, in release 0.9.24, ``/tools/:name``: the spec's public list
-names ``/tools`` only, while the 0.9.17 server left the detail route public too.
+All public, as on the real router, except ``/stats/system``.
 """
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from api.automation import schemas
-from api.automation.deps import Backend, CurrentUser, Version, current_user
+from api.automation.deps import Backend, CurrentUser, Version
 from api.automation.metrics import counters_of
 from api.automation.schemas import system as wire
 from hardware.ports.system import NetworkInfo
@@ -48,6 +47,7 @@ async def tools(backend: Backend) -> JSONResponse:
     return schemas.ok(wire.tools(backend.system.tools()), backend.clock.now())
 
 
+@router.get("/tools/{name}")
 async def tool(name: str, backend: Backend) -> JSONResponse:
     return schemas.ok(wire.tool(backend.system.tool(name)), backend.clock.now())
 
@@ -56,16 +56,3 @@ async def tool(name: str, backend: Backend) -> JSONResponse:
 async def system_stats(user: CurrentUser, backend: Backend, version: Version) -> JSONResponse:
     body = wire.system_stats(backend.system.host_stats(), version, backend.uptime())
     return schemas.ok(body, backend.clock.now())
-
-
-def router_for(release: str) -> APIRouter:
-    """The system routes with ``/tools/{name}`` behind the auth class of ``release``."""
-    versioned = APIRouter(tags=["system"])
-    versioned.routes.extend(router.routes)
-    versioned.add_api_route(
-        "/tools/{name}",
-        tool,
-        methods=["GET"],
-        dependencies=[] if release == "0.9.17" else [Depends(current_user)],
-    )
-    return versioned
