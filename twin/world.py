@@ -15,6 +15,7 @@ import simpy
 from hardware.ports.events import Event, EventKind
 from twin.automation.agents import AgentRegistry
 from twin.automation.apikeys import ApiKeyRing
+from twin.automation.chat_sessions import ChatRegistry
 from twin.automation.dashboards import DashboardRegistry
 from twin.automation.delivery import Outbox
 from twin.automation.device_types import DeviceTypeRegistry
@@ -121,6 +122,9 @@ class World:
             sample_observers=self.sample_observers,
         )
         self.push = DataPush(self, outbox=self.outbox, sample_observers=self.sample_observers)
+        self.chat = ChatRegistry(
+            self, llm=self.llm, devices=self.devices, telemetry=self.telemetry, rules=self.rules
+        )
 
     # Time ----------------------------------------------------------------------------------
     def now(self) -> float:

@@ -11,6 +11,7 @@ from api.automation.ratelimit import RateLimiter
 from api.automation.routers import (
     agents,
     auth,
+    chat,
     dashboards,
     data_push,
     device_types,
@@ -24,10 +25,12 @@ from api.automation.routers import (
     messages,
     not_simulated,
     rules,
+    sessions,
     settings,
     system,
     telemetry,
     webhook,
+    ws_upgrade,
 )
 from api.routing import NO_TELEMETRY, finish, mount, remember_routes, reuse_routes
 from hardware.ports.automation import AutomationBackend
@@ -84,6 +87,9 @@ def create_app(
         messages.router,
         data_push.router,
         events.router,
+        sessions.router_for(release),
+        chat.router,
+        ws_upgrade.router,
     ):
         mount(app, router, API)
     if release == "0.9.17":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from hardware.ports.agents import AutomationAgents
+from hardware.ports.chat import ChatSessions
 from hardware.ports.clock import Clock
 from hardware.ports.dashboards import Dashboards
 from hardware.ports.devices import AutomationDevices
@@ -28,6 +29,7 @@ class AutomationBackend(Protocol):
     rules: AutomationRules
     messages: AutomationMessages
     push: AutomationPush
+    chat: ChatSessions
 
     def uptime(self) -> float:
         """Seconds of world time since the server started."""

@@ -98,27 +98,36 @@ async def conduct(crew: Crew, doc: dict[str, Any], data: Any) -> dict[str, Any]:
 
 
 def call_tool(tools: Tools, doc: dict[str, Any], call: ToolCall) -> dict[str, Any]:
-    """Run one tool call through the devices area; refusals come back as ``{"error": ...}``."""
-    devices = tools.devices
+    """Run one tool call through the devices area; refusals come back as ``{"error": ...}``. In
+    ``focused`` mode only the agent's bound commands may be sent."""
+    if call.name == "send_device_command" and doc["execution_mode"] == "focused":
+        device_id, command = str(call.arguments.get("device_id", "")), str(call.arguments.get("command", ""))
+        if (device_id, command) not in {(d, c) for d, c, _ in hints_of(doc).commands}:
+            return {"error": f"command {command} on {device_id} is not bound to this agent"}
+    return device_tool(tools.devices, call)
+
+
+def device_tool(devices: DeviceRegistry, call: ToolCall) -> dict[str, Any]:
+    """The device tools (:data:`AGENT_TOOLS`), shared with the chat; refusals as ``{"error": ...}``."""
     args = call.arguments
     try:
         if call.name == "list_devices":
             page = devices.list(1, 100, args.get("device_type"), args.get("status"))
-            return {"devices": [{"device_id": d.device_id, "status": d.status} for d in page.devices]}
+            rows = [
+                {"device_id": d.device_id, "name": d.name, "device_type": d.device_type, "status": d.status}
+                for d in page.devices
+            ]
+            return {"devices": rows}
         if call.name == "get_device_metrics":
             current = devices.current(str(args.get("device_id", "")))
-            values = {m.name: m.value for m in current.metrics}
             return {
                 "device_id": current.device.device_id,
                 "status": current.device.status,
-                "values": values,
+                "values": {m.name: m.value for m in current.metrics},
+                "units": {m.name: m.unit for m in current.metrics if m.unit and m.unit != "-"},
             }
         if call.name == "send_device_command":
             device_id, command = str(args.get("device_id", "")), str(args.get("command", ""))
-            if doc["execution_mode"] == "focused" and (device_id, command) not in {
-                (d, c) for d, c, _ in hints_of(doc).commands
-            }:
-                return {"error": f"command {command} on {device_id} is not bound to this agent"}
             sent = devices.send_command(device_id, command, dict(args.get("params") or {}))
             return {
                 "device_id": device_id,
@@ -162,10 +171,11 @@ def system_prompt(doc: dict[str, Any], hints: Hints) -> str:
     return "\n".join(lines)
 
 
-def tool_defs() -> list[dict[str, Any]]:
+def tool_defs(names: tuple[str, ...] = AGENT_TOOLS) -> list[dict[str, Any]]:
+    """The catalogue's tools named in ``names``, as OpenAI-style function definitions."""
     defs = []
     for tool in catalog.tools():
-        if tool.name not in AGENT_TOOLS:
+        if tool.name not in names:
             continue
         props = {p.name: {"type": p.type, "description": p.description} for p in tool.parameters}
         required = [p.name for p in tool.parameters if p.required]

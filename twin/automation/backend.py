@@ -7,6 +7,7 @@ from collections.abc import Callable
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import ApiKey, Login, Readiness, User
 from twin.automation.agents import AgentRegistry
+from twin.automation.chat import TwinChat
 from twin.automation.dashboards import DashboardRegistry
 from twin.automation.devices import TwinDevices
 from twin.automation.extensions import ExtensionRegistry
@@ -25,6 +26,7 @@ class TwinAutomation:
         self.clock = clock
         self.devices = TwinDevices(world)
         self.system = TwinSystem(world)
+        self.chat = TwinChat(lambda: self.world.chat, clock)
         self.mqtt_ready: Callable[[], bool] = lambda: False
         """Whether the MQTT side is connected; the composition root wires it to the bridge."""
 

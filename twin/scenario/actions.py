@@ -155,6 +155,21 @@ class UnpackParams(CameraParams):
     bytes_per_second: int = Field(default=1_000_000, ge=1, description="image unpack speed")
 
 
+class ModelSlowParams(Params):
+    seconds: float = Field(gt=0, description="added before the chat model's first token, every round")
+
+
+class ModelErrorParams(Params):
+    status: int = Field(default=503, ge=500, le=599)
+    count: int | None = Field(
+        default=None, ge=1, description="model calls to fail (default: all until undone)"
+    )
+
+
+class ModelPaceParams(Params):
+    tokens_per_second: float = Field(gt=0, le=1000, description="the chat model's pace in world time")
+
+
 @dataclass(frozen=True, slots=True)
 class Action:
     name: str
@@ -415,6 +430,30 @@ ACTIONS: dict[str, Action] = {
         Action("event_bus_stop", CameraParams, _event_bus_stop, "the device event bus stops"),
         Action("event_bus_start", CameraParams, _event_bus_start, "the device event bus starts"),
         Action("mqtt_broker_outage", NoParams, _broker_outage, "the embedded MQTT broker is down"),
+        Action(
+            "model_slow_first_token",
+            ModelSlowParams,
+            lambda c, p: c.world.chat.faults.slow(p.seconds),
+            "the chat's model is slow to start answering",
+        ),
+        Action(
+            "model_hang",
+            NoParams,
+            lambda c, p: c.world.chat.faults.stall(),
+            "the chat's model never answers: turns time out after 20 world minutes",
+        ),
+        Action(
+            "model_errors",
+            ModelErrorParams,
+            lambda c, p: c.world.chat.faults.fail(p.status, p.count),
+            "the chat's model backend answers a server error",
+        ),
+        Action(
+            "model_pace",
+            ModelPaceParams,
+            lambda c, p: c.world.chat.faults.pace(p.tokens_per_second),
+            "the chat's model streams at this many tokens per world second",
+        ),
     )
 }
 
