@@ -15,12 +15,14 @@ import simpy
 from hardware.ports.events import Event, EventKind
 from twin.automation.agents import AgentRegistry
 from twin.automation.apikeys import ApiKeyRing
+from twin.automation.automations import AutomationRegistry
 from twin.automation.chat_sessions import ChatRegistry
 from twin.automation.dashboards import DashboardRegistry
 from twin.automation.delivery import Outbox
 from twin.automation.device_types import DeviceTypeRegistry
 from twin.automation.extensions import ExtensionRegistry
 from twin.automation.ingest import Ingest
+from twin.automation.instances import InstanceRegistry
 from twin.automation.llm import ModelBackendRegistry
 from twin.automation.messages import MessageCenter
 from twin.automation.push import DataPush
@@ -122,6 +124,11 @@ class World:
             sample_observers=self.sample_observers,
         )
         self.push = DataPush(self, outbox=self.outbox, sample_observers=self.sample_observers)
+        self.automations = AutomationRegistry(
+            self, devices=self.devices, telemetry=self.telemetry, extensions=self.extensions,
+            sample_observers=self.sample_observers,
+        )  # fmt: skip
+        self.instances = InstanceRegistry(self)
         self.chat = ChatRegistry(
             self, llm=self.llm, devices=self.devices, telemetry=self.telemetry, rules=self.rules
         )

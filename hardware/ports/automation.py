@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from hardware.ports.agents import AutomationAgents
+from hardware.ports.automations import Automations, Instances
 from hardware.ports.chat import ChatSessions
 from hardware.ports.clock import Clock
 from hardware.ports.dashboards import Dashboards
@@ -29,6 +30,8 @@ class AutomationBackend(Protocol):
     rules: AutomationRules
     messages: AutomationMessages
     push: AutomationPush
+    automations: Automations
+    instances: Instances
     chat: ChatSessions
 
     def uptime(self) -> float:

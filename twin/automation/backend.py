@@ -7,10 +7,12 @@ from collections.abc import Callable
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import ApiKey, Login, Readiness, User
 from twin.automation.agents import AgentRegistry
+from twin.automation.automations import AutomationRegistry
 from twin.automation.chat import TwinChat
 from twin.automation.dashboards import DashboardRegistry
 from twin.automation.devices import TwinDevices
 from twin.automation.extensions import ExtensionRegistry
+from twin.automation.instances import InstanceRegistry
 from twin.automation.llm import ModelBackendRegistry
 from twin.automation.messages import MessageCenter
 from twin.automation.push import DataPush
@@ -58,6 +60,14 @@ class TwinAutomation:
     @property
     def extensions(self) -> ExtensionRegistry:
         return self.world.extensions
+
+    @property
+    def automations(self) -> AutomationRegistry:
+        return self.world.automations
+
+    @property
+    def instances(self) -> InstanceRegistry:
+        return self.world.instances
 
     def uptime(self) -> float:
         return self.world.uptime()
