@@ -230,12 +230,16 @@ class Telemetry:
         parts = q.source.split(":")
         device_id = parts[1] if len(parts) >= 2 and parts[0] == "device" else q.source
         lo, hi = self._window(q.start, q.end, None)
-        src = self.devices.telemetry_source(device_id, history=False)
+        transform = parts[0] == "transform" and len(parts) == 2  # its outputs are stored under its id
+        if transform:
+            src = TelemetrySource(q.source, (), None, self.world.now())
+        else:
+            src = self.devices.telemetry_source(device_id, history=False)
         stored_metrics = set(self.world.store.sample_metrics(device_id))
         s = self._series(src, q.metric, stored_metrics, self.retention.policy())
         total = s.count(lo, hi)
         common = {
-            "source_id": f"device:{device_id}",
+            "source_id": q.source if transform else f"device:{device_id}",
             "source": q.source,
             "metric": q.metric,
             "start": lo,
