@@ -212,10 +212,13 @@ class Outbox:
 
     def cancel_owner(self, owner_kind: str, owner_id: str) -> None:
         key = (owner_kind, owner_id)
-        for job_id in [j for j, k in self.live.items() if k == key]:
+        cancelled = [j for j, k in self.live.items() if k == key]
+        for job_id in cancelled:
             self.jobs.delete(job_id)
             del self.live[job_id]
             self.ready.pop(job_id, None)
+        if cancelled:
+            log.info("%d undelivered deliveries of %s %s went with it", len(cancelled), *key)
         self.circuits.pop(key, None)
         self.tallies.pop(key, None)
         link = self.links.pop(key, None)

@@ -6,8 +6,7 @@ queues one real delivery per enabled channel in the outbox (``twin.automation.de
 server, and the chat kinds POST their platform's text-message body to their configured URL.
 Every attempt's outcome is kept in the delivery records (the newest :data:`MAX_DELIVERY_RECORDS`);
 a delivery is counted on the channel as ``sent`` or, once its retries are spent or it is given up
-while the channel's circuit is open, ``failed``. Retries wait with the default backoff spread by
-:data:`RETRY_JITTER`.
+while the channel's circuit is open, ``failed``. Retries follow :data:`RETRY`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ world time. Items are grouped by ``batch_config.batch_size`` (a partial batch go
 ``batch_interval_ms``). Each payload becomes an outbox job (real HTTP POST or MQTT publish by the
 delivery worker over the target's own link) retried with exactly the ``retry_config`` backoff in
 sim time, and one log entry whose ``attempts`` and ``status`` (pending → retrying → success |
-failed) follow the job. While the target's circuit is open its payloads wait as ``pending``; one
-given up counts in ``failed`` like one whose retries ran out.
+failed) follow the job. While the target's circuit is open its payloads wait (their entries stay
+``pending`` or ``retrying``); one given up counts in ``failed`` like one whose retries ran out.
 """
 
 from __future__ import annotations
