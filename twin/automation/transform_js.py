@@ -1,12 +1,14 @@
 """A transform's JavaScript, run as the server runs it, and its result turned into metrics.
 
 The server runs the code in a fresh Boa context; the twin in a fresh QuickJS context (no module
-loader, no file or network access), bounded in CPU time and memory. The code sees ``input`` (the
-device data; a one-key object is unwrapped to its value), ``input_raw`` (never unwrapped),
-``__imageData`` (the first image-like string of the data, base64), ``imageMeta`` (``{width,
-height}`` read off a PNG or JPEG header, else ``null``) and ``extensions.invoke(id, command,
-params)``. It may ``return`` or end on an expression. ``Date`` and ``Math.random`` are the world's:
-the clock is the world clock, the random numbers come from a seeded stream, so a run is repeatable.
+loader, no file or network access), bounded in CPU time and memory. The code is the body of a
+function whose ``return`` is the result. It sees ``input`` (the device data; a one-key object is
+unwrapped to its value), ``input_raw`` (never unwrapped), ``__imageData`` (the first image-like
+string of the data, base64), ``imageMeta`` (``{width, height}`` read off a PNG or JPEG header, else
+``null``) and ``extensions.invoke(id, command, params)``, whose results are computed before the
+script runs, as the server does (params written as JSON, or as an expression of the inputs).
+``Date`` and ``Math.random`` are the world's: the clock is the world clock, the random numbers come
+from a seeded stream, so a run is repeatable.
 
 The result becomes metrics as the server's ``json_to_metrics`` makes them: an object gives
 ``<prefix>.<key>`` per key, an array ``<prefix>.<index>``, a scalar ``<prefix>``; numbers are
@@ -19,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +30,7 @@ import quickjs
 
 from hardware.ports.automations import TransformedMetric
 
-TIME_LIMIT_S = 2.0
+TIME_LIMIT_S = 1.0
 """CPU time a run may take (the server stops a script after 10 million loop iterations)."""
 MEMORY_LIMIT = 64 * 1024 * 1024
 MOCK_EXTENSIONS = """
@@ -66,15 +69,14 @@ _WORLD = """
   };
 })();
 """
-_INVOKE = """
-const extensions = {
-  invoke: (extId, command, args) => JSON.parse(__invoke(String(extId), String(command),
-                                                        JSON.stringify(args === undefined ? {} : args)))
-};
+_LOOKUP = """
+const extensions = { invoke: (extId, command) => __extension_results__[extId + '::' + command] };
 """
+_CALL = re.compile(r"""extensions\.invoke\s*\(\s*(['"])(.*?)\1\s*,\s*(['"])(.*?)\3\s*,?\s*""")
 
 Invoke = Callable[[str, str, Any], Any]
-"""An extension command as a transform calls it: (extension id, command, params) -> its output."""
+"""An extension command as a transform calls it: (extension id, command, params) -> its output.
+Called before the script runs, once per call written in it (the server's pre-execution)."""
 
 
 class TransformFailure(Exception):
@@ -118,8 +120,10 @@ def run(
         ctx.eval(f"var input = {unwrapped}; var input_raw = {text};")
         ctx.eval(f"var __imageData = {json.dumps(image)}; var imageMeta = {meta};")
         if invoke is not None:
-            ctx.add_callable("__invoke", _bridge(invoke))
-            ctx.eval(_INVOKE)
+            results = {
+                f"{ext}::{cmd}": _call(invoke, ext, cmd, params) for ext, cmd, params in _calls(ctx, code)
+            }
+            ctx.eval(f"const __extension_results__ = {json.dumps(results)};{_LOOKUP}")
     except quickjs.JSException as err:
         raise TransformFailure("JsTransform", f"Failed to set input: {_first_line(err)}") from err
     source = f"{MOCK_EXTENSIONS}\n{code}" if mock_extensions and "extensions.invoke" in code else code
@@ -131,15 +135,38 @@ def run(
     return to_metrics(value, prefix, device_id, timestamp)
 
 
-def _bridge(invoke: Invoke) -> Callable[[str, str, str], str]:
-    def call(extension_id: str, command: str, params: str) -> str:
-        try:
-            output = invoke(extension_id, command, json.loads(params))
-        except Exception as err:  # the extension's failure is the script's value, as on the server
-            output = {"error": getattr(err, "message", str(err))}
-        return json.dumps(output)
+def _calls(ctx: quickjs.Context, code: str) -> list[tuple[str, str, Any]]:
+    """The ``extensions.invoke(id, command, params)`` calls written in ``code``, as the server finds
+    them before a run: literal ids and commands; params as JSON, else evaluated with the script's
+    inputs (``{}`` when neither works)."""
+    found = []
+    for match in _CALL.finditer(code):
+        params: Any = {}
+        rest = code[match.end() :]
+        if rest.startswith("{"):
+            depth, end = 0, len(rest)
+            for i, ch in enumerate(rest):
+                depth += {"{": 1, "}": -1}.get(ch, 0)
+                if depth == 0:
+                    end = i + 1
+                    break
+            text = rest[:end]
+            try:
+                params = json.loads(text)
+            except ValueError:
+                try:
+                    params = json.loads(ctx.eval(f"JSON.stringify({text})"))
+                except (quickjs.JSException, TypeError, ValueError):
+                    params = {}
+        found.append((match.group(2), match.group(4), params))
+    return found
 
-    return call
+
+def _call(invoke: Invoke, extension_id: str, command: str, params: Any) -> Any:
+    try:
+        return invoke(extension_id, command, params)
+    except Exception as err:  # the extension's failure is the script's value, as on the server
+        return {"error": getattr(err, "message", str(err))}
 
 
 def _metric_value(value: Any) -> Any:
