@@ -176,6 +176,7 @@ class Store:
         self._db.execute("DELETE FROM samples")
         self._forget()
         self._seq = 0
+        self.unreadable.clear()
 
     def dump(self) -> bytes:
         """The whole database as bytes (for snapshots), marked as a rollback-journal database so it

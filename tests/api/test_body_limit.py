@@ -145,3 +145,15 @@ async def test_gateway_refuses_as_its_nginx(twin: Twin, method: str) -> None:
     assert start["status"] == 413
     assert dict(start["headers"])[b"content-type"] == b"text/html"
     assert body.decode() == gateway_errors.NGINX_413
+
+
+async def test_a_multipart_upload_past_its_limit_is_413(
+    automation: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The extension upload's own limit (512 MiB, made small here) holds while the form is parsed."""
+    key = ("POST", "/api/extensions/upload/file")
+    monkeypatch.setitem(limits.UPLOADS, key, Limit(3 * MiB, on_read=limits.UPLOADS[key].on_read))
+    auth = {"Authorization": f"Bearer {await admin_token(automation)}"}
+    files = {"file": ("ext.tar.gz", b"\0" * (3 * MiB), "application/gzip")}
+    resp = await automation.post("/api/extensions/upload/file", files=files, headers=auth)
+    assert (resp.status_code, resp.text) == (413, limits.EXTRACTOR_413)

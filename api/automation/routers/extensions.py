@@ -1,6 +1,7 @@
-"""Extensions: listing (public), detail, health, commands, components, assets, directory sync,
-enable/uninstall, the component marketplace, and the stream session route
-(:mod:`api.automation.routers.extension_stream`). Enveloped.
+"""Extensions: listing and the read side (public), commands, components, assets, directory sync,
+enable/uninstall, metrics, and the stream session route
+(:mod:`api.automation.routers.extension_stream`). The marketplaces are
+:mod:`api.automation.routers.market`. Enveloped.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from api.automation.schemas.extensions import (
     CommandBody,
     ConfigBody,
     EnabledBody,
-    InstallBody,
     RegisterBody,
     capability_info,
     extension_info,
 )
-from hardware.ports.errors import DomainError, InvalidInput, NotFound
+from api.body_limit import BodyTooLarge
+from hardware.ports.errors import InvalidInput
 
 MAX_UPLOAD = 512 * 1024 * 1024
 
@@ -103,11 +104,6 @@ async def stream_sessions(extension_id: ExtensionId, backend: Backend) -> JSONRe
     return ok({"extension_id": extension_id, "sessions": rows, "count": len(rows)}, backend.clock.now())
 
 
-async def component_market(backend: Backend) -> JSONResponse:
-    rows = [dict(c) for c in backend.extensions.market()]
-    return ok({"components": rows, "count": len(rows)}, backend.clock.now())
-
-
 async def set_command_enabled(
     extension_id: ExtensionId, cmd: str, body: EnabledBody, backend: Backend
 ) -> JSONResponse:
@@ -174,36 +170,11 @@ async def sync_status(backend: Backend) -> JSONResponse:
     return ok(dict(backend.extensions.sync_status()), backend.clock.now())
 
 
-async def installed_components(backend: Backend) -> JSONResponse:
-    rows = [dict(c) for c in backend.extensions.components_installed()]
-    return ok({"components": rows, "count": len(rows)}, backend.clock.now())
-
-
-async def installed_component(component_id: ExtensionId, backend: Backend) -> JSONResponse:
-    found = next(
-        (dict(c) for c in backend.extensions.components_installed() if c["id"] == component_id), None
-    )
-    if found is None:
-        raise NotFound(f"Component {component_id}", resource="component")
-    return ok(found, backend.clock.now())
-
-
-async def component_bundle(component_id: ExtensionId, backend: Backend) -> Response:
-    return Response(backend.extensions.component_bundle(component_id), media_type="application/javascript")
-
-
-async def remove_component(component_id: ExtensionId, backend: Backend) -> JSONResponse:
-    backend.extensions.remove_component(component_id)
-    return ok({"id": component_id, "deleted": True}, backend.clock.now())
-
-
-async def component_updates(backend: Backend) -> JSONResponse:
-    return ok({"updates": [], "count": 0}, backend.clock.now())
-
-
 async def upload(request: Request, backend: Backend) -> JSONResponse:
     try:
         form = await request.form(max_files=1, max_fields=4)
+    except BodyTooLarge:
+        raise
     except Exception as err:  # not multipart, or malformed
         raise InvalidInput("Expected multipart form data with field 'file'") from err
     upload = form.get("file")
@@ -230,18 +201,6 @@ async def sync(backend: Backend) -> JSONResponse:
         "failed": [{"file": f, "reason": why} for f, why in r.failed],
     }
     return ok(data, backend.clock.now())
-
-
-async def install_component(request: Request, body: InstallBody, backend: Backend) -> JSONResponse:
-    component_id = body.component_id or body.id or ""
-    if request.app.state.release == "0.9.17":
-        # The earlier release answered every failure 200 with ``success: false`` (fixed in 0.9.24).
-        try:
-            record = backend.extensions.install_component(component_id)
-        except DomainError as err:
-            return JSONResponse({"success": False, "error": err.message})
-        return ok(dict(record), backend.clock.now())
-    return ok(dict(backend.extensions.install_component(component_id)), backend.clock.now())
 
 
 ROUTES: list[Route] = [
@@ -275,13 +234,6 @@ ROUTES: list[Route] = [
     ("PATCH", "/extensions/{id}/enabled", set_enabled),
     ("DELETE", "/extensions/{id}", uninstall),
     ("DELETE", "/extensions/{id}/uninstall", uninstall),
-    ("GET", "/frontend-components/market/list", component_market),
-    ("GET", "/frontend-components/updates", component_updates),
-    ("GET", "/frontend-components", installed_components),
-    ("GET", "/frontend-components/{id}", installed_component),
-    ("DELETE", "/frontend-components/{id}", remove_component),
-    ("GET", "/frontend-components/{id}/bundle", component_bundle),
-    ("POST", "/frontend-components/market/install", install_component),
 ]
 
 
