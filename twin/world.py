@@ -15,6 +15,7 @@ import simpy
 from hardware.ports.events import Event, EventKind
 from twin.automation.agents import AgentRegistry
 from twin.automation.apikeys import ApiKeyRing
+from twin.automation.components import ComponentStore
 from twin.automation.automations import AutomationRegistry
 from twin.automation.chat_sessions import ChatRegistry
 from twin.automation.dashboards import DashboardRegistry
@@ -24,6 +25,7 @@ from twin.automation.extensions import ExtensionRegistry
 from twin.automation.ingest import Ingest
 from twin.automation.instances import InstanceRegistry
 from twin.automation.llm import ModelBackendRegistry
+from twin.automation.market import Marketplace
 from twin.automation.messages import MessageCenter
 from twin.automation.push import DataPush
 from twin.automation.registry import DeviceRegistry
@@ -114,6 +116,8 @@ class World:
         self.agents = AgentRegistry(self, llm=self.llm, devices=self.devices)
         self.dashboards = DashboardRegistry(self, devices=self.devices)
         self.extensions = ExtensionRegistry(self)
+        self.market = Marketplace(self, extensions=self.extensions, device_types=self.device_types)
+        self.components = ComponentStore(self, market=self.market)
         self.outbox = Outbox(self)
         self.messages = MessageCenter(self, outbox=self.outbox)
         self.rules = RuleEngine(

@@ -13,6 +13,7 @@ from hardware.ports.devices import AutomationDevices
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.extensions import Extensions
 from hardware.ports.llm_backends import ModelBackends
+from hardware.ports.market import Components, Market
 from hardware.ports.rules import AutomationMessages, AutomationPush, AutomationRules
 from hardware.ports.system import AutomationSystem
 from hardware.ports.types import ApiKey, Login, Readiness, User
@@ -30,6 +31,8 @@ class AutomationBackend(Protocol):
     rules: AutomationRules
     messages: AutomationMessages
     push: AutomationPush
+    market: Market
+    components: Components
     automations: Automations
     instances: Instances
     chat: ChatSessions

@@ -131,22 +131,7 @@ class Extensions(Protocol):
     def open_stream(self, extension_id: str) -> StreamSession:
         """``InvalidInput`` with ``stream_code`` when the extension has no push stream."""
 
-    def install_component(self, component_id: str) -> Mapping[str, Any]:
-        """Install a marketplace component: ``NotFound`` when missing, ``Unavailable`` when the
-        marketplace cannot be reached."""
-
-    def market(self) -> list[Mapping[str, Any]]:
-        """The marketplace's components (``Unavailable`` when it cannot be reached)."""
-
     def set_enabled(self, extension_id: str, enabled: bool) -> Extension: ...
-
-    def components_installed(self) -> list[Mapping[str, Any]]:
-        """Frontend components installed from the marketplace."""
-
-    def component_bundle(self, component_id: str) -> bytes:
-        """The JavaScript bundle of an installed component."""
-
-    def remove_component(self, component_id: str) -> None: ...
 
     def uninstall(self, extension_id: str) -> None:
         """Remove an installed extension (a later sync installs it again from the directory)."""

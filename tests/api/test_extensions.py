@@ -152,44 +152,6 @@ async def test_sync_scans_the_directory_and_installs_synchronously(
     assert_error(await automation.post("/api/extensions/sync"), 401, "UNAUTHORIZED")
 
 
-async def test_marketplace_install_returns_real_error_statuses(
-    automation: httpx.AsyncClient, auth: dict, twin: Twin
-) -> None:
-    url = "/api/frontend-components/market/install"
-    resp = await automation.post(url, json={"component_id": "gauge-pro"}, headers=auth)
-    assert resp.status_code == 200 and resp.json()["data"]["version"] == "2.0.1"
-    assert_error(await automation.post(url, json={"component_id": "nope"}, headers=auth), 404, "NOT_FOUND")
-    twin.world.extensions.marketplace_online = False
-    resp = await automation.post(url, json={"component_id": "gauge-pro"}, headers=auth)
-    assert_error(resp, 503, "SERVICE_UNAVAILABLE")
-    assert_error(await automation.post(url, json={"component_id": "gauge-pro"}), 401, "UNAUTHORIZED")
-
-
-async def test_installed_frontend_components(automation: httpx.AsyncClient, auth: dict) -> None:
-    await automation.post(
-        "/api/frontend-components/market/install", json={"component_id": "heatmap"}, headers=auth
-    )
-    listed = (await automation.get("/api/frontend-components", headers=auth)).json()["data"]
-    assert [c["id"] for c in listed["components"]] == ["heatmap"]
-    one = (await automation.get("/api/frontend-components/heatmap", headers=auth)).json()["data"]
-    assert one["version"] == "1.1.0" and one["installed_at"] == 1767225600
-    bundle = await automation.get("/api/frontend-components/heatmap/bundle", headers=auth)
-    assert (
-        bundle.headers["content-type"].startswith("application/javascript") and b"Heatmap" in bundle.content
-    )
-    updates = (await automation.get("/api/frontend-components/updates", headers=auth)).json()["data"]
-    assert updates == {"updates": [], "count": 0}
-    resp = await automation.delete("/api/frontend-components/heatmap", headers=auth)
-    assert resp.json()["data"] == {"id": "heatmap", "deleted": True}
-    for method, path in [
-        ("GET", "/api/frontend-components/heatmap"),
-        ("DELETE", "/api/frontend-components/heatmap"),
-        ("GET", "/api/frontend-components/heatmap/bundle"),
-    ]:
-        assert_error(await automation.request(method, path, headers=auth), 404, "NOT_FOUND")
-    assert_error(await automation.get("/api/frontend-components"), 401, "UNAUTHORIZED")
-
-
 async def test_release_0917_answered_install_failures_with_200(settings: Settings) -> None:
     twin = build(dataclasses.replace(settings, release="0.9.17"))
     async with _client(twin.automation_app, "http://automation") as client:
@@ -206,9 +168,7 @@ async def test_release_0917_answered_install_failures_with_200(settings: Setting
         assert (await client.post(url, json={"city": "Oslo"})).status_code == 401
 
 
-async def test_enable_disable_uninstall_and_the_component_market(
-    automation: httpx.AsyncClient, auth: dict, twin: Twin
-) -> None:
+async def test_enable_disable_and_uninstall(automation: httpx.AsyncClient, auth: dict) -> None:
     url = "/api/extensions/weather-forecast"
     resp = await automation.patch(f"{url}/enabled", json={"enabled": False}, headers=auth)
     assert resp.json()["data"] == {"id": "weather-forecast", "enabled": False, "state": "Stopped"}
@@ -229,12 +189,6 @@ async def test_enable_disable_uninstall_and_the_component_market(
         "data"
     ]
     assert sessions == {"extension_id": "camera-stream", "sessions": [], "count": 0}
-
-    market = (await automation.get("/api/frontend-components/market/list", headers=auth)).json()["data"]
-    assert {c["id"] for c in market["components"]} == {"gauge-pro", "heatmap"}
-    twin.world.extensions.marketplace_online = False
-    resp = await automation.get("/api/frontend-components/market/list", headers=auth)
-    assert_error(resp, 503, "SERVICE_UNAVAILABLE")
 
 
 async def test_administration_routes(automation: httpx.AsyncClient, auth: dict, twin: Twin) -> None:

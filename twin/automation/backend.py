@@ -13,7 +13,9 @@ from twin.automation.dashboards import DashboardRegistry
 from twin.automation.devices import TwinDevices
 from twin.automation.extensions import ExtensionRegistry
 from twin.automation.instances import InstanceRegistry
+from twin.automation.components import ComponentStore
 from twin.automation.llm import ModelBackendRegistry
+from twin.automation.market import Marketplace
 from twin.automation.messages import MessageCenter
 from twin.automation.push import DataPush
 from twin.automation.rules import RuleEngine
@@ -60,6 +62,14 @@ class TwinAutomation:
     @property
     def extensions(self) -> ExtensionRegistry:
         return self.world.extensions
+
+    @property
+    def market(self) -> Marketplace:
+        return self.world.market
+
+    @property
+    def components(self) -> ComponentStore:
+        return self.world.components
 
     @property
     def automations(self) -> AutomationRegistry:

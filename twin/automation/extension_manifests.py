@@ -1,5 +1,5 @@
 """What the simulated extensions directory holds: the manifests of the built-in extensions, one
-sample, the manifest check, and the component marketplace's catalogue. Plain data."""
+sample, and the manifest check. Plain data."""
 
 from __future__ import annotations
 
@@ -111,12 +111,6 @@ DIRECTORY_FILES = {
     "energy-meter.json": ENERGY,
 }
 EXTENSION_TYPES = ("tool", "video", "device_adapter", "analytics", "integration")
-MARKET = {
-    "gauge-pro": {"id": "gauge-pro", "name": "Gauge Pro", "version": "2.0.1", "size": 48_213},
-    "heatmap": {"id": "heatmap", "name": "Heatmap", "version": "1.1.0", "size": 91_044},
-}
-
-
 def check_manifest(manifest: Any) -> str | None:
     """Why a manifest cannot be installed, or ``None``."""
     if not isinstance(manifest, Mapping):

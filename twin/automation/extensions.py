@@ -12,9 +12,7 @@ valid manifest not installed yet, before answering.
 - Manifest-only extensions answer their declared commands with the declared ``response`` merged
   with the arguments.
 
-The marketplace of frontend components is a fixed simulated catalogue; a component it lacks is
-``NotFound`` and, while :attr:`ExtensionRegistry.marketplace_online` is false, installs are
-``Unavailable``.
+The marketplaces are :mod:`twin.automation.market`.
 """
 
 from __future__ import annotations
@@ -42,7 +40,6 @@ from twin.automation.extension_manifests import (
     DIRECTORY,
     DIRECTORY_FILES,
     EXTENSION_TYPES,
-    MARKET,
     MAX_SESSIONS,
     check_manifest,
 )
@@ -60,9 +57,7 @@ class ExtensionRegistry:
         self.world = world
         self.installed = world.store.collection("extensions")
         self.dropped_files = world.store.collection("extension_files")
-        self.components = world.store.collection("frontend_components")
         self.open_sessions: dict[str, PushSession] = {}
-        self.marketplace_online = True
         self.log: dict[str, deque[dict[str, Any]]] = {}
         """Recent log lines per extension (in memory, bounded)."""
         self.last_sync: dict[str, Any] | None = None
@@ -264,36 +259,6 @@ class ExtensionRegistry:
         session = PushSession(self, extension_id, session_id)
         self.open_sessions[session_id] = session
         return session
-
-    # Marketplace ------------------------------------------------------------------------------
-    def install_component(self, component_id: str) -> Mapping[str, Any]:
-        if not self.marketplace_online:
-            raise Unavailable("The component marketplace cannot be reached", resource="marketplace")
-        item = MARKET.get(component_id)
-        if item is None:
-            raise NotFound(f"Component {component_id} is not in the marketplace", resource="component")
-        record = {**item, "installed_at": self.world.now()}
-        self.components.put(component_id, record)
-        return record
-
-    def market(self) -> list[Mapping[str, Any]]:
-        if not self.marketplace_online:
-            raise Unavailable("The component marketplace cannot be reached", resource="marketplace")
-        return [{**item, "installed": self.components.get(cid) is not None} for cid, item in MARKET.items()]
-
-    def components_installed(self) -> list[Mapping[str, Any]]:
-        return self.components.values()
-
-    def component_bundle(self, component_id: str) -> bytes:
-        item = self.components.get(component_id)
-        if item is None:
-            raise NotFound(f"Component {component_id}", resource="component")
-        name = "".join(p.capitalize() for p in component_id.split("-"))
-        return f"export default function {name}(){{return null}}\n".encode()
-
-    def remove_component(self, component_id: str) -> None:
-        if not self.components.delete(component_id):
-            raise NotFound(f"Component {component_id}", resource="component")
 
     # Lifecycle --------------------------------------------------------------------------------
     def set_enabled(self, extension_id: str, enabled: bool) -> Extension:

@@ -389,6 +389,13 @@ def _broker_outage(c: Target, p: NoParams) -> Undo:
     return switch.up
 
 
+def _marketplace_unreachable(c: Target, p: NoParams) -> Undo:
+    """Browsing answers an empty list with `network_error`, installs fail, until undone."""
+    market = c.world.market
+    market.online = False
+    return lambda: setattr(market, "online", True)
+
+
 ACTIONS: dict[str, Action] = {
     a.name: a
     for a in (
@@ -430,6 +437,12 @@ ACTIONS: dict[str, Action] = {
         Action("event_bus_stop", CameraParams, _event_bus_stop, "the device event bus stops"),
         Action("event_bus_start", CameraParams, _event_bus_start, "the device event bus starts"),
         Action("mqtt_broker_outage", NoParams, _broker_outage, "the embedded MQTT broker is down"),
+        Action(
+            "marketplace_unreachable",
+            NoParams,
+            _marketplace_unreachable,
+            "the marketplaces and the cloud device-type repository cannot be reached",
+        ),
         Action(
             "model_slow_first_token",
             ModelSlowParams,
