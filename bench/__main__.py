@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import camera, fanout, loadgen, scenario_run, servers
+from bench import camera, chat, fanout, loadgen, scenario_run, servers
 from bench.report import Summary, Target, ratio, table
 
 PATH = "/api/health"
@@ -283,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     day = ["--json", str(args.json.with_suffix(".scenario.json"))] if args.json else []
     scenario_run.main(["--hours", str(SCENARIO_HOURS), "--trials", str(args.trials), *day])  # a fleet's day
+    print()
+    chat.main(["--json", str(args.json.with_suffix(".chat.json"))] if args.json else [])  # chat token pacing
     return 0
 
 
