@@ -26,6 +26,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import quickjs
 
 from hardware.ports.automations import TransformedMetric
@@ -132,7 +133,24 @@ def run(
     except quickjs.JSException as err:
         raise TransformFailure("JsTransform", f"JavaScript execution error: {_first_line(err)}") from err
     value = None if result is None else json.loads(result)
+    if result is not None and re.search(r"\\u[dD][89a-fA-F]", result):
+        value = _well_formed(value)
+    try:
+        orjson.dumps(value)  # what every response and event will have to encode
+    except orjson.JSONEncodeError as err:
+        raise TransformFailure("JsTransform", f"Failed to convert JS value to JSON: {err}") from err
     return to_metrics(value, prefix, device_id, timestamp)
+
+
+def _well_formed(value: Any) -> Any:
+    """Text as Rust holds it: a lone UTF-16 surrogate (which a script can make) becomes U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {_well_formed(k): _well_formed(v) for k, v in value.items()}
+    return value
 
 
 def _calls(ctx: quickjs.Context, code: str) -> list[tuple[str, str, Any]]:

@@ -88,7 +88,8 @@ def output_metrics(op: Mapping[str, Any]) -> list[str]:
         parts = op.get("operations" if kind == "multi_output" else "branches") or []
         return [m for p in parts if isinstance(p, Mapping) for m in output_metrics(p)]
     if kind == "extension":
-        return [str(m) for m in op.get("output_metrics") or []]
+        names = op.get("output_metrics")
+        return [str(m) for m in names] if isinstance(names, list) else []
     name = op.get("output_metric", op.get("output"))
     return [name] if isinstance(name, str) else []
 
@@ -184,8 +185,9 @@ def aggregate(values: list[float], fn: str) -> float:
 def run(
     op: Mapping[str, Any], device_id: str, timestamp: int, data: Any, history: History
 ) -> list[TransformedMetric]:
-    """The metrics of one operation; ``TransformFailure`` (or ``KeyError``/``TypeError`` for a field
-    the operation lacks) when it cannot produce them."""
+    """The metrics of one operation; ``TransformFailure`` (or ``KeyError``, ``TypeError``,
+    ``AttributeError``, ``ValueError`` for a field the operation lacks or has wrong) when it cannot
+    produce them."""
     kind = op["op_type"]
 
     def metric(name: str, value: float) -> list[TransformedMetric]:

@@ -297,7 +297,13 @@ class TransformEngine:
         for op in doc.get("operations") or ():
             try:
                 found = transform_ops.run(op, device_id, timestamp, data, self.history)
-            except (TransformFailure, KeyError, TypeError) as err:
+            except (
+                TransformFailure,
+                KeyError,
+                TypeError,
+                AttributeError,
+                ValueError,
+            ) as err:  # a field amiss
                 warnings.append(f"Operation failed: {err}")
                 continue
             metrics.extend(_of(m, doc["id"]) for m in found)

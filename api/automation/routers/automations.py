@@ -9,6 +9,7 @@ web app's single export writes (a ``definition`` inside) is refused.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Path, Query
@@ -21,7 +22,8 @@ from api.automation.schemas import automations as wire
 from api.automation.schemas import ok
 from hardware.ports.automations import AutomationChanges
 
-Limit = Annotated[int | None, Query(ge=0)]
+Limit = Annotated[int | None, Query(ge=0, le=2**64 - 1)]
+"""A Rust ``usize``."""
 AutomationId = Annotated[str, Path(alias="id")]
 
 
@@ -78,7 +80,8 @@ async def set_status(automation_id: AutomationId, body: wire.SetStatus, backend:
 
 
 async def executions(automation_id: AutomationId, backend: Backend, limit: str | None = None) -> JSONResponse:
-    count = int(limit) if limit is not None and limit.isdigit() else 10  # unreadable: the default
+    readable = limit is not None and re.fullmatch(r"\+?[0-9]+", limit) and int(limit) < 2**64
+    count = int(limit) if readable else 10  # what Rust does not read as a usize: the default
     rows = [wire.execution(e) for e in backend.automations.executions(automation_id, count)]
     return ok({"automation_id": automation_id, "executions": rows, "count": len(rows)}, backend.clock.now())
 
