@@ -30,7 +30,7 @@ class SessionInfo:
     created_at: float
     title: str | None
     preview: str | None
-    """The first user message (at most 50 characters and ``...``), once a turn has ended."""
+    """The first user message (at most 50 characters and ``...``), once its turn has ended."""
     memory_enabled: bool
 
 

@@ -249,3 +249,35 @@ async def test_sessions_and_histories_survive_a_restart(tmp_path: Path) -> None:
         another = await new_session(http, key)
         assert another != session  # a new run mints new ids
     second.world.store.close()
+
+
+async def test_model_failures_over_http(automation: httpx.AsyncClient, auth: dict, twin: Twin) -> None:
+    session = await new_session(automation, auth)
+    chat = f"/api/sessions/{session}/chat"
+    faults = twin.world.chat.faults
+
+    faults.fail(503, 1)  # the first call: the model cannot start, and HTTP chat has no fallback
+    resp = await on_the_clock(twin, automation.post(chat, headers=auth, json={"message": "hello"}))
+    assert_error(resp, 500, "INTERNAL_ERROR", "LLM error: model backend answered HTTP 503")
+
+    ask = automation.post(chat, headers=auth, json={"message": "What is the temperature of my sensor?"})
+    task = asyncio.ensure_future(ask)
+    while not twin.clock.waiting:
+        await asyncio.sleep(0)
+    twin.clock.advance(0.1)  # the first round has asked the model
+    faults.fail(502, None)  # and the second round's call fails
+    resp = await on_the_clock(twin, task)
+    body = resp.json()
+    assert body["toolsUsed"] == ["list_devices"]
+    assert body["response"].endswith(
+        "\n\n[error: Processing failed: LLM error: model backend answered HTTP 502]"
+    )
+    faults.error_status = None
+
+    undo = faults.stall()
+    resp = await on_the_clock(twin, automation.post(chat, headers=auth, json={"message": "hello"}), step=1)
+    undo()
+    assert resp.json()["response"] == "[timed out after 300s — showing partial result]"
+    assert 300_000 <= resp.json()["processingTimeMs"] <= 305_000  # world time, read once the answer is out
+    history = (await automation.get(f"/api/sessions/{session}/history", headers=auth)).json()["data"]
+    assert history["messages"][-1] == {**history["messages"][-1], "role": "user", "content": "hello"}

@@ -3,8 +3,9 @@ pending state of a turn in flight (``chat_pending``), and the turns themselves
 (:mod:`twin.automation.chat_turns`). Session ids are UUIDs from the world's random streams.
 
 As on the server, a session's creation time is whole seconds; the list is newest first and does
-not count messages; the preview is the first user message (50 characters at most), set when a
-turn ends; the cleanup removes sessions without messages that are more than an hour old.
+not count messages; the preview is the first user message (50 characters at most), set when a turn
+ends (when the server persists the history); the cleanup removes sessions without messages that are
+more than an hour old.
 """
 
 from __future__ import annotations
@@ -180,9 +181,16 @@ class ChatRegistry:
         messages = [*self.conversation(session_id), message]
         self.histories.put(session_id, {"messages": messages})
         doc.update(last_activity=message["timestamp"], message_count=doc["message_count"] + 1)
-        if not doc.get("preview") and message["role"] == "user" and message["content"].strip():
-            text = message["content"].strip()
-            doc["preview"] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "..."
+        self.docs.put(session_id, doc)
+
+    def turn_ended(self, session_id: str) -> None:
+        """The history is kept: the session's preview is its first user message, once set."""
+        doc = self.docs.get(session_id)
+        first = next((m for m in self.conversation(session_id) if m["role"] == "user"), None)
+        if doc is None or doc.get("preview") or first is None or not first["content"].strip():
+            return
+        text = first["content"].strip()
+        doc["preview"] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "..."
         self.docs.put(session_id, doc)
 
     def save_pending(self, session_id: str, pending: dict[str, Any] | None) -> None:

@@ -115,6 +115,8 @@ class Host(Protocol):
 
     def save_pending(self, session_id: str, pending: dict[str, Any] | None) -> None: ...
 
+    def turn_ended(self, session_id: str) -> None: ...
+
 
 @dataclass(slots=True)
 class _Round:
@@ -196,6 +198,7 @@ class Turn:
             self.finished = True
             self._wake()
             self.done.succeed()
+            self.host.turn_ended(self.session_id)
 
     def _converse(self) -> Generator[Any, Any, None]:
         host, sid, request = self.host, self.session_id, self.request

@@ -28,6 +28,7 @@ from fastapi import APIRouter, WebSocket
 from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from api import json_input
 from api.automation.schemas import chat as wire
 from api.tasks import first_failure
 from hardware.ports.automation import AutomationBackend
@@ -150,7 +151,7 @@ class _Chat:
 
     async def handle(self, text: str) -> None:
         try:
-            value = json.loads(text)
+            value = json_input.loads(text.encode(), json_input.SERDE)
         except ValueError:
             return
         if isinstance(value, dict) and value.get("type") == "pong":

@@ -10,18 +10,19 @@ renaming or toggling its memory is a 500 whose message is the agent's "Not found
 from __future__ import annotations
 
 import asyncio
-import json
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
+from api import json_input
 from api.automation.deps import Backend
 from api.automation.routers.agents import Route, release_router
 from api.automation.schemas import Json, ok, request_id, rfc3339_nanos
 from api.automation.schemas import chat as wire
-from hardware.ports.chat import ChatEventKind, ChatTurn, SessionOptions
+from hardware.ports.chat import ChatEvent, ChatEventKind, SessionOptions
 from hardware.ports.errors import InternalError, NotFound
 
 SessionId = Annotated[str, Path(alias="id")]
@@ -45,7 +46,7 @@ async def _options(request: Request) -> SessionOptions | None:
     """The body is optional and any body that is not a complete ``{"config": AgentConfig}`` is
     ignored (the server's extractor is ``Option<Json<...>>``)."""
     try:
-        body = json.loads(await request.body() or b"null")
+        body = json_input.loads(await request.body() or b"null", json_input.SERDE)
         config = body.get("config") if isinstance(body, dict) else None
         return wire.AgentConfig.model_validate(config).to_port() if config is not None else None
     except (ValueError, ValidationError):
@@ -131,45 +132,57 @@ async def chat(session_id: SessionId, body: wire.ChatRequest, backend: Backend) 
     except NotFound as err:
         raise _missing(err) from err
     started = backend.clock.now()
-    text, thinking, used, error, timed_out = await _collect(
-        turn, backend.clock.sleep(HTTP_CHAT_TIMEOUT_S, background=True)
-    )
-    if error is not None:
-        text += ("\n\n" if text else "") + f"[error: {error}]"
-    if timed_out:
-        text += (
-            "\n\n" if text else ""
-        ) + f"[timed out after {HTTP_CHAT_TIMEOUT_S:.0f}s — showing partial result]"
-    ms = round((backend.clock.now() - started) * 1000)
-    return Json(wire.chat_response(text, session_id, used, ms, thinking))
-
-
-async def _collect(turn: ChatTurn, budget) -> tuple[str, str | None, list[str], str | None, bool]:
-    timer = asyncio.ensure_future(budget)
-    text, thinking, used, error = "", None, [], None
+    got = _Collected()
+    timer = asyncio.ensure_future(backend.clock.sleep(HTTP_CHAT_TIMEOUT_S, background=True))
+    step: asyncio.Future | None = None
     try:
         while True:
             step = asyncio.ensure_future(turn.next())
             await asyncio.wait((step, timer), return_when=asyncio.FIRST_COMPLETED)
             if not step.done():
-                step.cancel()
-                turn.cancel()
-                return text, thinking, used, error, True
-            event = step.result()
-            if event is None or event.kind is ChatEventKind.END:
-                return text, thinking, used, error, False
-            if event.kind is ChatEventKind.RESPONSE:  # the model could not start: no stream to collect
-                raise InternalError(event.message)
-            if event.kind is ChatEventKind.CONTENT:
-                text += event.content
-            elif event.kind is ChatEventKind.THINKING:
-                thinking = (thinking or "") + event.content
-            elif event.kind is ChatEventKind.TOOL_CALL_START and event.tool not in used:
-                used.append(event.tool)
-            elif event.kind is ChatEventKind.ERROR:
-                error = event.message
+                got.timed_out = True
+                break
+            if not got.add(step.result()):
+                break
     finally:
-        timer.cancel()
+        for task in (timer, step):
+            if task is not None:
+                task.cancel()
+        turn.cancel()  # the client went away, or time ran out: the server drops the stream
+    ms = round((backend.clock.now() - started) * 1000)
+    return Json(wire.chat_response(got.response(), session_id, got.used, ms, got.thinking))
+
+
+@dataclass
+class _Collected:
+    text: str = ""
+    thinking: str | None = None
+    used: list[str] = field(default_factory=list)
+    error: str | None = None
+    timed_out: bool = False
+
+    def add(self, event: ChatEvent | None) -> bool:
+        """Take one event; False once the turn has ended."""
+        kind = event.kind if event is not None else ChatEventKind.END
+        if event is None or kind is ChatEventKind.END:
+            return False
+        if kind is ChatEventKind.RESPONSE:  # the model could not start: the server has no stream
+            raise InternalError(event.message)
+        if kind is ChatEventKind.CONTENT:
+            self.text += event.content
+        elif kind is ChatEventKind.THINKING:
+            self.thinking = (self.thinking or "") + event.content
+        elif kind is ChatEventKind.TOOL_CALL_START and event.tool not in self.used:
+            self.used.append(event.tool)
+        elif kind is ChatEventKind.ERROR:
+            self.error = event.message
+        return True
+
+    def response(self) -> str:
+        notes = [f"[error: {self.error}]"] if self.error is not None else []
+        if self.timed_out:
+            notes.append(f"[timed out after {HTTP_CHAT_TIMEOUT_S:.0f}s — showing partial result]")
+        return "\n\n".join(p for p in (self.text, *notes) if p)
 
 
 ROUTES: list[Route] = [
