@@ -25,12 +25,15 @@ from twin.automation.extensions import ExtensionRegistry
 from twin.automation.ingest import Ingest
 from twin.automation.instances import InstanceRegistry
 from twin.automation.llm import ModelBackendRegistry
+from twin.automation.memory import SystemMemory
+from twin.automation.memory_context import MemoryContext
 from twin.automation.market import Marketplace
 from twin.automation.messages import MessageCenter
 from twin.automation.push import DataPush
 from twin.automation.registry import DeviceRegistry
 from twin.automation.retention import Retention
 from twin.automation.rules import RuleEngine
+from twin.automation.skills import SkillRegistry
 from twin.automation.telemetry import Telemetry
 from twin.automation.users import UserDirectory
 from twin.bus import EventBus
@@ -136,6 +139,12 @@ class World:
         self.chat = ChatRegistry(
             self, llm=self.llm, devices=self.devices, telemetry=self.telemetry, rules=self.rules
         )
+        self.memory = SystemMemory(self)
+        self.memory_context = MemoryContext(
+            self, memory=self.memory, devices=self.devices, agents=self.agents,
+            extensions=self.extensions, dashboards=self.dashboards, llm=self.llm, chat=self.chat,
+        )  # fmt: skip
+        self.skills = SkillRegistry(self)
 
     # Time ----------------------------------------------------------------------------------
     def now(self) -> float:

@@ -35,6 +35,9 @@ ERROR_TABLE: dict[tuple[ErrorCode, str | None], tuple[int, str]] = {
     (ErrorCode.INTERNAL, "agent_execution"): (500, "AGENT_EXECUTION_FAILED"),
 }
 
+RAW_ERROR_AREAS = ("/api/memory", "/api/skills")
+"""Handlers that answer their own failures as a bare ``{"error": message}`` (reference §1, errors (c))."""
+
 # Setup validation failures name the offending field (reference: setup handler codes).
 FIELD_CODES: dict[str, str] = {
     "username": "INVALID_USERNAME",
@@ -48,6 +51,10 @@ def lookup(error: DomainError, *, setup: bool = False) -> tuple[int, str]:
     if setup and error.code is ErrorCode.INVALID_INPUT:
         code = FIELD_CODES.get(error.details.get("field", ""), code)
     return status, code
+
+
+def raw_error_area(path: str) -> bool:
+    return any(path == area or path.startswith(area + "/") for area in RAW_ERROR_AREAS)
 
 
 def error_body(code: str, message: str, **extra: object) -> dict:
@@ -81,6 +88,8 @@ def install(app: FastAPI, release: str = "0.9.24") -> None:
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:
         status, code = lookup(exc, setup=request.url.path.startswith("/api/setup/"))
         headers = {"Retry-After": str(exc.details["retry_after"])} if "retry_after" in exc.details else None
+        if not isinstance(exc, AuthError | RateLimited) and raw_error_area(request.url.path):
+            return JSONResponse({"error": exc.message}, status)
         if legacy and (response := legacy_response(exc, status, headers)) is not None:
             return response
         if "hint" in exc.details:  # the vendor's optional hint next to the message (rule errors)

@@ -14,6 +14,7 @@ from hardware.ports.events import EventKind, Subscription
 from hardware.ports.extensions import Extensions
 from hardware.ports.llm_backends import ModelBackends
 from hardware.ports.market import Components, Market
+from hardware.ports.memory import Memory, Skills
 from hardware.ports.rules import AutomationMessages, AutomationPush, AutomationRules
 from hardware.ports.system import AutomationSystem
 from hardware.ports.types import ApiKey, Login, Readiness, User
@@ -36,6 +37,8 @@ class AutomationBackend(Protocol):
     automations: Automations
     instances: Instances
     chat: ChatSessions
+    memory: Memory
+    skills: Skills
 
     def uptime(self) -> float:
         """Seconds of world time since the server started."""

@@ -63,9 +63,15 @@ def json_body_route(app: FastAPI, method: str, path: str) -> bool:
 
 
 async def answer_to_path(api: Api, method: str, url: str, resp: httpx.Response) -> bool:
-    """Whether a gateway 5xx is the device's documented answer to the path (an app id it does not
-    have is gRPC's NotFound, 500/3002), given to a well-formed empty object as well."""
-    if api.name != "gateway" or resp.json().get("code") not in DOCUMENTED_5XX:
+    """Whether a 5xx is the vendor's answer to the path, given to a well-formed request as well: a
+    gateway's documented code (an app id it does not have is gRPC's NotFound, 500/3002), or an
+    automation handler's own bare ``{"error"}`` (deleting the system memory file answers 500)."""
+    if api.name == "automation":
+        if set(resp.json()) != {"error"}:
+            return False
+        control = await api.request(method, url)
+        return control.status_code == resp.status_code and control.json() == resp.json()
+    if resp.json().get("code") not in DOCUMENTED_5XX:
         return False
     control = await api.request(method, url, json={})
     return control.status_code == resp.status_code and control.json().get("code") == resp.json()["code"]

@@ -16,9 +16,11 @@ from twin.automation.instances import InstanceRegistry
 from twin.automation.components import ComponentStore
 from twin.automation.llm import ModelBackendRegistry
 from twin.automation.market import Marketplace
+from twin.automation.memory import SystemMemory
 from twin.automation.messages import MessageCenter
 from twin.automation.push import DataPush
 from twin.automation.rules import RuleEngine
+from twin.automation.skills import SkillRegistry
 from twin.automation.system import TwinSystem
 from twin.clock import SimClock
 from twin.world import World
@@ -78,6 +80,14 @@ class TwinAutomation:
     @property
     def instances(self) -> InstanceRegistry:
         return self.world.instances
+
+    @property
+    def memory(self) -> SystemMemory:
+        return self.world.memory
+
+    @property
+    def skills(self) -> SkillRegistry:
+        return self.world.skills
 
     def uptime(self) -> float:
         return self.world.uptime()
