@@ -79,7 +79,8 @@ def crash(api: Api, response: httpx.Response) -> bool:
     if response.status_code < 500:
         return False
     if api.name == "automation":  # the handler of exceptions nothing expected (a vendor 500 says more)
-        return response.json().get("error", {}).get("message") == "Internal server error"
+        error = response.json().get("error")
+        return isinstance(error, dict) and error.get("message") == "Internal server error"
     try:
         return response.json()["code"] not in DOCUMENTED_5XX
     except (ValueError, KeyError, TypeError):

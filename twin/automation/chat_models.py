@@ -263,7 +263,7 @@ async def _request(
     try:
         async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as client:
             resp = await client.request(method, url, json=body, headers=dict(headers))
-    except (httpx.HTTPError, httpx.InvalidURL) as err:  # a URL httpx cannot even send to is unreachable too
+    except (httpx.HTTPError, httpx.InvalidURL, UnicodeEncodeError) as err:  # nor sent: a bad URL or header
         raise Unavailable(f"model backend unreachable: {type(err).__name__}", resource="llm") from err
     if resp.status_code >= 400:
         raise Unavailable(f"model backend answered HTTP {resp.status_code}", resource="llm")

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.background import BackgroundTask
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from api import json_input
 from api.automation.deps import Backend, CurrentUser
 from api.automation.realtime import (
     IMMEDIATE,
@@ -231,7 +232,7 @@ async def _ws_authenticate(websocket: WebSocket, backend: AutomationBackend, api
     if message["type"] == "websocket.disconnect":
         return False
     try:
-        frame = json.loads(message.get("text") or "")
+        frame = json_input.loads((message.get("text") or "").encode(), json_input.SERDE)
     except ValueError:
         frame = None
     if not isinstance(frame, dict) or frame.get("type") != "Auth":
@@ -288,7 +289,7 @@ class _WsSession:
             if not text:
                 continue
             try:
-                frame = json.loads(text)
+                frame = json_input.loads(text.encode(), json_input.SERDE)
             except ValueError:
                 continue
             if isinstance(frame, dict) and frame.get("type") == "pong":

@@ -20,6 +20,7 @@ from fastapi import Path, WebSocket
 from fastapi.responses import PlainTextResponse
 from starlette.websockets import WebSocketDisconnect
 
+from api import json_input
 from api.automation.deps import API_KEY_PREFIX
 from api.automation.schemas.extensions import binary_frame, capability_info, text_frame
 from hardware.ports.automation import AutomationBackend
@@ -155,7 +156,7 @@ class _Session:
             await self.error("INVALID_MODE", "This session pushes output; it takes no input chunks")
             return True
         try:
-            data = json.loads(message.get("text") or "")
+            data = json_input.loads((message.get("text") or "").encode(), json_input.SERDE)
             kind = data["type"]
         except (ValueError, KeyError, TypeError):
             await self.error("INVALID_FRAME", "Expected a JSON object with a type")

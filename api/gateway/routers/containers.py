@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, WebSocket
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.websockets import WebSocketDisconnect
 
+from api import json_input
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.schemas import apps as shapes
@@ -151,7 +152,8 @@ async def _exec(websocket: WebSocket, shell: ShellSession) -> None:
             return
         if message.get("text") is not None:
             with contextlib.suppress(ValueError):
-                if json.loads(message["text"]).get("type") == "resize":
+                frame = json_input.loads(message["text"].encode(), json_input.GO)
+                if isinstance(frame, dict) and frame.get("type") == "resize":
                     continue
             chunk = message["text"]
         else:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 
 from fastapi import APIRouter, Depends, Request, WebSocket
 from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketDisconnect
 
+from api import json_input
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import is_json
@@ -69,7 +69,7 @@ class _Keys:
     @staticmethod
     def text_of(frame: str) -> str:
         try:
-            message = json.loads(frame)
+            message = json_input.loads(frame.encode(), json_input.GO)
         except ValueError:
             return frame
         if isinstance(message, dict):
