@@ -331,10 +331,11 @@ async def test_system_context_follows_the_world(
 async def test_chats_and_agent_runs_are_summarised(
     automation: httpx.AsyncClient, auth: dict, twin: Twin
 ) -> None:
-    session = (await automation.post("/api/sessions", json={}, headers=auth)).json()["data"]["sessionId"]
     for message in ("What is the humidity of the greenhouse sensor?", "Show the greenhouse temperature"):
+        session = (await automation.post("/api/sessions", json={}, headers=auth)).json()["data"]["sessionId"]
         chat = automation.post(f"/api/sessions/{session}/chat", json={"message": message}, headers=auth)
         assert (await on_the_clock(twin, chat)).status_code == 200
+        twin.clock.advance(1)
     agent = {
         "name": "Room watcher",
         "user_prompt": "Check the room",

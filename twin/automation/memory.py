@@ -76,7 +76,7 @@ CATEGORY_ALIASES = {
     }.items()
     for alias in aliases
 }
-VALID_CATEGORIES = "user_profile, domain_knowledge, task_patterns, system_evolution"
+VALID_CATEGORIES = ", ".join(CATEGORIES)
 CUSTOM_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 LEGACY_DIRS = {"agent": "agents", "chat": "chat"}
 SOURCE_RANK = {"system": 0, "agent": 1, "chat": 2}
@@ -253,12 +253,7 @@ class SystemMemory:
     # Configuration and maintenance -----------------------------------------------------------
     def config(self) -> MemoryConfig:
         doc = self.settings.get("config")
-        if doc is None:
-            return MemoryConfig()
-        try:
-            return _config_from(doc)
-        except TypeError:  # an unreadable file reads as the defaults on the server too
-            return MemoryConfig()
+        return MemoryConfig() if doc is None else _config_from(doc)
 
     def set_config(self, config: MemoryConfig) -> MemoryConfig:
         self.settings.put("config", dataclasses.asdict(config))

@@ -41,6 +41,7 @@ COMMON = (
     "show some than that them then there these they this what when where which will with would your"
 )
 """Words too common to say what a user asks about."""
+WORD = re.compile(r"[a-z0-9]{4,}")
 
 
 def fit_context(sections: list[str]) -> str:
@@ -151,9 +152,9 @@ class MemoryContext:
         return _clip(lines, AGENT_SUMMARY_LIMIT)
 
     def chat_summary(self) -> str:
-        asked = [
+        asked = [  # oldest first, so the last is the newest request
             m.content[:100]
-            for session in self.chat.list_sessions()[:RECENT_SESSIONS]
+            for session in reversed(self.chat.list_sessions()[:RECENT_SESSIONS])
             for m in self.chat.history(session.session_id)[-MESSAGES_PER_SESSION:]
             if m.role == "user" and m.content.strip()
         ]
@@ -161,10 +162,7 @@ class MemoryContext:
             return ""
         common = COMMON.split()
         words = Counter(
-            w
-            for text in asked
-            for w in re.findall(r"[a-z0-9]{4,}", text.lower())
-            if w not in common and not w.isdigit()
+            w for text in asked for w in WORD.findall(text.lower()) if w not in common and not w.isdigit()
         )
         lines = []
         if words:

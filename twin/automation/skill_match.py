@@ -12,12 +12,13 @@ the server computes them, and are given as their shortest single-precision decim
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import struct
 from collections import Counter
 from collections.abc import Sequence
+
+import numpy as np
 
 from hardware.ports.memory import Skill, SkillMatch, ToolTarget
 from twin.automation.memory import rust_lines
@@ -140,68 +141,56 @@ def parse_skill(content: str, origin: str = "user") -> Skill:
 
 
 # BM25 over the skills' trigger text ------------------------------------------------------------
-def _cjk(ch: str) -> bool:
-    c = ord(ch)
-    return 0x4E00 <= c <= 0x9FFF or 0x3400 <= c <= 0x4DBF or 0xF900 <= c <= 0xFAFF
+RUN = re.compile("[a-z0-9]+|[\u4e00-\u9fff\u3400-\u4dbf\uf900-\ufaff]+")
+"""A run of ASCII letters and digits, or of CJK ideographs (the basic block, extension A and the
+compatibility block); anything else separates runs."""
 
 
 def tokenize(text: str) -> list[str]:
     """Latin runs of two or more letters or digits; CJK runs as character bigrams."""
     out: list[str] = []
-    latin: list[str] = []
-    cjk: list[str] = []
-
-    def flush_latin() -> None:
-        if len(latin) >= 2:
-            out.append("".join(latin))
-        latin.clear()
-
-    def flush_cjk() -> None:
-        if len(cjk) >= 2:
-            out.extend(a + b for a, b in itertools.pairwise(cjk))
-        cjk.clear()
-
-    for ch in text.lower():
-        if ch.isascii() and ch.isalnum():
-            flush_cjk()
-            latin.append(ch)
-        elif _cjk(ch):
-            flush_latin()
-            cjk.append(ch)
+    for run in RUN.findall(text.lower()):
+        if len(run) < 2:
+            continue
+        if run[0].isascii():
+            out.append(run)
         else:
-            flush_latin()
-            flush_cjk()
-    flush_latin()
-    flush_cjk()
+            out.extend(run[k : k + 2] for k in range(len(run) - 1))
     return out
 
 
 class Bm25:
-    def __init__(self, docs: Sequence[str]) -> None:
-        self.docs = [Counter(tokenize(d)) for d in docs]
-        self.n = f32(len(self.docs))
-        total = 0.0
-        for doc in self.docs:
-            total = f32(total + f32(sum(doc.values())))
-        self.avg_len = f32(total / self.n) if self.docs else 0.0
-        self.df = Counter(term for doc in self.docs for term in doc)
+    """Each skill's contribution per term is fixed by the corpus; a query's score is their sum in
+    the query's token order, accumulated in single precision as the server adds them."""
 
-    def score(self, i: int, query: Sequence[str]) -> float:
-        if not self.docs or self.avg_len == 0.0:
-            return 0.0
-        doc, total = self.docs[i], 0.0
-        length = f32(sum(doc.values()))
-        norm = f32(K1 * f32(f32(1.0 - B) + f32(f32(B * length) / self.avg_len)))
-        for term in query:
-            tf = doc.get(term)
-            if tf is None:
-                continue
-            df = f32(self.df[term])
-            ratio = f32(f32(f32(self.n - df) + 0.5) / f32(df + 0.5))
-            idf = f32(math.log(f32(ratio + 1.0)))
-            tf_norm = f32(f32(tf * f32(K1 + 1.0)) / f32(tf + norm))
-            total = f32(total + f32(idf * tf_norm))
-        return total
+    def __init__(self, docs: Sequence[str]) -> None:
+        counts = [Counter(tokenize(d)) for d in docs]
+        self.vocabulary = {term: k for k, term in enumerate(sorted({t for c in counts for t in c}))}
+        self.contributions = np.zeros((len(counts), len(self.vocabulary) + 1), dtype=np.float32)
+        if not counts:
+            return
+        n, total = f32(len(counts)), 0.0
+        for c in counts:
+            total = f32(total + f32(sum(c.values())))
+        avg_len = f32(total / n)
+        if avg_len == 0.0:
+            return
+        df = Counter(term for c in counts for term in c)
+        for i, c in enumerate(counts):
+            norm = f32(K1 * f32(f32(1.0 - B) + f32(f32(B * f32(sum(c.values()))) / avg_len)))
+            for term, tf in c.items():
+                d = f32(df[term])
+                idf = f32(math.log(f32(f32(f32(f32(n - d) + 0.5) / f32(d + 0.5)) + 1.0)))
+                tf_norm = f32(f32(tf * f32(K1 + 1.0)) / f32(tf + norm))
+                self.contributions[i, self.vocabulary[term]] = f32(idf * tf_norm)
+
+    def scores(self, query: Sequence[str]) -> list[float]:
+        """Every skill's raw score for the query tokens (a term no skill has adds nothing)."""
+        unknown = len(self.vocabulary)
+        ids = np.fromiter((self.vocabulary.get(t, unknown) for t in query), dtype=np.intp, count=len(query))
+        if not len(ids):
+            return [0.0] * len(self.contributions)
+        return [float(np.cumsum(row[ids], dtype=np.float32)[-1]) for row in self.contributions]
 
 
 # Matching ------------------------------------------------------------------------------------
@@ -228,8 +217,9 @@ def intent_phrases(description: str) -> list[str]:
     return out
 
 
-def score_skill(skill: Skill, query: str) -> float:
-    text, score = query.lower(), 0.0
+def score_skill(skill: Skill, text: str) -> float:
+    """``text``: the query, lowercased."""
+    score = 0.0
     if skill.description:
         hits = 0.0
         for phrase in intent_phrases(skill.description):
@@ -287,12 +277,11 @@ def token_budget(context_size: int) -> int:
 
 
 def match_skills(skills: Sequence[Skill], query: str, context_size: int) -> list[SkillMatch]:
-    index = Bm25([searchable_text(s) for s in skills])
-    terms = tokenize(query)
+    bm25 = Bm25([searchable_text(s) for s in skills]).scores(tokenize(query))
+    text = query.lower()
     scored: list[tuple[float, Skill]] = []
-    for i, skill in enumerate(skills):
-        score = score_skill(skill, query)
-        raw = index.score(i, terms)
+    for skill, raw in zip(skills, bm25, strict=True):
+        score = score_skill(skill, text)
         if raw > 1.0:
             score = f32(score + f32(f32(raw - 1.0) * f32(0.3)))
         if score > 0.0:
