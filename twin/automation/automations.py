@@ -83,7 +83,8 @@ class AutomationRegistry:
         self.telemetry = telemetry
         self.extensions = extensions
         self.docs = world.store.collection("automations")
-        self.templates_ = world.store.collection("automation_templates")
+        self.template_docs = world.store.collection("automation_templates")
+        """Templates as the server stores them: none unless a client's state brought some."""
         self.engine = TransformEngine(
             record=self._record,
             history=self._history,
@@ -193,12 +194,12 @@ class AutomationRegistry:
         return transform_of(doc)
 
     def templates(self) -> list[Mapping[str, Any]]:
-        return self.templates_.values()
+        return self.template_docs.values()
 
     def import_automations(self, automations: Any) -> Imported:
         if not isinstance(automations, list):
             raise InvalidInput(
-                f"Invalid automations data: {transforms._invalid(automations, 'a sequence')}",
+                f"Invalid automations data: {transforms.invalid_type(automations, 'a sequence')}",
                 resource="automation",
             )
         try:
@@ -252,12 +253,12 @@ class AutomationRegistry:
             runs.delete(keys.popleft())
 
     def executions(self, automation_id: str, limit: int) -> list[Execution]:
+        if automation_id not in self.docs:  # deleting one deletes its records
+            return []
         runs, _ = self._runs(automation_id)
         rows = runs.values_as(lambda d: Execution(**{k: d[k] for k in Execution.__slots__}))
         rows.reverse()
         rows.sort(key=lambda e: e.started_at, reverse=True)
-        if automation_id not in self.docs:
-            self._run_ids.pop(automation_id, None)  # nothing to keep track of for an unknown id
         return rows[:limit]
 
     # Running on request -----------------------------------------------------------------------
@@ -374,16 +375,18 @@ class AutomationRegistry:
 
     def _run_live(self, device_id: str) -> None:
         entry = self.raw.get(device_id)
-        doc = self.devices.find_doc(device_id)
-        device_type = doc.get("device_type") if doc else None
         if entry is None:
             return
+        doc = self.devices.find_doc(device_id)
+        device_type = doc.get("device_type") if doc else None
         result = self.engine.process(list(self.enabled.values()), device_id, device_type, entry)
         now = self.world.env.now
         for tid in dict.fromkeys(m.transform_id for m in result.metrics if m.transform_id):
             last = self._flushed.get(tid)
+            if last is not None and now - last < FLUSH_INTERVAL_S:
+                continue
             stored = self.docs.get_as(tid, transforms.parse)
-            if stored is not None and (last is None or now - last >= FLUSH_INTERVAL_S):
+            if stored is not None:
                 self._flushed[tid] = now
                 count = stored["execution_count"] + 1
                 self._save({**stored, "execution_count": count, "last_executed": int(self.world.now())})
@@ -392,6 +395,10 @@ class AutomationRegistry:
             row = (m.metric, float(m.timestamp), _stored(m.value), m.quality)
             for source in (f"transform:{m.transform_id}", device_id):
                 by_source.setdefault(source, []).append(row)
+        for source, rows in by_source.items():
+            self.world.store.put_samples(source, rows)
+        for m in result.metrics:
+            for source in (f"transform:{m.transform_id}", device_id):
                 self.world.emit(
                     EventKind.DEVICE_METRIC,
                     source,
@@ -401,5 +408,3 @@ class AutomationRegistry:
                     quality=m.quality,
                     is_virtual=True,
                 )
-        for source, rows in by_source.items():
-            self.world.store.put_samples(source, rows)

@@ -46,7 +46,7 @@ def _what(v: Any) -> str:
     return {list: "sequence", dict: "map"}.get(type(v), "null")
 
 
-def _invalid(v: Any, expected: str) -> SpecError:
+def invalid_type(v: Any, expected: str) -> SpecError:
     return SpecError(f"invalid type: {_what(v)}, expected {expected}")
 
 
@@ -56,7 +56,7 @@ def _string(doc: Mapping[str, Any], key: str, default: str | None = None, option
             raise SpecError(f"missing field `{key}`")
         return default
     if not isinstance(doc[key], str):
-        raise _invalid(doc[key], "a string")
+        raise invalid_type(doc[key], "a string")
     return doc[key]
 
 
@@ -68,7 +68,7 @@ def _integer(doc: Mapping[str, Any], key: str, kind: str, default: int | None = 
         return default
     v = doc[key]
     if isinstance(v, bool) or not isinstance(v, int):
-        raise _invalid(v, kind)
+        raise invalid_type(v, kind)
     if not bounds[0] <= v <= bounds[1]:
         raise SpecError(f"invalid value: integer `{v}`, expected {kind}")
     return v
@@ -82,7 +82,7 @@ def parse_scope(v: Any) -> str | dict[str, str]:
             raise SpecError("invalid type: unit variant, expected newtype variant")
         raise SpecError(f"unknown variant `{v}`, expected one of `global`, `device_type`, `device`")
     if not isinstance(v, dict):
-        raise _invalid(v, "enum TransformScope")
+        raise invalid_type(v, "enum TransformScope")
     if len(v) != 1:
         raise SpecError("invalid value: map, expected map with a single key")
     ((key, inner),) = v.items()
@@ -90,10 +90,10 @@ def parse_scope(v: Any) -> str | dict[str, str]:
         raise SpecError(f"unknown variant `{key}`, expected one of `global`, `device_type`, `device`")
     if key == "global":
         if inner is not None:
-            raise _invalid(inner, "unit")
+            raise invalid_type(inner, "unit")
         return "global"
     if not isinstance(inner, str):
-        raise _invalid(inner, "a string")
+        raise invalid_type(inner, "a string")
     return {key: inner}
 
 
@@ -114,7 +114,7 @@ def _listed(names: tuple[str, ...]) -> str:
 
 def parse_operation(op: Any) -> dict[str, Any]:
     if not isinstance(op, dict):
-        raise _invalid(op, "internally tagged enum TransformOperation")
+        raise invalid_type(op, "internally tagged enum TransformOperation")
     kind = op.get("op_type")
     if kind is None:
         raise SpecError("missing field `op_type`")
@@ -131,7 +131,7 @@ def parse_operation(op: Any) -> dict[str, Any]:
     for name in ("operations", "branches"):
         if name in op:
             if not isinstance(op[name], list):
-                raise _invalid(op[name], "a sequence")
+                raise invalid_type(op[name], "a sequence")
             op = {**op, name: [parse_operation(p) for p in op[name]]}
     return dict(op)
 
@@ -139,7 +139,7 @@ def parse_operation(op: Any) -> dict[str, Any]:
 def parse(value: Any) -> dict[str, Any]:
     """The stored form of a ``TransformAutomation`` given as JSON; ``SpecError`` as serde refuses it."""
     if not isinstance(value, dict):
-        raise _invalid(value, "struct TransformAutomation")
+        raise invalid_type(value, "struct TransformAutomation")
     doc: dict[str, Any] = {
         "id": _string(value, "id"),
         "name": _string(value, "name"),
@@ -151,7 +151,7 @@ def parse(value: Any) -> dict[str, Any]:
         "updated_at": _integer(value, "updated_at", "i64"),
     }
     if not isinstance(doc["enabled"], bool):
-        raise _invalid(doc["enabled"], "a boolean")
+        raise invalid_type(doc["enabled"], "a boolean")
     if "scope" not in value:
         raise SpecError("missing field `scope`")
     doc["scope"] = parse_scope(value["scope"])
@@ -163,7 +163,7 @@ def parse(value: Any) -> dict[str, Any]:
     operations = value.get("operations")
     if operations is not None:
         if not isinstance(operations, list):
-            raise _invalid(operations, "a sequence")
+            raise invalid_type(operations, "a sequence")
         doc["operations"] = [parse_operation(op) for op in operations]
     return doc
 
