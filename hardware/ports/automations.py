@@ -35,6 +35,9 @@ class Transform:
     intent: str | None = None
     js_code: str | None = None
     operations: tuple[Mapping[str, Any], ...] | None = None
+    output_metrics: tuple[str, ...] = ()
+    """What it outputs, as known before it runs: its prefix (JavaScript), else its operations'
+    outputs (the data explorer lists these for a transform that has not run yet)."""
 
 
 @dataclass(frozen=True, slots=True)

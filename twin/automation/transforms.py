@@ -211,6 +211,7 @@ def transform_of(doc: Mapping[str, Any]) -> Transform:
         intent=doc.get("intent"),
         js_code=doc.get("js_code"),
         operations=None if ops is None else tuple(ops),
+        output_metrics=tuple(output_metrics(doc)),
     )
 
 
