@@ -413,3 +413,24 @@ async def test_deleting_a_dead_target_closes_its_link_and_forgets_its_deliveries
     await until(lambda: client.is_closed)
     assert twin.world.outbox.pending() == 0 and ("push", target_id) not in twin.world.outbox.links
     assert "neomind_delivery_" not in (await automation.get("/api/metrics")).text
+
+
+async def test_a_dead_target_pointed_at_a_working_address_gets_its_backlog_there(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin, worker: asyncio.Task
+) -> None:
+    body = target(f"http://127.0.0.1:{closed_port()}/ingest")
+    target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
+    for value in range(FAILURES_TO_OPEN):
+        await co2(automation, auth, value)
+    await until(lambda: twin.world.outbox.stats("push", [target_id])[0].circuit == "open")
+    async with HttpReceiver() as lake:
+        moved = {"config": {"url": f"{lake.url}/moved"}}
+        assert (
+            await automation.put(f"/api/data-push/{target_id}", json=moved, headers=auth)
+        ).status_code == 200
+        assert twin.world.outbox.stats("push", [target_id])[0].circuit == "closed"  # a new address
+        twin.clock.advance(5)  # the retries come due and go where the target points now
+        await until(lambda: twin.world.outbox.pending() == 0)
+    assert [r.path for r in lake.requests] == ["/moved"] * FAILURES_TO_OPEN
+    entries = await logs(automation, auth, target_id)
+    assert {(e["status"], e["attempts"]) for e in entries} == {("success", 2)}

@@ -378,3 +378,26 @@ async def test_delivery_records_keep_the_newest(
             ids.append(sent.json()["data"]["id"])
             assert await twin.world.outbox.flush() == 1
     assert [r["message_id"] for r in twin.world.messages.delivery_records()] == ids[2:]
+
+
+async def test_a_channel_given_a_working_url_gets_its_waiting_messages_there(
+    automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin
+) -> None:
+    await add_channel(
+        automation, auth, name="dead", channel_type="slack", webhook_url=f"http://127.0.0.1:{closed_port()}/x"
+    )
+    for n in range(FAILURES_TO_OPEN):
+        await automation.post("/api/messages", json={**MESSAGE, "title": f"m{n}"}, headers=auth)
+    assert await twin.world.outbox.flush() == FAILURES_TO_OPEN
+    twin.clock.advance(10)
+    assert await twin.world.outbox.flush() == 0  # waiting behind the open circuit
+    async with HttpReceiver() as hook:
+        moved = {"webhook_url": f"{hook.url}/moved"}
+        assert (
+            await automation.put("/api/messages/channels/dead", json=moved, headers=auth)
+        ).status_code == 200
+        assert await twin.world.outbox.flush() == FAILURES_TO_OPEN  # released, to the new URL
+    assert [r.path for r in hook.requests] == ["/moved"] * FAILURES_TO_OPEN
+    assert {r.json()["text"].split("\n")[0] for r in hook.requests} == {
+        f"[CRITICAL] m{n}" for n in range(FAILURES_TO_OPEN)
+    }

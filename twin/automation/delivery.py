@@ -6,7 +6,9 @@ becomes a *job* in the outbox (a document in the store, so nothing accepted is l
 restart) with the sim time it is due. When that time comes the job is *ready*; the delivery worker
 (:func:`run_worker`, an asyncio task the composition root starts) takes ready jobs and performs each
 over its owner's :class:`~twin.automation.transports.Link` (one pooled HTTP client, MQTT session…
-per owner, reused across attempts), and reports the outcome back on the loop thread.
+per owner, reused across attempts) to where the owner points at that moment (its ``where``; a job
+keeps the destination it was queued with only for an owner without one), and reports the outcome
+back on the loop thread. An owner whose destination changes calls :meth:`Outbox.retarget`.
 
 A failed attempt is rescheduled with exponential backoff *in sim time* (``backoff_secs *
 2**(attempt-1)``, capped at ``max_backoff_secs``, optionally spread by the policy's jitter from the
@@ -64,6 +66,9 @@ class RetryPolicy:
 Report = Callable[[dict[str, Any], DeliveryResult, bool], None]
 """``(job, result, final)``: called after every attempt and for a job given up; ``final`` when no
 retry follows."""
+Where = Callable[[dict[str, Any]], tuple[str, dict[str, Any]] | None]
+"""``job -> (transport, config)`` from its owner's settings now (so a target whose URL was fixed gets
+its backlog there); None when the owner is gone, and the job's own, from when it was queued, apply."""
 
 
 def _key(job: dict[str, Any]) -> Key:
@@ -95,6 +100,7 @@ class Outbox:
         self.ready: dict[str, dict[str, Any]] = {}
         self.in_flight: set[str] = set()
         self.owners: dict[str, Report] = {}
+        self.wheres: dict[str, Where] = {}
         self.signal = asyncio.Event()
         self.live: dict[str, Key] = {}
         """Pending job id → its owner (the store holds the jobs themselves)."""
@@ -107,8 +113,10 @@ class Outbox:
             self.live[job["id"]] = _key(job)
             self._schedule(job)
 
-    def register(self, owner_kind: str, report: Report) -> None:
+    def register(self, owner_kind: str, report: Report, where: Where | None = None) -> None:
         self.owners[owner_kind] = report
+        if where is not None:
+            self.wheres[owner_kind] = where
 
     @property
     def stale(self) -> bool:
@@ -126,14 +134,17 @@ class Outbox:
         retry: RetryPolicy,
         *,
         ref: str | None = None,
+        context: dict[str, Any] | None = None,
         delay: float = 0.0,
     ) -> str:
-        """Queue a delivery due ``delay`` sim seconds from now; returns the job id."""
+        """Queue a delivery due ``delay`` sim seconds from now; returns the job id. ``ref`` and
+        ``context`` are the owner's (what the job stands for; what its ``where`` needs)."""
         job = {
             "id": str(uuid.UUID(bytes=self.world.streams.get("automation.outbox").bytes(16), version=4)),
             "owner_kind": owner_kind,
             "owner_id": owner_id,
             "ref": ref,
+            "context": context,
             "transport": transport,
             "config": config,
             "payload": payload,
@@ -209,6 +220,15 @@ class Outbox:
         waiting.clear()
         for job in jobs:
             self._ready(job)
+
+    def retarget(self, owner_kind: str, owner_id: str) -> None:
+        """The owner's destination changed: what its circuit learnt is void; waiting jobs are due now."""
+        key = (owner_kind, owner_id)
+        circuit = self.circuits.get(key)
+        if circuit is not None and circuit.succeeded():
+            self._release(key)
+        elif circuit is not None:
+            circuit.failures = 0
 
     def cancel_owner(self, owner_kind: str, owner_id: str) -> None:
         key = (owner_kind, owner_id)
@@ -319,7 +339,9 @@ class Outbox:
         if key is None or self.stale:  # cancelled after it was taken, or the world was rebuilt
             self.in_flight.discard(job["id"])
             return
-        result = await self.link(*key).send(job["transport"], job["config"], job["payload"])
+        where = self.wheres.get(key[0])
+        transport, config = (where(job) if where else None) or (job["transport"], job["config"])
+        result = await self.link(*key).send(transport, config, job["payload"])
         try:
             self.report(job, result)
         except Exception:  # never let one bad report stop the others

@@ -81,31 +81,39 @@ def _text(msg: dict[str, Any]) -> str:
     return f"[{msg['severity'].upper()}] {msg['title']}\n{msg['message']}"
 
 
-def delivery_of(channel: dict[str, Any], msg: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
-    """``(transport, transport config, payload)`` for one message on one channel."""
+def destination(channel: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``(transport, transport config)`` of a channel, from its settings now."""
     kind, cfg = channel["channel_type"], channel["config"]
     if kind == "webhook":
-        body = {
-            k: msg[k] for k in ("id", "category", "severity", "title", "message", "source", "source_type")
-        }
-        body["timestamp"] = int(msg["timestamp"])
-        body["metadata"] = msg.get("metadata")
-        body["channel"] = channel["name"]
-        return "http", {"url": cfg["url"], "headers": cfg.get("headers") or {}}, body
+        return "http", {"url": cfg["url"], "headers": cfg.get("headers") or {}}
     if kind == "email":
-        recipients = list(channel.get("recipients") or cfg.get("recipients") or [])
-        payload = {"recipients": recipients, "subject": msg["title"], "body": _text(msg)}
-        return "smtp", dict(cfg), payload
-    text = _text(msg)
+        return "smtp", dict(cfg)
     if kind == "telegram":
         base = str(cfg.get("api_url") or TELEGRAM_API).rstrip("/")
-        url = f"{base}/bot{cfg['bot_token']}/sendMessage"
-        return "http", {"url": url}, {"chat_id": cfg["chat_id"], "text": text}
+        return "http", {"url": f"{base}/bot{cfg['bot_token']}/sendMessage"}
+    return "http", {"url": cfg["webhook_url"]}
+
+
+def body(channel: dict[str, Any], msg: dict[str, Any]) -> Any:
+    """What one message on one channel carries."""
+    kind, cfg = channel["channel_type"], channel["config"]
+    if kind == "webhook":
+        out = {k: msg[k] for k in ("id", "category", "severity", "title", "message", "source", "source_type")}
+        out["timestamp"] = int(msg["timestamp"])
+        out["metadata"] = msg.get("metadata")
+        out["channel"] = channel["name"]
+        return out
+    if kind == "email":
+        recipients = list(channel.get("recipients") or cfg.get("recipients") or [])
+        return {"recipients": recipients, "subject": msg["title"], "body": _text(msg)}
+    text = _text(msg)
+    if kind == "telegram":
+        return {"chat_id": cfg["chat_id"], "text": text}
     if kind in ("wecom", "dingtalk"):
-        return "http", {"url": cfg["webhook_url"]}, {"msgtype": "text", "text": {"content": text}}
+        return {"msgtype": "text", "text": {"content": text}}
     if kind == "slack":
-        return "http", {"url": cfg["webhook_url"]}, {"text": text}
-    return "http", {"url": cfg["webhook_url"]}, {"msg_type": "text", "content": {"text": text}}
+        return {"text": text}
+    return {"msg_type": "text", "content": {"text": text}}
 
 
 class MessageCenter:
@@ -117,7 +125,7 @@ class MessageCenter:
         self.deliveries = world.store.collection("message_deliveries")
         self._record_ids: dict[str, None] | None = None
         """The delivery records' ids, oldest first (read from the store on first use)."""
-        outbox.register("channel", self._delivered)
+        outbox.register("channel", self._delivered, self._where)
 
     def _uuid(self) -> str:
         return str(uuid.UUID(bytes=self.world.streams.get("automation.messages").bytes(16), version=4))
@@ -160,8 +168,15 @@ class MessageCenter:
         return _message(doc)
 
     def _enqueue(self, channel: dict[str, Any], msg: dict[str, Any]) -> None:
-        transport, config, payload = delivery_of(channel, msg)
-        self.outbox.enqueue("channel", channel["name"], transport, config, payload, RETRY, ref=msg["id"])
+        transport, config = destination(channel)
+        self.outbox.enqueue(
+            "channel", channel["name"], transport, config, body(channel, msg), RETRY, ref=msg["id"]
+        )
+
+    def _where(self, job: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """Where a message goes now: the channel's current settings."""
+        channel = self.channels.get(job["owner_id"])
+        return None if channel is None else destination(channel)
 
     def _delivered(self, job: dict[str, Any], result: DeliveryResult, final: bool) -> None:
         record = {
@@ -348,6 +363,7 @@ class MessageCenter:
         self, name: str, config: Mapping[str, Any] | None = None, enabled: bool | None = None
     ) -> Channel:
         doc = self.channel_doc(name)
+        before = doc["config"]
         if config is not None:
             merged = {**doc["config"], **config}
             if "recipients" in merged:
@@ -357,6 +373,8 @@ class MessageCenter:
         if enabled is not None:
             doc["enabled"] = enabled
         self.channels.put(name, doc)
+        if doc["config"] != before:
+            self.outbox.retarget("channel", name)
         return _channel(doc)
 
     def delete_channel(self, name: str) -> None:
@@ -377,8 +395,8 @@ class MessageCenter:
             "timestamp": self.world.now(),
             "metadata": None,
         }
-        transport, config, payload = delivery_of(doc, msg)
-        outcome = await self.outbox.send_now("channel", name, transport, config, payload)
+        transport, config = destination(doc)
+        outcome = await self.outbox.send_now("channel", name, transport, config, body(doc, msg))
         result = DeliveryResult(
             outcome.success, outcome.message, outcome.duration_ms, 1, outcome.status_code, self.world.now()
         )

@@ -6,10 +6,11 @@ A running ``event_driven`` target receives every sample (the simulated sensors' 
 ``interval`` target pushes the latest value of each matching source every ``interval_secs`` of
 world time. Items are grouped by ``batch_config.batch_size`` (a partial batch goes out after
 ``batch_interval_ms``). Each payload becomes an outbox job (real HTTP POST or MQTT publish by the
-delivery worker over the target's own link) retried with exactly the ``retry_config`` backoff in
-sim time, and one log entry whose ``attempts`` and ``status`` (pending → retrying → success |
-failed) follow the job. While the target's circuit is open its payloads wait (their entries stay
-``pending`` or ``retrying``); one given up counts in ``failed`` like one whose retries ran out.
+delivery worker over the target's own link, to the address the target has when it is attempted)
+retried with exactly the ``retry_config`` backoff in sim time, and one log entry whose
+``attempts`` and ``status`` (pending → retrying → success | failed) follow the job. While the
+target's circuit is open its payloads wait (their entries stay ``pending`` or ``retrying``); one
+given up counts in ``failed`` like one whose retries ran out.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class DataPush:
         self.last_pushed: dict[tuple[str, str], Any] = {}
         self.latest: dict[str, dict[str, Any]] = {}
         self.timers: dict[str, simpy.Process] = {}
-        outbox.register("push", self._delivered)
+        outbox.register("push", self._delivered, self._where)
         for doc in self.targets.values():
             self._arm(doc)
         world.observers.append(self.observe)
@@ -261,8 +262,16 @@ class DataPush:
             float(doc["retry_config"]["max_backoff_secs"]),
         )
         # The payload travels as the exact text logged: what is delivered is what the log shows.
-        self.outbox.enqueue("push", doc["id"], transport, config, text, retry, ref=log_id)
+        context = {"device_id": first.get("device_id"), "metric": first.get("metric")}
+        self.outbox.enqueue("push", doc["id"], transport, config, text, retry, ref=log_id, context=context)
         return log_id
+
+    def _where(self, job: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """Where a payload goes now: the target's current settings."""
+        doc = self.targets.get(job["owner_id"])
+        if doc is None or job.get("context") is None:
+            return None
+        return _transport(doc, job["context"])
 
     def _logs(self, target_id: str) -> tuple[Collection, deque[str]]:
         """A target's log entries live in their own collection, bounded to the newest ones."""
@@ -346,6 +355,8 @@ class DataPush:
         doc = {**old, **validate(merged), "updated_at": self.world.now()}
         self.targets.put(target_id, doc)
         self._arm(doc)
+        if (doc["target_type"], doc["config"]) != (old["target_type"], old["config"]):
+            self.outbox.retarget("push", target_id)
         return _target(doc)
 
     def delete_target(self, target_id: str) -> None:
