@@ -13,6 +13,7 @@ from api.faults import MAX_FAULTS, FaultSet
 from api.realtime.mqtt import MAX_OUTAGES, SessionLog
 from hardware.ports.errors import Unauthenticated
 from hardware.ports.events import Event, EventKind
+from twin.automation import users as users_mod
 from twin.camera import camera as camera_mod
 from twin.journal import RequestJournal
 from twin.world import World
@@ -115,3 +116,21 @@ def test_the_broker_log_keeps_at_most_max_outages() -> None:
         log.broker_down()
         log.broker_up()
     assert len(log.outages) == MAX_OUTAGES and log.outages[-1] == (1.0, 1.0)
+
+
+def test_expired_automation_sessions_are_deleted_at_a_later_login(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(users_mod, "SESSION_LIFETIME_S", 10)
+    users = world.users
+    users.create("ann", "secret123", "admin")
+    first = users.login("ann", "secret123").token
+    second = users.login("ann", "secret123").token  # within the hour: no sweep yet
+    assert len(users.sessions) == 2
+    world.env.run(until=world.env.now + users_mod.SESSION_SWEEP_S + 1)
+    third = users.login("ann", "secret123").token
+    assert len(users.sessions) == 1
+    for token in (first, second):
+        with pytest.raises(Unauthenticated):
+            users.authenticate(token)
+    assert users.authenticate(third).username == "ann"

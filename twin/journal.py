@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from twin.engine import Engine
 
 MAX_ENTRIES = 100_000
-"""The journal's bound. A kept entry costs about 200 bytes (a 10-slot tuple and two floats; its
-strings are shared), so a full journal holds about 20 MB: about 40 minutes of a 40 requests/s
+"""The journal's bound. A kept entry costs about 140 bytes (a 10-slot tuple and two floats; its
+strings are shared), so a full journal holds about 14 MB: about 40 minutes of a 40 requests/s
 load, or a scenario run's whole history."""
 MAX_SHARED = 4096
 """Distinct strings (paths, queries, clients...) the journal shares between its entries; past it,

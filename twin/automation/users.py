@@ -28,6 +28,9 @@ SESSION_LIFETIME_S = 7 * 24 * 60 * 60
 ROLES = ("admin", "user", "viewer")
 MAX_VERIFIED = 10_000
 CLOCK_SKEW_S = 30
+SESSION_SWEEP_S = 3600
+"""Sessions past their expiry (refused anyway) are deleted at a login, at most once an hour of
+world time: the sessions kept are those of the last week's logins, not of every login ever."""
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 
@@ -80,6 +83,7 @@ class UserDirectory:
         self.settings = world.store.collection("settings")
         self._secret_value: bytes | None = None
         self._verified: dict[str, tuple[User, int]] = {}
+        self._next_sweep = 0.0
 
     def _secret(self) -> bytes:
         """The signing secret: durable (tokens survive restarts), read from the store once."""
@@ -141,8 +145,18 @@ class UserDirectory:
             "jti": secrets.token_hex(8),
         }
         token = jwt.encode(claims, self._secret(), algorithm="HS256")
+        self._sweep_sessions(iat)
         self.sessions.put(_token_key(token), {"username": user.username, "exp": exp})
         return token
+
+    def _sweep_sessions(self, now: float) -> None:
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + SESSION_SWEEP_S
+        for key, doc in self.sessions.items():
+            if doc.get("exp", 0) + CLOCK_SKEW_S < now:
+                self._verified.pop(key, None)
+                self.sessions.delete(key)
 
     def authenticate(self, token: str) -> User:
         """Signature, expiry (world clock), then the session and its user. A session already
