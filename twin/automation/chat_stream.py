@@ -35,7 +35,8 @@ class Delta:
     prompt_tokens: int | None = None
 
 
-def assistant_message(model: Model, content: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
+def assistant_message(model: Any, content: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
+    """An assistant message with its tool calls in the model's dialect (Ollama's, else OpenAI's)."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if calls and isinstance(model, OllamaCompatible):
         message["tool_calls"] = [

@@ -250,8 +250,7 @@ class Turn:
         return messages
 
     def _assistant(self, content: str, calls: list[ToolCall] | tuple[ToolCall, ...]) -> dict[str, Any]:
-        if isinstance(self.model, SimChatModel):
-            return {"role": "assistant", "content": content}
+        """The simulated model reads the OpenAI dialect."""
         return assistant_message(self.model, content, calls)
 
     # A round with the model -------------------------------------------------------------------

@@ -25,14 +25,28 @@ from twin.rng import hash_uniform
 
 MAX_TARGETS = 3
 PLURAL = frozenset({"all", "each", "every", "devices", "sensors"})
-LIST_WORDS = frozenset({"list", "devices", "which", "inventory"})
+LIST_WORDS = frozenset({"list", "devices", "sensors", "which", "inventory"})
 READ_WORDS = frozenset(
     {"telemetry", "reading", "readings", "value", "values", "metric", "metrics", "current", "read",
      "temperature", "humidity", "measure", "measuring", "report", "reports", "status", "now"}
 )  # fmt: skip
 HISTORY_WORDS = {"average": "avg", "avg": "avg", "mean": "avg", "max": "max", "maximum": "max",
                  "highest": "max", "min": "min", "minimum": "min", "lowest": "min"}  # fmt: skip
-COMMAND_WORDS = frozenset({"send", "command", "execute", "run", "trigger", "reboot", "identify", "restart"})
+COMMAND_WORDS = frozenset(
+    {
+        "send",
+        "command",
+        "execute",
+        "run",
+        "trigger",
+        "reboot",
+        "identify",
+        "restart",
+        "set",
+        "change",
+        "switch",
+    }
+)
 RULE_WORDS = frozenset({"rule", "alert", "notify", "automation"})
 BELOW_WORDS = frozenset({"below", "under", "less", "lower", "drops", "falls", "<"})
 STOP_WORDS = frozenset(
@@ -70,7 +84,9 @@ def _words(text: str) -> list[str]:
     return [w.rstrip(".-") for w in _WORD.findall(text.lower())]
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: Any, digits: int | None = None) -> str:
+    if isinstance(value, float) and digits is not None:
+        value = round(value, digits)
     return value if isinstance(value, str) else json.dumps(value)
 
 
@@ -78,6 +94,8 @@ def _fmt(value: Any) -> str:
 class _Result:
     name: str
     data: Mapping[str, Any]
+    args: Mapping[str, Any]
+    """The arguments of the call it answers."""
 
 
 @dataclass(slots=True)
@@ -115,7 +133,7 @@ class _Ask:
             words,
             ids,
             numbers,
-            listing=bool(found & LIST_WORDS) or ("device" in found and "list" in found),
+            listing=bool(found & LIST_WORDS),
             reading=bool(found & READ_WORDS) or aggregate is not None,
             aggregate=aggregate,
             hours=max(1, min(720, hours)),
@@ -149,17 +167,14 @@ class SimChatModel:
     def reply(self, messages: Sequence[Mapping[str, Any]], tool_names: set[Any]) -> Reply:
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
         ask = _Ask.of(str(messages[last_user].get("content", "")) if last_user >= 0 else "")
-        done = [
-            _Result(str(m.get("name", "")), _load(m.get("content")))
-            for m in messages[last_user + 1 :]
-            if m.get("role") == "tool"
-        ]
+        done = _results(messages[last_user + 1 :])
         u = self._uniform(messages)
         calls = [c for c in self._plan(ask, done) if c.name in tool_names]
         if calls:
             choices = PREAMBLES.get(calls[-1].name, ("One moment.",))
             calls = [ToolCall(c.name, c.arguments, f"call_{len(done) + i}") for i, c in enumerate(calls)]
-            return Reply(choices[int(u * len(choices))], tuple(calls), round(0.6 + 0.4 * u, 2))
+            preamble = choices[int(u * len(choices))] + "\n\n"
+            return Reply(preamble, tuple(calls), round(0.6 + 0.4 * u, 2))
         return Reply(self._answer(ask, done, u), (), round(0.6 + 0.4 * u, 2))
 
     def _uniform(self, messages: Sequence[Mapping[str, Any]]) -> float:
@@ -218,7 +233,8 @@ class SimChatModel:
             if ask.needs_device or ask.listing:
                 return "I could not find a device to work with. Which device do you mean?"
             return GREETINGS[int(u * len(GREETINGS))]
-        parts = [_sentence(ask, r) for r in done]
+        sent = any(r.name == "send_device_command" for r in done)
+        parts = [_sentence(ask, r) for r in done if not (sent and r.name == "get_device")]
         if ask.rule and not any(r.name == "create_rule" for r in done) and not ask.numbers:
             parts.append("Which threshold should the rule use?")
         text = " ".join(p for p in parts if p)
@@ -233,8 +249,24 @@ def _load(content: Any) -> Mapping[str, Any]:
     return data if isinstance(data, dict) else {"result": data}
 
 
+def _results(messages: Sequence[Mapping[str, Any]]) -> list[_Result]:
+    """The tool results, each with the arguments of its call (OpenAI dialect: by ``tool_call_id``)."""
+    args: dict[str, Mapping[str, Any]] = {}
+    out = []
+    for m in messages:
+        for call in m.get("tool_calls") or ():
+            args[call.get("id", "")] = _load(call.get("function", {}).get("arguments"))
+        if m.get("role") == "tool":
+            out.append(
+                _Result(
+                    str(m.get("name", "")), _load(m.get("content")), args.get(m.get("tool_call_id", ""), {})
+                )
+            )
+    return out
+
+
 def _failed(done: list[_Result], name: str, device_id: str) -> bool:
-    return any(r.name == name and r.data.get("device_id") == device_id and "error" in r.data for r in done)
+    return any(r.name == name and r.args.get("device_id") == device_id and "error" in r.data for r in done)
 
 
 def _targets(ask: _Ask, listed: Mapping[str, Any] | None) -> list[str]:
@@ -260,8 +292,10 @@ def _metric(ask: _Ask, metrics: Mapping[str, Any] | None) -> str | None:
 
 
 def _command(ask: _Ask, details: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The device's command the message names (every word of its name, or its display name)."""
     for command in details.get("commands", ()):
-        if ask.mentions(command["name"]) or ask.mentions(command.get("display_name") or command["name"]):
+        named = set(command["name"].lower().split("_")) <= set(ask.words)
+        if named or ask.mentions(command.get("display_name") or command["name"]):
             params = {
                 p: (int(n) if n.is_integer() else n)
                 for p, n in zip(command.get("parameters", ()), ask.numbers, strict=False)
@@ -312,7 +346,7 @@ def _sentence(ask: _Ask, r: _Result) -> str:
     if r.name == "query_telemetry":
         return (
             f"Over the last {data.get('hours')} hours the {data.get('aggregate')} {data.get('metric')} "
-            f"of {data.get('device_id')} was {_fmt(data.get('value'))} ({data.get('points')} samples)."
+            f"of {data.get('device_id')} was {_fmt(data.get('value'), 2)} ({data.get('points')} samples)."
         )
     if r.name == "get_device":
         names = ", ".join(c["name"] for c in data.get("commands", ())) or "no commands"
