@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections import deque
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from twin.automation.chat_tools import ChatTools
     from twin.automation.llm import ModelBackendRegistry
     from twin.engine import Engine
+
+log = logging.getLogger(__name__)
 
 MAX_ROUNDS = 30
 STREAM_TIMEOUT_S = 1200.0
@@ -192,13 +195,23 @@ class Turn:
             self._emit(ChatEvent(K.CONTENT, content=INTERRUPTED))
             self._emit(ChatEvent(K.END))
             self.host.save_pending(self.session_id, None)
-        finally:
-            if self._task is not None:
-                self._task.cancel()
-            self.finished = True
-            self._wake()
-            self.done.succeed()
-            self.host.turn_ended(self.session_id)
+        except GeneratorExit:  # the world was discarded under the turn: nothing to keep
+            self._close()
+            raise
+        except Exception as err:  # a failure here must not leave the session's next turns waiting
+            log.exception("chat turn of session %s failed", self.session_id)
+            self._emit(ChatEvent(K.ERROR, message=f"Processing failed: {err}"))
+            self._emit(ChatEvent(K.END))
+            self.host.save_pending(self.session_id, None)
+        self._close()
+        self.done.succeed()
+        self.host.turn_ended(self.session_id)
+
+    def _close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        self.finished = True
+        self._wake()
 
     def _converse(self) -> Generator[Any, Any, None]:
         host, sid, request = self.host, self.session_id, self.request
@@ -237,7 +250,8 @@ class Turn:
         for m in self.host.conversation(self.session_id)[-40:]:
             if m["role"] == "assistant" and m.get("tool_calls"):
                 made = [
-                    ToolCall(c["name"], c["arguments"], f"call_{i}") for i, c in enumerate(m["tool_calls"])
+                    ToolCall(c["name"], c["arguments"], f"call_h{len(messages)}_{i}")
+                    for i, c in enumerate(m["tool_calls"])
                 ]
                 calls.extend(made)
                 messages.append(self._assistant(m["content"], made))
