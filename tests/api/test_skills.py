@@ -112,6 +112,8 @@ async def test_builtin_skills_list_and_detail(automation: httpx.AsyncClient, aut
     assert "body_length" not in detail
 
     assert_raw(await automation.get("/api/skills/nope", headers=auth), 404, "Skill 'nope' not found")
+    for method, path in (("GET", "/api/skills/match"), ("DELETE", "/api/skills/reload")):  # POST only
+        assert_envelope(await automation.request(method, path, headers=auth), 405, "METHOD_NOT_ALLOWED")
     for query in ("page=abc", "page=-1", f"page_size={2**32}"):
         assert_envelope(await automation.get(f"/api/skills?{query}", headers=auth), 422, "VALIDATION_ERROR")
 

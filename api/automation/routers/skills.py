@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, HTTPException, Path, Query
 
 from api.automation.deps import Backend, current_user
 from api.automation.schemas import Json
@@ -17,6 +17,18 @@ SkillId = Annotated[str, Path(alias="id")]
 """The ``:id`` of the vendor's path."""
 U32 = Query(ge=0, le=wire.U32_MAX)
 DEFAULT_CONTEXT = 8000
+ACTIONS = ("match", "reload")
+"""``/skills/match`` and ``/skills/reload`` take only POST: for another method the vendor's router
+answers 405 instead of trying ``/skills/:id``."""
+
+
+def skill_id_of(skill_id: SkillId) -> str:
+    if skill_id in ACTIONS:
+        raise HTTPException(405)
+    return skill_id
+
+
+TargetId = Annotated[str, Depends(skill_id_of)]
 
 
 @router.get("/skills")
@@ -41,7 +53,7 @@ async def reload_skills(backend: Backend) -> Json:
 
 
 @router.get("/skills/{id}")
-async def get_skill(skill_id: SkillId, backend: Backend) -> Json:
+async def get_skill(skill_id: TargetId, backend: Backend) -> Json:
     return Json(wire.skill_detail(backend.skills.get_skill(skill_id)))
 
 
@@ -51,11 +63,11 @@ async def create_skill(body: ContentBody, backend: Backend) -> Json:
 
 
 @router.put("/skills/{id}")
-async def update_skill(skill_id: SkillId, body: ContentBody, backend: Backend) -> Json:
+async def update_skill(skill_id: TargetId, body: ContentBody, backend: Backend) -> Json:
     return Json(wire.skill_detail(backend.skills.update_skill(skill_id, body.content)))
 
 
 @router.delete("/skills/{id}")
-async def delete_skill(skill_id: SkillId, backend: Backend) -> Json:
+async def delete_skill(skill_id: TargetId, backend: Backend) -> Json:
     backend.skills.delete_skill(skill_id)
     return Json({"message": f"Skill '{skill_id}' deleted"})
