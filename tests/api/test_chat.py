@@ -323,8 +323,7 @@ async def test_plain_http_on_the_websocket_routes(live) -> None:
             resp = await http.get(path)  # before any authentication
             assert (resp.status_code, resp.text) == (400, "Connection header did not include 'upgrade'")
             assert resp.headers["content-type"].startswith("text/plain")
-            resp = await http.post(path, json={})
-            assert (resp.status_code, resp.content, resp.headers["allow"]) == (405, b"", "GET,HEAD")
+            assert (await http.post(path, json={})).status_code == 405
             assert (await http.head(path)).status_code == 405
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=twin.automation_app), base_url="http://a"
