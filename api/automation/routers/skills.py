@@ -22,7 +22,7 @@ ACTIONS = ("match", "reload")
 answers 405 instead of trying ``/skills/:id``."""
 
 
-def skill_id_of(skill_id: SkillId) -> str:
+async def skill_id_of(skill_id: SkillId) -> str:
     if skill_id in ACTIONS:
         raise HTTPException(405)
     return skill_id
