@@ -15,26 +15,29 @@ import simpy
 from hardware.ports.events import Event, EventKind
 from twin.automation.agents import AgentRegistry
 from twin.automation.apikeys import ApiKeyRing
-from twin.automation.components import ComponentStore
 from twin.automation.automations import AutomationRegistry
 from twin.automation.chat_sessions import ChatRegistry
+from twin.automation.components import ComponentStore
 from twin.automation.dashboards import DashboardRegistry
 from twin.automation.delivery import Outbox
 from twin.automation.device_types import DeviceTypeRegistry
 from twin.automation.extensions import ExtensionRegistry
+from twin.automation.images import ImageStore
 from twin.automation.ingest import Ingest
 from twin.automation.instances import InstanceRegistry
 from twin.automation.llm import ModelBackendRegistry
+from twin.automation.market import Marketplace
 from twin.automation.memory import SystemMemory
 from twin.automation.memory_context import MemoryContext
-from twin.automation.market import Marketplace
 from twin.automation.messages import MessageCenter
 from twin.automation.push import DataPush
 from twin.automation.registry import DeviceRegistry
 from twin.automation.retention import Retention
 from twin.automation.rules import RuleEngine
+from twin.automation.server_log import ServerLog
 from twin.automation.skills import SkillRegistry
 from twin.automation.telemetry import Telemetry
+from twin.automation.telemetry_stats import TelemetryStats
 from twin.automation.users import UserDirectory
 from twin.bus import EventBus
 from twin.camera.camera import Camera
@@ -107,14 +110,17 @@ class World:
         self.devices = DeviceRegistry(
             self, sensors=self.sensors, sensor_of=self.sensor_of, device_types=self.device_types
         )
+        self.images = ImageStore(self)
         self.ingest = Ingest(
-            self, devices=self.devices, device_types=self.device_types, sensor_of=self.sensor_of
-        )
+            self, devices=self.devices, device_types=self.device_types, sensor_of=self.sensor_of,
+            images=self.images,
+        )  # fmt: skip
         self.api_keys = ApiKeyRing(self)
         self.retention = Retention(self)
         # Telemetry's constructor only keeps its collaborators, so it may come after the retention
         # it queries (Retention starts its periodic job: it stays where it was).
         self.telemetry = Telemetry(self, devices=self.devices, retention=self.retention)
+        self.telemetry_stats = TelemetryStats(self, sample_observers=self.sample_observers)
         self.llm = ModelBackendRegistry(self)
         self.agents = AgentRegistry(self, llm=self.llm, devices=self.devices)
         self.dashboards = DashboardRegistry(self, devices=self.devices)
@@ -131,6 +137,7 @@ class World:
             sample_observers=self.sample_observers,
         )
         self.push = DataPush(self, outbox=self.outbox, sample_observers=self.sample_observers)
+        self.server_log = ServerLog(self)
         self.automations = AutomationRegistry(
             self, devices=self.devices, telemetry=self.telemetry, extensions=self.extensions,
             sample_observers=self.sample_observers,

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from hardware.ports.admin import Administration
 from hardware.ports.agents import AutomationAgents
 from hardware.ports.automations import Automations, Instances
 from hardware.ports.chat import ChatSessions
 from hardware.ports.clock import Clock
 from hardware.ports.dashboards import Dashboards
+from hardware.ports.data import DataCatalog
 from hardware.ports.devices import AutomationDevices
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.extensions import Extensions
+from hardware.ports.guidance import Onboarding, Suggestions
 from hardware.ports.llm_backends import ModelBackends
 from hardware.ports.market import Components, Market
 from hardware.ports.memory import Memory, Skills
@@ -34,6 +37,10 @@ class AutomationBackend(Protocol):
     push: AutomationPush
     market: Market
     components: Components
+    onboarding: Onboarding
+    suggestions: Suggestions
+    admin: Administration
+    data: DataCatalog
     automations: Automations
     instances: Instances
     chat: ChatSessions

@@ -312,7 +312,9 @@ async def test_webhook_needs_no_auth_and_records(
     form = await automation.post("/api/devices/lab-1/webhook", data={"pressure": "1013.5"})
     assert text.status_code == image.status_code == form.status_code == 200
     current = (await automation.get("/api/devices/lab-1", headers=auth)).json()["data"]["current_values"]
-    assert current["text"] == "hello" and current["image"] == "data:image/png;base64,iVBORw=="
+    assert current["text"] == "hello"
+    assert current["image"].startswith("/api/images/lab-1/image/1767225600_")  # stored as a file, its URL
+    assert (await automation.get(current["image"])).content == b"\x89PNG"
     assert current["pressure"] == 1013.5 and current["temperature"] == 21.5  # older ts does not win
     odd = await automation.post(
         "/api/devices/lab-1/webhook", content=b"x", headers={"content-type": "application/xml"}

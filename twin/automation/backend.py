@@ -9,18 +9,22 @@ from hardware.ports.types import ApiKey, Login, Readiness, User
 from twin.automation.agents import AgentRegistry
 from twin.automation.automations import AutomationRegistry
 from twin.automation.chat import TwinChat
+from twin.automation.components import ComponentStore
+from twin.automation.config_io import TwinConfig
 from twin.automation.dashboards import DashboardRegistry
+from twin.automation.data_catalog import TwinData
 from twin.automation.devices import TwinDevices
 from twin.automation.extensions import ExtensionRegistry
 from twin.automation.instances import InstanceRegistry
-from twin.automation.components import ComponentStore
 from twin.automation.llm import ModelBackendRegistry
 from twin.automation.market import Marketplace
 from twin.automation.memory import SystemMemory
 from twin.automation.messages import MessageCenter
+from twin.automation.onboarding import TwinOnboarding
 from twin.automation.push import DataPush
 from twin.automation.rules import RuleEngine
 from twin.automation.skills import SkillRegistry
+from twin.automation.suggestions import TwinSuggestions
 from twin.automation.system import TwinSystem
 from twin.clock import SimClock
 from twin.world import World
@@ -33,6 +37,10 @@ class TwinAutomation:
         self.devices = TwinDevices(world)
         self.system = TwinSystem(world)
         self.chat = TwinChat(lambda: self.world.chat, clock)
+        self.onboarding = TwinOnboarding(world)
+        self.suggestions = TwinSuggestions(world)
+        self.admin = TwinConfig(world, self.onboarding)
+        self.data = TwinData(world)
         self.mqtt_ready: Callable[[], bool] = lambda: False
         """Whether the MQTT side is connected; the composition root wires it to the bridge."""
 

@@ -143,7 +143,11 @@ class TwinDevices:
 
     # Telemetry -----------------------------------------------------------------------------------
     def telemetry(self, device_id: str, query: TelemetryQuery) -> TelemetryPage:
-        return self.world.telemetry.query(device_id, query)
+        page = self.world.telemetry.query(device_id, query)
+        self.world.telemetry_stats.read(sum(len(s.timestamps) for s in page.series), page.start)
+        return page
 
     def query_telemetry(self, query: SourceQuery) -> SourceSeries:
-        return self.world.telemetry.query_source(query)
+        found = self.world.telemetry.query_source(query)
+        self.world.telemetry_stats.read(len(found.series.timestamps), found.start)
+        return found

@@ -17,6 +17,7 @@ from hardware.ports.events import EventKind
 
 if TYPE_CHECKING:
     from twin.automation.device_types import DeviceTypeRegistry
+    from twin.automation.images import ImageStore
     from twin.automation.registry import DeviceRegistry
     from twin.engine import Engine
     from twin.sensors import SensorFleet
@@ -60,15 +61,20 @@ class Ingest:
         devices: DeviceRegistry,
         device_types: DeviceTypeRegistry,
         sensor_of: Mapping[str, SensorFleet],
+        images: ImageStore | None = None,
     ) -> None:
-        """``sensor_of``: the simulated devices (their own uplink messages are not ingested again)."""
+        """``sensor_of``: the simulated devices (their own uplink messages are not ingested again);
+        ``images``: where image values are stored (the value becomes the image's URL)."""
         self.world = world
         self.devices = devices
         self.device_types = device_types
         self.sensor_of = sensor_of
+        self.images = images
         self.drafts = world.store.collection("device_drafts")
 
     def _record(self, device_id: str, data: Mapping[str, Any], ts: float, quality: float | None) -> None:
+        if self.images is not None:
+            data = {m: self.images.convert(device_id, m, ts, v) for m, v in data.items()}
         self.world.store.put_samples(device_id, [(m, ts, v, quality) for m, v in data.items()])
         for metric, value in data.items():
             self.world.emit(
