@@ -339,13 +339,21 @@ class Outbox:
         if key is None or self.stale:  # cancelled after it was taken, or the world was rebuilt
             self.in_flight.discard(job["id"])
             return
-        where = self.wheres.get(key[0])
-        transport, config = (where(job) if where else None) or (job["transport"], job["config"])
+        transport, config = self._destination(job)
         result = await self.link(*key).send(transport, config, job["payload"])
         try:
             self.report(job, result)
         except Exception:  # never let one bad report stop the others
             log.exception("delivery report of job %s failed", job["id"])
+
+    def _destination(self, job: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        where = self.wheres.get(job["owner_kind"])
+        try:
+            now = where(job) if where else None
+        except Exception:  # an owner's settings it cannot read: the job's own still hold
+            log.exception("where of delivery job %s failed", job["id"])
+            now = None
+        return now or (job["transport"], job["config"])
 
     async def send_now(
         self, owner_kind: str, owner_id: str, transport: str, config: dict[str, Any], payload: Any
