@@ -174,14 +174,17 @@ class ChatRegistry:
         doc = self.docs.get(session_id)
         return doc.get("options", {}) if doc else {}
 
-    def record(self, session_id: str, message: dict[str, Any]) -> None:
+    def record(self, session_id: str, *messages: dict[str, Any]) -> None:
+        """Append to the history, in one write of each document."""
         doc = self.docs.get(session_id)
-        if doc is None:  # deleted while its turn ran
+        if doc is None or not messages:  # deleted while its turn ran
             return
-        messages = [*self.conversation(session_id), message]
-        self.histories.put(session_id, {"messages": messages})
-        doc.update(last_activity=message["timestamp"], message_count=doc["message_count"] + 1)
-        self.docs.put(session_id, doc)
+        with self.world.store.atomic():
+            self.histories.put(session_id, {"messages": [*self.conversation(session_id), *messages]})
+            doc.update(
+                last_activity=messages[-1]["timestamp"], message_count=doc["message_count"] + len(messages)
+            )
+            self.docs.put(session_id, doc)
 
     def turn_ended(self, session_id: str) -> None:
         """The history is kept: the session's preview is its first user message, once set."""

@@ -114,7 +114,7 @@ class Host(Protocol):
 
     def options(self, session_id: str) -> Mapping[str, Any]: ...
 
-    def record(self, session_id: str, message: dict[str, Any]) -> None: ...
+    def record(self, session_id: str, *messages: dict[str, Any]) -> None: ...
 
     def save_pending(self, session_id: str, pending: dict[str, Any] | None) -> None: ...
 
@@ -350,10 +350,9 @@ class Turn:
             {"name": c.name, "id": "", "arguments": dict(c.arguments), "result": outcome, "round": number}
             for c, outcome in outcomes
         ]
-        host.record(
-            sid,
-            _message("assistant", result.content, now, tool_calls=records, thinking=result.thinking or None),
-        )
+        kept = [
+            _message("assistant", result.content, now, tool_calls=records, thinking=result.thinking or None)
+        ]
         messages.append(self._assistant(result.content, result.calls))
         for call, outcome in outcomes:
             ok = "error" not in outcome
@@ -362,8 +361,9 @@ class Turn:
                 ChatEvent(K.TOOL_CALL_START, tool=call.name, arguments=dict(call.arguments), round=number)
             )
             self._emit(ChatEvent(K.TOOL_CALL_END, tool=call.name, result=shown, success=ok, round=number))
-            host.record(sid, _message("tool", shown, now, tool_call_name=call.name))
+            kept.append(_message("tool", shown, now, tool_call_name=call.name))
             messages.append(self.model.tool_message(call, _json(outcome)))
+        host.record(sid, *kept)
         self._emit(ChatEvent(K.INTERMEDIATE_END))
 
     def _fallback(self, reason: str) -> None:
