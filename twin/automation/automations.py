@@ -35,7 +35,7 @@ from hardware.ports.automations import (
 from hardware.ports.devices import TelemetryQuery
 from hardware.ports.errors import DomainError, InvalidInput, NotFound
 from hardware.ports.events import Event, EventKind
-from twin.automation import transforms
+from twin.automation import transform_ops, transforms
 from twin.automation.registry import VIRTUAL_PREFIXES
 from twin.automation.transform_js import TransformFailure
 from twin.automation.transforms import SpecError, TransformEngine, transform_of
@@ -287,7 +287,7 @@ class AutomationRegistry:
             if doc.get("js_code") is not None and doc["output_prefix"]:
                 out.setdefault(doc["output_prefix"], []).append(label)
             for op in doc.get("operations") or ():
-                for metric in transforms.transform_ops.output_metrics(op):
+                for metric in transform_ops.output_metrics(op):
                     out.setdefault(metric, []).append(label)
         return out
 
