@@ -139,6 +139,13 @@ class Transform:
     """Left-right."""
     rotation: int = 0
     """0, 90, 180 or 270 degrees clockwise."""
+    dewarp: bool = False
+    """Lens distortion correction (the picture is already rectilinear in the twin)."""
+    grayscale: bool = False
+    dis: bool = False
+    """Digital image stabilisation."""
+    eis: bool = False
+    """Electronic (gyro-assisted) image stabilisation."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -428,13 +428,14 @@ class GatewayMonitor(Protocol):
 class GatewayAdmin(Protocol):
     """Device information, settings, network configuration, event logs and config jobs."""
 
-    def info(self) -> dict[str, object]: ...
+    def info(self, host: str = "") -> dict[str, object]:
+        """The handler's ``DeviceInfo``; ``host`` is the request's Host header (its ``ip_address``)."""
 
     def rename(self, device_name: str) -> None: ...
 
-    def factory(self) -> dict[str, str]: ...
+    def factory(self) -> dict[str, object]: ...  # factoryeeprom.Info
 
-    def set_factory(self, key: str, value: str) -> None: ...
+    def set_factory(self, key: str, value: str) -> tuple[str, str]: ...  # field (SN, MAC...), value
 
     def settings(self) -> dict[str, str]: ...
 

@@ -61,14 +61,28 @@ async def test_image_settings_change_the_picture(gateway, auth, twin: Twin) -> N
 async def test_transform_flips_the_picture(gateway, auth, twin: Twin) -> None:
     await gateway.put(MEDIA + "/osd", json={"streams": [{"stream_name": "sub"}]}, headers=auth)  # no OSD
     before = frame(twin)
-    resp = await gateway.put(MEDIA + "/transform", json={"flip": True, "mirror": True}, headers=auth)
-    assert resp.status_code == 200
+    resp = await gateway.put(MEDIA + "/transform", json={"flip": 3}, headers=auth)
+    assert resp.json() == {
+        "code": 0, "message": "Success", "data": {"message": "Transform config applied successfully"},
+    }  # fmt: skip
     assert await data(await gateway.get(MEDIA + "/transform", headers=auth)) == {
-        "flip": True, "mirror": True, "rotation": 0,
+        "rotation": 0, "flip": 3, "dewarp": False, "grayscale": False, "dis": False, "eis": False,
     }  # fmt: skip
     assert np.array_equal(frame(twin), cv2.flip(before, -1))
-    bad = await gateway.put(MEDIA + "/transform", json={"rotation": 45}, headers=auth)
-    assert bad.status_code == 400 and bad.json()["code"] == 1001
+    await gateway.put(MEDIA + "/transform", json={"grayscale": True}, headers=auth)  # the flip is kept
+    got = await data(await gateway.get(MEDIA + "/transform", headers=auth))
+    assert got["flip"] == 3 and got["grayscale"] is True
+    gray = frame(twin)
+    assert np.array_equal(gray[..., 0], gray[..., 1]) and np.array_equal(gray[..., 1], gray[..., 2])
+    for body, detail in (
+        ({"rotation": 4}, "rotation value 4 must be 0 (0°), 1 (90°), 2 (180°), or 3 (270°)"),
+        ({"flip": 7}, "flip value 7 must be 0 (none), 1 (horizontal), 2 (vertical), or 3 (both)"),
+        ({"flip": -1}, "Invalid request body"),
+        ({"flip": True}, None),
+    ):
+        bad = await gateway.put(MEDIA + "/transform", json=body, headers=auth)
+        assert bad.status_code == 400 and bad.json()["code"] == 1001, body
+        assert detail is None or bad.json()["error"]["detail"] == detail
 
 
 async def test_osd_text_and_uploaded_image(gateway, auth, twin: Twin) -> None:

@@ -151,7 +151,7 @@ async def test_device_info_settings_network(gateway: httpx.AsyncClient, auth: di
     ).status_code == 200
     assert (await get(gateway, auth, "/api/v1/device-info"))["device_name"] == "gate-2"
     bad = await gateway.put("/api/v1/device-info", headers=auth, json={"device_name": "gate 2!"})
-    assert bad.status_code == 400 and bad.json()["code"] == 1004
+    assert bad.status_code == 400 and bad.json()["code"] == 1001
     factory = await gateway.post(
         "/api/v1/device-info/factory", headers=auth, content=b'{"field":"serial","value":"X1"}'
     )
@@ -161,7 +161,7 @@ async def test_device_info_settings_network(gateway: httpx.AsyncClient, auth: di
     )
     assert (
         factory.status_code == 200
-        and (await get(gateway, auth, "/api/v1/device-info/factory"))["serial"] == "X1"
+        and (await get(gateway, auth, "/api/v1/device-info/factory"))["serial_number"] == "X1"
     )
 
     await gateway.post("/api/v1/settings", headers=auth, json={"key": "detection_threshold", "value": "0.75"})

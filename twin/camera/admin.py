@@ -26,12 +26,25 @@ if TYPE_CHECKING:
     from twin.camera.clock import DeviceClock
     from twin.engine import Engine
 
-NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 SETTING_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 LEVELS = ("info", "warning", "error", "critical")
 CATEGORIES = ("operation", "system")
 MAX_EVENT_LOGS = 5000
-FACTORY_FIELDS = ("serial", "model", "hardware_version", "manufacture_date", "vendor")
+FACTORY_TOOL = "/etc/factory-eeprom.sh"
+FACTORY_FIELDS = {"SN": "serial_number", "MAC": "mac_address", "PN": "product_number"}
+FACTORY_FIELDS |= {"BATCH": "batch", "HWREV": "hardware_revision"}
+"""The factory EEPROM's fields and the keys ``factoryeeprom.Info`` serialises them under."""
+FACTORY_ALIASES = {
+    **dict.fromkeys(("SN", "SERIAL", "SERIAL_NUMBER"), "SN"),
+    **dict.fromkeys(("MAC", "MAC_ADDRESS", "FACTORY_MAC", "FACTORY_MAC_ADDRESS"), "MAC"),
+    **dict.fromkeys(("PN", "PRODUCT_NUMBER", "PART_NUMBER"), "PN"),
+    **dict.fromkeys(("BATCH", "BATCH_NUMBER"), "BATCH"),
+    **dict.fromkeys(("HWREV", "HW_REV", "HARDWARE_REVISION", "HARDWARE_VERSION"), "HWREV"),
+}
+"""``factoryeeprom.NormalizeField``: upper-cased, '-' as '_'."""
+FACTORY_VALUE = re.compile(r"^[A-Za-z0-9._:-]+$")
+MODEL = "NE503-AIPC"
 TEMPLATES = (
     ("system.boot", "system", "info", "Device booted", "设备启动"),
     ("app.installed", "operation", "info", "Application {app_id} installed", "应用 {app_id} 已安装"),
@@ -71,14 +84,14 @@ class DeviceAdmin:
         n = index
         digest = hashlib.blake2b(f"{world.seed}/{camera_id}".encode(), digest_size=6).hexdigest()
         self.device_name = f"aicam-{n:02d}"
-        self.factory: dict[str, str] = {
-            "serial": f"NE503{digest[:8].upper()}",
-            "model": "NE503-AIPC",
-            "hardware_version": "V1.2",
-            "manufacture_date": "2026-03-18",
-            "vendor": "camthink",
-        }
         mac = ":".join(["02", "1a", *(digest[i : i + 2] for i in range(0, 8, 2))])
+        self.factory: dict[str, str] = {
+            "SN": f"NE503{digest[:8].upper()}",
+            "MAC": mac,
+            "PN": "NE503-AIPC-W",
+            "BATCH": "2026W11",
+            "HWREV": "V1.2",
+        }
         self.interfaces: dict[str, Interface] = {
             "eth0": Interface(
                 "eth0",
@@ -96,7 +109,9 @@ class DeviceAdmin:
         self.settings: dict[str, str] = {}
         self._docs, self._id = world.store.collection(ADMIN_KIND), camera_id
         if (doc := self._docs.get(camera_id)) is not None:
-            self.device_name, self.factory = doc["device_name"], doc["factory"]
+            self.device_name = doc["device_name"]
+            if set(doc["factory"]) <= set(FACTORY_FIELDS):
+                self.factory = doc["factory"]
             self.settings = doc["settings"]
             self.interfaces = {name: Interface(**fields) for name, fields in doc["interfaces"].items()}
         self._log_docs = world.store.collection(EVENT_LOGS_KIND)
@@ -106,33 +121,39 @@ class DeviceAdmin:
         self.log("system.boot", "system", "info", "system", "Device booted", "设备启动")
 
     # Device info -------------------------------------------------------------------------------
-    def info(self) -> dict[str, object]:
-        eth = self.interfaces["eth0"]
-        return {
-            "device_name": self.device_name,
-            "model": self.factory["model"],
-            "serial": self.factory["serial"],
-            "firmware_version": self.firmware_version,
-            "hardware_version": self.factory["hardware_version"],
-            "mac_address": eth.mac,
-            "ip_address": eth.ip,
-        }
+    def factory_info(self) -> dict[str, object]:
+        """``factoryeeprom.Info``: ``available`` always, the rest omitted when empty."""
+        fields = {FACTORY_FIELDS[k]: v for k, v in self.factory.items() if v}
+        return {"available": True, "source": FACTORY_TOOL, **fields}
 
     def rename(self, name: str) -> None:
+        """``UpdateDeviceName``'s checks (code 1001)."""
+        if not name:
+            raise InvalidInput("Device name cannot be empty")
         if not NAME.match(name):
-            raise InvalidInput(
-                "device_name may contain letters, digits, '_' and '-' only", resource="parameter"
-            )
+            raise InvalidInput("Device name can only contain letters, numbers, underscores and hyphens")
         self.device_name = name
         self.save()
 
-    def set_factory(self, key: str, value: str) -> None:
-        if key not in FACTORY_FIELDS:
-            raise InvalidInput(f"unknown factory field {key!r}", resource="parameter")
+    def set_factory(self, key: str, value: str) -> tuple[str, str]:
+        """``factoryeeprom.NormalizeField`` then ``ValidateValue``: the field's name and the value
+        as written (a MAC lower-cased)."""
+        name = FACTORY_ALIASES.get(key.strip().upper().replace("-", "_"))
+        if name is None:
+            raise InvalidInput(f'unsupported factory EEPROM field "{key}"', resource="parameter")
+        value = value.strip()
         if not value:
-            raise InvalidInput("value is required")
-        self.factory[key] = value
+            raise InvalidInput(f"{name} cannot be empty", resource="parameter")
+        if name == "MAC":
+            octets = value.replace("-", ":").split(":")
+            if len(octets) != 6 or not all(re.fullmatch(r"[0-9A-Fa-f]{2}", o) for o in octets):
+                raise InvalidInput(f'invalid MAC address "{value}"', resource="parameter")
+            value = ":".join(octets).lower()
+        elif not FACTORY_VALUE.match(value):
+            raise InvalidInput(f"{name} contains unsupported characters", resource="parameter")
+        self.factory[name] = value
         self.save()
+        return name, value
 
     # Settings ----------------------------------------------------------------------------------
     def set(self, key: str, value: str) -> None:

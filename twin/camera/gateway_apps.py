@@ -32,6 +32,7 @@ from hardware.ports.gateway_apps import (
 from twin.camera.area import CameraArea
 from twin.camera.container_shell import ContainerShell
 from twin.camera.containers import DEADLINE_EXCEEDED
+from twin.camera.device_info import device_info
 from twin.clock import SimClock
 from twin.world import World
 
@@ -378,17 +379,17 @@ class AppAreas:
 
 
 class TwinGatewayAdmin(_Area):
-    def info(self) -> dict[str, object]:
-        return self.camera.admin.info()
+    def info(self, host: str = "") -> dict[str, object]:
+        return device_info(self.camera, host)
 
     def rename(self, device_name: str) -> None:
         self.camera.admin.rename(device_name)
 
-    def factory(self) -> dict[str, str]:
-        return dict(self.camera.admin.factory)
+    def factory(self) -> dict[str, object]:
+        return self.camera.admin.factory_info()
 
-    def set_factory(self, key: str, value: str) -> None:
-        self.camera.admin.set_factory(key, value)
+    def set_factory(self, key: str, value: str) -> tuple[str, str]:
+        return self.camera.admin.set_factory(key, value)
 
     def settings(self) -> dict[str, str]:
         return dict(self.camera.admin.settings)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 CORES = 4
 CPU_MODEL = "Cortex-A76"
 CPU_MHZ = 2256.0
+KERNEL = "6.1.84-aipc"
 MEMORY_TOTAL = 4 * 1024**3
 BASE_MEMORY_USED = 912 * 1024**2
 BUFFERS, CACHED = 48 * 1024**2, 610 * 1024**2
@@ -208,7 +209,7 @@ class Monitor:
                 "os": "linux",
                 "platform": "debian",
                 "platform_version": "12.8",
-                "kernel_version": "6.1.84-aipc",
+                "kernel_version": KERNEL,
                 "kernel_arch": "aarch64",
                 "uptime_seconds": int(self.power.uptime()),
             },

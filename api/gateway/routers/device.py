@@ -20,15 +20,15 @@ router = APIRouter(prefix="/api/v1", tags=["device"], dependencies=[Depends(requ
 
 # Device info ---------------------------------------------------------------------------------------
 @router.get("/device-info")
-async def device_info(backend: Backend) -> JSONResponse:
-    return schemas.ok(backend.admin.info())
+async def device_info(request: Request, backend: Backend) -> JSONResponse:
+    return schemas.ok(backend.admin.info(request.headers.get("host", "")))
 
 
 @router.put("/device-info")
 async def rename(request: Request, backend: Backend) -> JSONResponse:
-    name = field(json_object(await request.body()), "device_name", str, required=True)
+    name = field(json_object(await request.body()), "device_name", str)
     backend.admin.rename(name)
-    return schemas.ok({"message": "Device name updated", "device_name": name})
+    return schemas.ok({"device_name": name, "message": "Device name updated successfully"})
 
 
 @router.get("/device-info/factory")
@@ -41,9 +41,15 @@ async def set_factory(request: Request, backend: Backend) -> JSONResponse:
     if not is_json(request):
         return errors.unsupported_media()
     body = json_object(await request.body())
-    key = field(body, "field", str, required=True)
-    backend.admin.set_factory(key, field(body, "value", str, required=True))
-    return schemas.ok({"message": "Factory field updated", "field": key})
+    name, value = backend.admin.set_factory(field(body, "field", str) or "", field(body, "value", str) or "")
+    return schemas.ok(
+        {
+            "field": name,
+            "value": value,
+            "factory": backend.admin.factory(),
+            "message": "Factory EEPROM field updated and verified",
+        }
+    )
 
 
 # Settings and config jobs -------------------------------------------------------------------------

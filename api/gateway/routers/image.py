@@ -22,7 +22,6 @@ from hardware.ports.camera_hw import (
     OsdText,
     PrivacyMask,
     PrivacyMaskConfig,
-    Transform,
 )
 from hardware.ports.errors import InvalidInput
 
@@ -30,6 +29,7 @@ router = APIRouter(prefix="/api/v1/media", tags=["media"], dependencies=[Depends
 MASK_FIELDS = ("enabled", "masks")
 MASK_ITEM_FIELDS = ("id", "x", "y", "width", "height", "enabled")
 MAX_UPLOAD = 4 * 1024 * 1024
+TRANSFORM_FLAGS = ("dewarp", "grayscale", "dis", "eis")
 
 
 def ok_msg(message: str) -> JSONResponse:
@@ -64,20 +64,33 @@ async def put_image(request: Request, backend: Backend) -> JSONResponse:
 
 @router.get("/transform")
 async def get_transform(backend: Backend) -> JSONResponse:
-    return schemas.ok(dataclasses.asdict(backend.picture.transform()))
+    """The handler's ``gin.H``: every key present; ``rotation`` 0-3 (0°, 90°, 180°, 270°), ``flip``
+    0-3 (none, horizontal, vertical, both)."""
+    t = backend.picture.transform()
+    flip = (1 if t.mirror else 0) | (2 if t.flip else 0)
+    fields = {"rotation": t.rotation // 90, "flip": flip}
+    return schemas.ok(fields | {k: getattr(t, k) for k in TRANSFORM_FLAGS})
 
 
 @router.put("/transform")
 async def put_transform(request: Request, backend: Backend) -> JSONResponse:
-    body = Body(await request.body())
+    """Only the fields sent change (the handler merges them over the current configuration)."""
+    body = Body(await request.body(), "Invalid request body")
     current = backend.picture.transform()
-    transform = Transform(
-        body.bool("flip", default=current.flip),
-        body.bool("mirror", default=current.mirror),
-        body.int("rotation", default=current.rotation),
-    )
-    backend.picture.set_transform(transform)
-    return ok_msg("Transform updated")
+    rotation, flip = body.int("rotation", default=-1), body.int("flip", default=-1)
+    if any(body.has(k) and not 0 <= v <= 0xFFFFFFFF for k, v in (("rotation", rotation), ("flip", flip))):
+        raise InvalidInput("Invalid request body")  # not a uint32: the bind fails
+    if body.has("rotation") and rotation not in range(4):
+        raise InvalidInput(f"rotation value {rotation} must be 0 (0°), 1 (90°), 2 (180°), or 3 (270°)")
+    if body.has("flip") and flip not in range(4):
+        raise InvalidInput(f"flip value {flip} must be 0 (none), 1 (horizontal), 2 (vertical), or 3 (both)")
+    changes: dict[str, Any] = {k: body.bool(k, default=getattr(current, k)) for k in TRANSFORM_FLAGS}
+    if rotation >= 0:
+        changes["rotation"] = rotation * 90
+    if flip >= 0:
+        changes |= {"mirror": bool(flip & 1), "flip": bool(flip & 2)}
+    backend.picture.set_transform(dataclasses.replace(current, **changes))
+    return schemas.ok({"message": "Transform config applied successfully"})
 
 
 @router.get("/osd")

@@ -243,6 +243,8 @@ class Renderer:
             flip = 1
         if flip is not None:
             img = cv2.flip(img, flip)
+        if tr.grayscale:
+            img = cv2.cvtColor(cv2.cvtColor(img, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
         if tr.rotation == 180:
             img = cv2.rotate(img, cv2.ROTATE_180)
         elif tr.rotation in (90, 270):

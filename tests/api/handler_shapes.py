@@ -1,0 +1,93 @@
+"""The device's response shapes, written from its Go handlers (``platform/platform-api/handlers``,
+camthink-ai/neoruntime 04fc28cb) and the structs they serialise: one table per route family.
+
+A shape is a dict of field -> type; a key ending in ``?`` is ``omitempty`` (absent when zero), every
+other key must be present. A nested dict is a nested shape, ``[shape]`` a list of them. ``int`` is a
+JSON integer (never a bool), ``float`` any JSON number, ``Any`` anything. Only ``data`` is described
+(the envelope is the same everywhere)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Shape = dict[str, Any]
+
+FACTORY: Shape = {
+    "available": bool,
+    "source?": str,
+    "serial_number?": str,
+    "mac_address?": str,
+    "product_number?": str,
+    "batch?": str,
+    "hardware_revision?": str,
+    "error?": str,
+}
+
+# handlers/device_info.go: DeviceInfo (a plain struct: no omitempty but where marked)
+DEVICE: dict[str, Shape] = {
+    "GET /api/v1/device-info": {
+        "device_name": str,
+        "model": str,
+        "serial_number": str,
+        "firmware_version": str,
+        "build_date": str,
+        "git_commit": str,
+        "hardware_version": str,
+        "os_version": str,
+        "os_build_time": str,
+        "distro": str,
+        "kernel_version": str,
+        "soc": {"vendor": str, "model": str, "core?": str, "npu?": str},
+        "cpu": {"model": str, "cores": int, "frequency_mhz": float},
+        "memory": {"total_gb": float, "used_gb": float, "used_percent": float},
+        "camera_module": {"model": str, "i2c_bus?": int, "i2c_address?": str, "pixel_format?": int},
+        "mac_address": str,
+        "ip_address": str,
+        "uptime": int,
+        "uptime_formatted": str,
+        "install_prefix": str,
+        "ota": {"update_available": bool, "current_version": str, "latest_version?": str, "changelog?": str},
+        "factory": FACTORY,
+    },
+    "GET /api/v1/device-info/factory": FACTORY,
+}
+
+# handlers/media.go: GetTransformConfig (a gin.H: every key present)
+MEDIA: dict[str, Shape] = {
+    "GET /api/v1/media/transform": {
+        "rotation": int,
+        "flip": int,
+        "dewarp": bool,
+        "grayscale": bool,
+        "dis": bool,
+        "eis": bool,
+    },
+}
+
+
+def mismatches(value: Any, shape: Any, path: str = "data") -> list[str]:
+    """Every way ``value`` differs from ``shape`` (empty when it matches)."""
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return [f"{path}: expected an object, got {type(value).__name__}"]
+        keys = {k.rstrip("?"): k.endswith("?") for k in shape}
+        out = [f"{path}.{k}: not in the handler's struct" for k in value if k not in keys]
+        out += [f"{path}.{k}: missing" for k, optional in keys.items() if not optional and k not in value]
+        for key, sub in shape.items():
+            name = key.rstrip("?")
+            if name in value:
+                out += mismatches(value[name], sub, f"{path}.{name}")
+        return out
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return [f"{path}: expected a list, got {type(value).__name__}"]
+        return [m for i, item in enumerate(value) for m in mismatches(item, shape[0], f"{path}[{i}]")]
+    if shape is Any:
+        return []
+    if shape is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    elif shape is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, shape)
+    return [] if ok else [f"{path}: expected {shape.__name__}, got {type(value).__name__} {value!r}"]

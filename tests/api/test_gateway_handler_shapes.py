@@ -1,0 +1,59 @@
+"""Each gateway route family's responses against the device handler's field list and types
+(tests/api/handler_shapes.py, written from the Go source), on a freshly built twin."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.api import handler_shapes as hs
+from tests.conftest import gateway_token
+
+FAMILIES = {"device": hs.DEVICE, "media": hs.MEDIA}
+ROUTES = [(family, route) for family, table in FAMILIES.items() for route in table]
+
+
+@pytest.fixture
+async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
+    return {"Authorization": await gateway_token(gateway)}
+
+
+@pytest.mark.parametrize(("family", "route"), ROUTES, ids=[r for _, r in ROUTES])
+async def test_response_has_the_handlers_fields_and_types(
+    gateway: httpx.AsyncClient, auth: dict[str, str], family: str, route: str
+) -> None:
+    method, path = route.split(" ", 1)
+    resp = await gateway.request(method, path, headers=auth)
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["code"] == 0 and body["message"] == "Success"
+    assert hs.mismatches(body["data"], FAMILIES[family][route]) == []
+
+
+async def test_device_info_values(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    resp = await gateway.get("/api/v1/device-info", headers={**auth, "Host": "10.1.2.3:8080"})
+    info = resp.json()["data"]
+    assert info["ip_address"] == "10.1.2.3"
+    assert info["serial_number"] == info["factory"]["serial_number"] and info["cpu"]["cores"] == 4
+    assert info["ota"] == {"update_available": False, "current_version": info["firmware_version"]}
+    assert info["uptime_formatted"].endswith("minutes")
+
+
+async def test_factory_field_write(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    url = "/api/v1/device-info/factory"
+    resp = await gateway.post(url, headers=auth, json={"field": "mac-address", "value": "AA:BB:CC:DD:EE:0F"})
+    data = resp.json()["data"]
+    assert data["field"] == "MAC" and data["value"] == "aa:bb:cc:dd:ee:0f"
+    assert data["message"] == "Factory EEPROM field updated and verified"
+    assert hs.mismatches(data["factory"], hs.FACTORY) == []
+    assert data["factory"]["mac_address"] == data["value"]
+    for body, detail in (
+        ({"field": "colour", "value": "x"}, 'unsupported factory EEPROM field "colour"'),
+        ({"field": "SN", "value": " "}, "SN cannot be empty"),
+        ({"field": "MAC", "value": "zz"}, 'invalid MAC address "zz"'),
+    ):
+        bad = await gateway.post(url, headers=auth, json=body)
+        assert bad.status_code == 400 and bad.json()["code"] == 1004, body
+        assert bad.json()["error"]["detail"] == detail
+    empty = await gateway.put("/api/v1/device-info", headers=auth, json={})
+    assert empty.status_code == 400 and empty.json()["error"]["detail"] == "Device name cannot be empty"
