@@ -24,9 +24,11 @@ It reports the twin's RSS (``VmRSS`` of ``/proc/<pid>/status``) at the start of 
 the request count and the errors split into expected and unexpected. Exit status 1 when the end
 RSS is more than 10 % above the baseline RSS or when there was an unexpected error.
 
-``--tracemalloc DIR`` runs the twin with :mod:`tracemalloc` on (a debug wrapper in this module,
-nothing in the twin), takes a snapshot at the baseline and at the end, and prints the allocation
-sites that grew most in between.
+``--tracemalloc DIR`` runs the twin under a debug wrapper in this module (nothing in the twin):
+tracing starts with the load, snapshots are taken at the baseline and at the end, and the report
+names the lines of the project's code whose live allocations grew most in between (an allocation
+made inside a library is charged to the innermost project line that called it). Tracing slows the
+twin several-fold: use a lower ``--rate`` with it.
 """
 
 from __future__ import annotations
@@ -238,23 +240,32 @@ def gateway_of(twin: servers.Server, timeout: float = 30.0) -> str:
 
 
 # Tracemalloc -------------------------------------------------------------------------------------
-def top_growth(trace_dir: Path, limit: int = 15) -> str:
-    """The allocation sites that grew most from the first snapshot to the last."""
+def _site(traceback: tracemalloc.Traceback) -> str:
+    """Where an allocation is charged: the innermost frame of the project's own code (not the
+    libraries it calls), else the innermost frame."""
+    root = str(servers.ROOT) + "/"
+    for frame in reversed(traceback):
+        if frame.filename.startswith(root) and "/.venv/" not in frame.filename:
+            return f"{frame.filename.removeprefix(root)}:{frame.lineno}"
+    frame = traceback[-1]
+    return f"{frame.filename.rsplit('site-packages/', 1)[-1]}:{frame.lineno}"
+
+
+def top_growth(trace_dir: Path, limit: int = 25) -> str:
+    """The project lines whose live allocations grew most from the first snapshot to the last."""
     snaps = sorted(trace_dir.glob("*.snap"), key=lambda p: int(p.stem))
     if len(snaps) < 2:
         return "tracemalloc: fewer than two snapshots"
-    skip = [
-        tracemalloc.Filter(False, tracemalloc.__file__),
-        tracemalloc.Filter(False, "<frozen importlib._bootstrap*"),
-    ]
-    first = tracemalloc.Snapshot.load(str(snaps[0])).filter_traces(skip)
-    last = tracemalloc.Snapshot.load(str(snaps[-1])).filter_traces(skip)
-    lines = [f"tracemalloc: {snaps[0].name} -> {snaps[-1].name}, top {limit} by growth"]
-    for stat in last.compare_to(first, "traceback")[:limit]:
-        lines.append(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks")
-        frames = [f for f in stat.traceback if "site-packages" not in f.filename] or list(stat.traceback)
-        root = str(servers.ROOT) + "/"
-        lines += [f"      {f.filename.removeprefix(root)}:{f.lineno}" for f in frames[-6:]]
+    growth: dict[str, list[int]] = {}
+    for sign, path in ((-1, snaps[0]), (1, snaps[-1])):
+        for trace in tracemalloc.Snapshot.load(str(path)).traces:
+            site = growth.setdefault(_site(trace.traceback), [0, 0])
+            site[0] += sign * trace.size
+            site[1] += sign
+    total = sum(size for size, _ in growth.values())
+    lines = [f"tracemalloc: {snaps[0].name} -> {snaps[-1].name}: {total / 1024:+.1f} KiB live; top {limit}:"]
+    for site, (size, count) in sorted(growth.items(), key=lambda kv: -kv[1][0])[:limit]:
+        lines.append(f"  {size / 1024:+9.1f} KiB {count:+7d} blocks  {site}")
     return "\n".join(lines)
 
 

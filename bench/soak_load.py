@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import random
 import sys
@@ -181,7 +182,7 @@ class Session:
     def __init__(self, name: str, base: str, login: Callable[[httpx.AsyncClient], Awaitable[str]]) -> None:
         self.name = name
         self.http = httpx.AsyncClient(
-            base_url=base, timeout=TIMEOUT_S, limits=httpx.Limits(max_connections=64), verify=False
+            base_url=base, timeout=TIMEOUT_S, limits=httpx.Limits(max_connections=64)
         )
         self._login = login
         self.token = ""
@@ -416,7 +417,7 @@ async def control_call(control: httpx.AsyncClient, call: Call) -> None:
 async def fault_driver(control: httpx.AsyncClient, tally: Tally, every: float, deadline: float) -> None:
     """Switch the next fault on every ``every`` seconds (the first after half of that), off when it lasts."""
     at = time.monotonic() + every / 2
-    for n in range(10**6):
+    for n in itertools.count():
         if at + every / 2 > deadline:
             return
         await asyncio.sleep(max(0.0, at - time.monotonic()))
