@@ -41,7 +41,7 @@ from typing import Any
 
 import orjson
 
-I64_MIN, U64_MAX = -(2**63), 2**64 - 1
+I64_MIN, I64_MAX, U64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 
 
 class MalformedJson(ValueError):

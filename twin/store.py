@@ -97,6 +97,20 @@ def _check_text(*texts: str) -> None:
             raise InvalidInput(f"{text!r} is not valid text: {err.reason}") from err
 
 
+def _real(bound: float) -> float:
+    """A time bound as SQLite takes it, whatever integer a client asked for (past 2**63 or past
+    what a float holds): the infinities compare as expected."""
+    try:
+        return float(bound)
+    except OverflowError:
+        return float("inf") if bound > 0 else float("-inf")
+
+
+def _count(n: int) -> int:
+    """A LIMIT or OFFSET as SQLite takes it: past its integers means no limit."""
+    return min(n, 2**63 - 1)
+
+
 def _encode(value: Any) -> tuple[Any, str | None]:
     """Numbers go in ``num`` (aggregatable); anything else as JSON text in ``raw``."""
     if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool) and value in _I64):
@@ -236,7 +250,7 @@ class Store:
     def sample_count(self, device_id: str, metric: str, lo: float, hi: float) -> int:
         return self._db.execute(
             "SELECT COUNT(*) FROM samples WHERE device_id = ? AND metric = ? AND ts >= ? AND ts <= ?",
-            (device_id, metric, lo, hi),
+            (device_id, metric, _real(lo), _real(hi)),
         ).fetchone()[0]
 
     def sample_page(
@@ -246,7 +260,7 @@ class Store:
         rows = self._db.execute(
             "SELECT ts, num, raw, quality FROM samples WHERE device_id = ? AND metric = ? "
             "AND ts >= ? AND ts <= ? ORDER BY ts DESC LIMIT ? OFFSET ?",
-            (device_id, metric, lo, hi, limit, offset),
+            (device_id, metric, _real(lo), _real(hi), _count(limit), _count(offset)),
         ).fetchall()
         return [(ts, self._decode(device_id, metric, ts, num, raw), q) for ts, num, raw, q in rows]
 
@@ -255,7 +269,7 @@ class Store:
         return self._db.execute(
             "SELECT ts, num FROM samples WHERE device_id = ? AND metric = ? AND ts >= ? AND ts <= ? "
             "ORDER BY ts",
-            (device_id, metric, lo, hi),
+            (device_id, metric, _real(lo), _real(hi)),
         ).fetchall()
 
     def all_sample_metrics(self) -> list[str]:
@@ -273,7 +287,7 @@ class Store:
 
         ``metrics`` / ``device_ids`` restrict the deletion (``None``: any; an empty list: none).
         """
-        where, args = ["ts < ?"], [cutoff]
+        where, args = ["ts < ?"], [_real(cutoff)]
         for column, names in (("metric", metrics), ("device_id", device_ids)):
             if names is None:
                 continue

@@ -120,3 +120,14 @@ def test_sample_values_are_checked_and_read_back() -> None:
     store._db.execute("INSERT INTO samples VALUES ('d1', 'old', 3.0, NULL, '\"\\ud800\"', NULL)")
     assert store.sample_page("d1", "old", 0, 10, 0, 10) == [(3.0, None, None)]
     assert ("sample", "d1/old@3.0") in store.unreadable
+
+
+def test_sample_queries_take_any_integer_a_client_sends() -> None:
+    store = Store()
+    store.put_samples("d1", [("t", 1.0, 20.5, None), ("t", 2.0, 21.0, None)])
+    huge = 2**70
+    assert store.sample_count("d1", "t", -huge, huge) == 2
+    assert [ts for ts, _, _ in store.sample_page("d1", "t", -(10**400), 10**400, 0, huge)] == [2.0, 1.0]
+    assert store.sample_page("d1", "t", 0, huge, huge, 10) == []
+    assert store.sample_numbers("d1", "t", 1.5, huge) == [(2.0, 21.0)]
+    assert store.delete_samples_before(10**400) == 2

@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from hardware.ports.errors import NotFound
@@ -150,7 +150,9 @@ class ServerLog:
         for unix, text in self.lines():
             files.setdefault(datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d"), []).append((unix, text))
         today = datetime.fromtimestamp(self.world.now(), UTC).date()
-        cutoff = (today - timedelta(days=days - 1)).isoformat() if days else None
+        cutoff = None
+        if days and days - 1 < (today - date.min).days:  # further back than the calendar: every file
+            cutoff = (today - timedelta(days=days - 1)).isoformat()
         kept = {d: rows for d, rows in files.items() if cutoff is None or d >= cutoff}
         if not kept:
             if files:

@@ -14,6 +14,7 @@ from api.automation.deps import Backend
 from api.automation.routers.agents import Route, release_router
 from api.automation.routers.extension_stream import ExtensionId
 from api.automation.schemas import ok
+from api.json_input import I64_MAX, I64_MIN
 from hardware.ports.data import SourceFilter
 from hardware.ports.errors import InvalidInput, NotFound
 
@@ -45,12 +46,16 @@ async def extension_sources(extension_id: ExtensionId, backend: Backend) -> JSON
     return ok([dict(r) for r in backend.data.extension_data_sources(extension_id)], backend.clock.now())
 
 
+Timestamp = Annotated[int | None, Query(ge=I64_MIN, le=I64_MAX)]
+"""The server's ``TimeRangeQuery`` bounds: i64 Unix seconds."""
+
+
 async def extension_metric_data(
     extension_id: ExtensionId,
     metric: str,
     backend: Backend,
-    start: int | None = None,
-    end: int | None = None,
+    start: Timestamp = None,
+    end: Timestamp = None,
     limit: int = Query(1000, ge=0),
 ) -> JSONResponse:
     return ok(
