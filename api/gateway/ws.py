@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import WebSocket
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Request, WebSocket
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors
-from api.gateway.deps import request_token
+from api.gateway.deps import request_token, require_session
 from hardware.ports.errors import DomainError, Unauthenticated
 from hardware.ports.gateway import GatewayBackend
 
@@ -39,6 +39,27 @@ async def ws_backend(websocket: WebSocket) -> GatewayBackend | None:
         await deny(websocket, errors.unauthorized())
         return None
     return backend
+
+
+def not_upgraded() -> Response:
+    """gorilla/websocket's refusal of a request that is not an upgrade (``returnError``)."""
+    headers = {"Sec-Websocket-Version": "13", "X-Content-Type-Options": "nosniff"}
+    return PlainTextResponse("Bad Request\n", status_code=400, headers=headers)
+
+
+PreCheck = Callable[[Request, GatewayBackend], Response | None]
+
+
+def plain_get(router: APIRouter, path: str, precheck: PreCheck | None = None) -> None:
+    """Serve a plain HTTP ``GET`` (no upgrade) on a WebSocket route as the device does: its auth
+    middleware first (401, not the 404 of an unknown route), then the handler's own checks before
+    it upgrades (``precheck``: an answer, or None to go on), then gorilla's 400."""
+
+    async def refuse(request: Request, _: str = Depends(require_session)) -> Response:
+        refusal = precheck(request, request.app.state.backend) if precheck else None
+        return refusal or not_upgraded()
+
+    router.add_api_route(path, refuse, methods=["GET"], include_in_schema=False)
 
 
 async def drain(websocket: WebSocket) -> None:

@@ -150,9 +150,13 @@ async def test_encoder_update_and_reconfigure_interrupts_briefly(gateway, auth, 
 
 
 async def test_rtsp_and_profiles(gateway, auth) -> None:
-    assert (await gateway.put(MEDIA + "/rtsp", json={"enabled": False}, headers=auth)).status_code == 200
+    on = await gateway.put(MEDIA + "/rtsp", json={"enabled": True}, headers=auth)
+    assert await data(on) == {"message": "RTSP state updated successfully", "enabled": True}
+    empty = await gateway.put(MEDIA + "/rtsp", json={}, headers=auth)  # a Go bool: absent is false
+    assert await data(empty) == {"message": "RTSP state updated successfully", "enabled": False}
     assert (await data(await gateway.get(MEDIA + "/config", headers=auth)))["rtsp"]["enabled"] is False
-    assert fails(await gateway.put(MEDIA + "/rtsp", json={}, headers=auth))
+    assert fails(await gateway.put(MEDIA + "/rtsp", json={"enabled": "yes"}, headers=auth))
+    assert fails(await gateway.put(MEDIA + "/rtsp", content=b"[1]", headers=auth))
     profiles = await data(await gateway.get(MEDIA + "/profiles", headers=auth))
     assert profiles == {"profiles": [{"name": "default", "active": True}], "active": "default"}
     await gateway.put(MEDIA + "/image", json={"brightness": 30}, headers=auth)

@@ -15,7 +15,7 @@ from starlette.websockets import WebSocketDisconnect
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import Body
-from api.gateway.ws import deny, ws_backend
+from api.gateway.ws import deny, plain_get, ws_backend
 from hardware.ports.camera_hw import AudioConfig, AudioDevice
 from hardware.ports.errors import DomainError, InvalidInput, RateLimited
 
@@ -158,3 +158,7 @@ async def talk(websocket: WebSocket) -> None:
         pass
     finally:
         session.close()
+
+
+plain_get(ws_router, "/stream")
+plain_get(ws_router, "/talk")

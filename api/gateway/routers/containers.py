@@ -14,7 +14,7 @@ from api import json_input
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.schemas import apps as shapes
-from api.gateway.ws import deny, drain, until_first_ends, ws_backend
+from api.gateway.ws import deny, drain, plain_get, until_first_ends, ws_backend
 from hardware.ports.errors import DomainError, InvalidInput
 from hardware.ports.gateway_apps import LineFeed, ShellSession
 
@@ -163,3 +163,7 @@ async def _exec(websocket: WebSocket, shell: ShellSession) -> None:
             line, pending = pending.split("\n", 1)
             await websocket.send_bytes(shell.feed(line.rstrip("\r")).encode())
     await websocket.close()
+
+
+plain_get(ws_router, "/{container_id}/logs/ws")
+plain_get(ws_router, "/{container_id}/exec/ws")

@@ -11,7 +11,7 @@ from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.schemas import apps as shapes
 from api.gateway.schemas.files import json_object
-from api.gateway.ws import deny, drain, until_first_ends, ws_backend
+from api.gateway.ws import deny, drain, plain_get, until_first_ends, ws_backend
 from hardware.ports.errors import DomainError, InvalidInput
 from hardware.ports.gateway_apps import BusSubscription
 
@@ -58,3 +58,6 @@ async def _relay(websocket: WebSocket, sub: BusSubscription) -> None:
         await websocket.close(code=1011, reason="event bus unavailable")
 
     await until_first_ends(websocket, send(), drain(websocket))  # client messages are ignored
+
+
+plain_get(ws_router, "/stream")

@@ -13,7 +13,7 @@ from starlette.websockets import WebSocketDisconnect
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.schemas import files as shapes
-from api.gateway.ws import deny, drain, until_first_ends, ws_backend
+from api.gateway.ws import deny, drain, plain_get, until_first_ends, ws_backend
 from hardware.ports.errors import DomainError
 from hardware.ports.gateway_files import LogFollower
 
@@ -96,3 +96,6 @@ async def pump_until_closed(websocket: WebSocket, follower: LogFollower) -> None
                     await websocket.send_text(line)
 
     await until_first_ends(websocket, pump(), drain(websocket))
+
+
+plain_get(stream_router, "/logs/stream/ws")

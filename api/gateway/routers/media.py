@@ -26,15 +26,16 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fastapi import APIRouter, Depends, WebSocket
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Request, WebSocket
+from fastapi.responses import JSONResponse, Response
 from starlette.websockets import WebSocketDisconnect
 
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.schemas import media as shapes
-from api.gateway.ws import deny, ws_backend
+from api.gateway.ws import deny, plain_get, ws_backend
 from hardware.ports.errors import DomainError, NotFound, Unavailable
+from hardware.ports.gateway import GatewayBackend
 from hardware.ports.media import MediaFrame, MediaViewer
 
 router = APIRouter(tags=["media"])
@@ -163,3 +164,16 @@ async def _drain(websocket: WebSocket) -> None:
             message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
                 return
+
+
+def _h264_checks(request: Request, backend: GatewayBackend) -> Response | None:
+    """The handler's checks before it upgrades: a ``..`` in the id, an unknown stream."""
+    stream_id = request.path_params["stream_id"]
+    if ".." in stream_id:
+        return errors.fail(1001, "Invalid stream id")
+    if stream_id not in {s.stream_id for s in backend.media.streams()}:
+        return errors.fail(4000, f"Stream not found: {stream_id}")
+    return None
+
+
+plain_get(router, "/api/v1/h264/{stream_id}", _h264_checks)

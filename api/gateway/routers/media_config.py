@@ -115,12 +115,11 @@ async def reconfig_encoder(request: Request, backend: Backend) -> JSONResponse:
 
 @router.put("/rtsp")
 async def set_rtsp(request: Request, backend: Backend) -> JSONResponse:
-    body = Body(await request.body())
-    if not body.has("enabled"):
-        raise InvalidInput("Invalid request format: enabled is required")
-    backend.media.set_rtsp(body.bool("enabled"))
+    """``enabled`` is a plain Go bool: absent (``{}``) binds as false, so the stream is disabled."""
+    enabled = Body(await request.body(), "Invalid request body").bool("enabled")
+    backend.media.set_rtsp(enabled)
     await _rtsp_follows(request)
-    return ok_msg("RTSP state updated")
+    return schemas.ok({"message": "RTSP state updated successfully", "enabled": enabled})
 
 
 @router.get("/profile")

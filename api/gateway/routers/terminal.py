@@ -21,7 +21,7 @@ from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import is_json
 from api.gateway.schemas import files as shapes
-from api.gateway.ws import until_first_ends, ws_backend
+from api.gateway.ws import plain_get, until_first_ends, ws_backend
 from hardware.ports.clock import Clock
 from hardware.ports.errors import DomainError
 from hardware.ports.gateway_files import TerminalSession
@@ -197,3 +197,6 @@ async def _login(
     if ok:
         await websocket.send_text("\r\n")
     return ok
+
+
+plain_get(ws_router, "/terminal/ws")
