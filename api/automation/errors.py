@@ -95,6 +95,8 @@ def install(app: FastAPI, release: str = "0.9.24") -> None:
             return JSONResponse({"error": exc.message}, status)
         if legacy and (response := legacy_response(exc, status, headers)) is not None:
             return response
+        if exc.details.get("admin_required") and request.url.path.startswith("/api/users"):
+            status, code = 400, "BAD_REQUEST"  # the real /users handlers' role check, in both releases
         if "hint" in exc.details:  # the vendor's optional hint next to the message (rule errors)
             body = error_body(code, exc.message, hint=exc.details["hint"])
             return JSONResponse(body, status, headers=headers)

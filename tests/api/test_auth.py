@@ -312,7 +312,11 @@ async def test_users_endpoints_are_jwt_only(automation: httpx.AsyncClient) -> No
             resp = await automation.request(method, path, json=body, headers=headers)
             assert resp.status_code == 403 and resp.json()["error"]["code"] == "FORBIDDEN", (path, headers)
         resp = await automation.request(method, path, json=body, headers=bearer(user))
-        assert resp.status_code == 403 and resp.json()["error"]["message"] == "Admin access required"
+        assert resp.status_code == 400 and resp.json()["error"] == {
+            "code": "BAD_REQUEST",
+            "message": "Admin access required",
+            "request_id": None,
+        }
     users = (await automation.get("/api/users", headers=bearer(admin))).json()["users"]
     assert [(u["username"], u["role"]) for u in users] == [("admin", "admin"), ("alice", "user")]
 
