@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import SCENARIOS, _client, admin_token
 from twin.automation.skill_match import f32_shortest, match_skills, parse_skill, score_skill, tokenize
+from twin.automation.skills import builtin_skills
 from twin.serve import build
 from twin.settings import Settings
 
@@ -204,8 +205,18 @@ async def test_match_on_the_text_given(automation: httpx.AsyncClient, auth: dict
     assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores)
     assert await match("水泵 pump device control") == found  # deterministic
 
-    # An anti-trigger excludes a skill; a rule request goes to the rule skill.
-    assert "pump-care" not in [m["skill_id"] for m in (await match("pump dashboard"))["matches"]]
+    # An anti-trigger takes 1.0 off a skill's score: on its own it excludes a skill that priority
+    # alone would list. A context this large has room for every skill.
+    wide = {"context_size": 32000}
+
+    async def scores_of(query: str) -> dict[str, float]:
+        return {m["skill_id"]: m["score"] for m in (await match(query, **wide))["matches"]}
+
+    assert "pump-care" in await scores_of("zzz") and "pump-care" not in await scores_of("dashboard")
+    assert (await scores_of("pump"))["pump-care"] - (await scores_of("pump dashboard"))["pump-care"] == (
+        pytest.approx(1.0)
+    )
+    # A rule request goes to the rule skill.
     rules = (await match("删除规则 rule-001"))["matches"]
     assert rules[0]["skill_id"] == "rule-management" and rules[0]["score"] > 1
     assert len(rules[0]["body_preview"]) == 200
@@ -219,6 +230,37 @@ async def test_match_on_the_text_given(automation: httpx.AsyncClient, auth: dict
     for body in ({}, {"query": 5}, {"query": "x", "context_size": -1}, {"query": "x", "context_size": "8k"}):
         resp = await automation.post("/api/skills/match", json=body, headers=auth)
         assert_envelope(resp, 422, "VALIDATION_ERROR")
+
+
+def test_each_builtin_skill_is_found_by_its_own_example_request() -> None:
+    """The built-in skills' match fields rank each skill first for a request it names as an example."""
+    examples = {
+        "让助手每天定时跑": "agent-management",
+        "连到远程 MQTT": "connector-management",
+        "做个监控面板": "dashboard-management",
+        "把数据转发到我的服务器": "data-push-management",
+        "shut down the pump": "device-onboarding",
+        "写个自定义扩展": "extension-development",
+        "装个天气扩展": "extension-management",
+        "换个大模型": "llm-management",
+        "发个通知到飞书": "message-management",
+        "温度超过30就告警": "rule-management",
+        "把时区改成上海": "settings-management",
+        "broker 地址是多少": "system-info",
+        "温度转华氏": "transform-management",
+        "写个自定义图表组件": "widget-development",
+        "装个仪表盘组件": "widget-management",
+    }
+    skills = builtin_skills()
+    assert sorted(examples.values()) == BUILTIN_IDS == [s.id for s in skills]
+    for query, skill_id in examples.items():
+        assert match_skills(skills, query, 8000)[0].skill_id == skill_id, query
+    # A close call: installing a dashboard widget also speaks of dashboards.
+    assert [m.skill_id for m in match_skills(skills, "装个仪表盘组件", 8000)[:2]] == [
+        "widget-management",
+        "dashboard-management",
+    ]
+    assert all(s.body.startswith("# ") and len(s.body.encode()) <= 1500 for s in skills)
 
 
 def test_matching_follows_the_server() -> None:
