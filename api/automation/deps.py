@@ -2,16 +2,20 @@
 
 ``current_user`` is the hybrid (JWT-or-API-key) check of every protected route: JWT first, then an
 API key (``X-API-Key``, or ``Bearer nmk_…``), then the key's scope, then the rate limiter, so an
-unauthenticated caller gets 401, never 429. ``admin_user`` is the JWT-only check.
+unauthenticated caller gets 401, never 429. ``admin_user`` is the JWT-only check. :func:`catalogued`
+puts a router's routes behind the check their catalogued class calls for.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import APIRouter, Depends, Request
+from fastapi.routing import APIRoute
 
+from api.automation.catalogue import HYBRID, JWT_ONLY, vendor_routes
 from api.automation.ratelimit import RateLimiter, client_key, limited_path
+from api.routing import shape_of
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.errors import Forbidden, RateLimited, Unauthenticated
 from hardware.ports.types import Principal
@@ -90,6 +94,21 @@ async def admin_user(
         raise Forbidden("Admin access required", admin_required=True)
     rate_limit(request)
     return principal
+
+
+def catalogued(router: APIRouter) -> APIRouter:
+    """``router`` with each of its routes behind the check of its class in the route catalogue (the
+    real router's), so no route hard-codes its authentication; a route the catalogue lacks is
+    protected. Call it once every route is added."""
+    classes = {(r.method, shape_of(r.path)): r.vendor_class for r in vendor_routes()}
+    checks = {HYBRID: [Depends(current_user)], JWT_ONLY: [Depends(admin_user)]}
+    for route in router.routes:
+        if isinstance(route, APIRoute):
+            shape = shape_of("/api" + route.path)
+            method = min(route.methods)
+            auth = classes.get((method, shape), classes.get(("ANY", shape), HYBRID))
+            route.dependencies = [*route.dependencies, *checks.get(auth, [])]
+    return router
 
 
 def rate_limit_device(request: Request, device_id: str) -> None:

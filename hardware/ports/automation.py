@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 from hardware.ports.admin import Administration
 from hardware.ports.agents import AutomationAgents
 from hardware.ports.automations import Automations, Instances
+from hardware.ports.channel_filters import ChannelFilters
 from hardware.ports.chat import ChatSessions
 from hardware.ports.clock import Clock
 from hardware.ports.dashboards import Dashboards
@@ -18,6 +19,7 @@ from hardware.ports.guidance import Onboarding, Suggestions
 from hardware.ports.llm_backends import ModelBackends
 from hardware.ports.market import Components, Market
 from hardware.ports.memory import Memory, Skills
+from hardware.ports.provisioning import Provisioning
 from hardware.ports.rules import AutomationMessages, AutomationPush, AutomationRules
 from hardware.ports.system import AutomationSystem
 from hardware.ports.types import ApiKey, Login, Readiness, User
@@ -41,6 +43,8 @@ class AutomationBackend(Protocol):
     suggestions: Suggestions
     admin: Administration
     data: DataCatalog
+    provisioning: Provisioning
+    channel_filters: ChannelFilters
     automations: Automations
     instances: Instances
     chat: ChatSessions

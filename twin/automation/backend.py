@@ -8,6 +8,7 @@ from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import ApiKey, Login, Readiness, User
 from twin.automation.agents import AgentRegistry
 from twin.automation.automations import AutomationRegistry
+from twin.automation.channel_filters import TwinChannelFilters
 from twin.automation.chat import TwinChat
 from twin.automation.components import ComponentStore
 from twin.automation.config_io import TwinConfig
@@ -21,6 +22,7 @@ from twin.automation.market import Marketplace
 from twin.automation.memory import SystemMemory
 from twin.automation.messages import MessageCenter
 from twin.automation.onboarding import TwinOnboarding
+from twin.automation.provisioning import TwinProvisioning
 from twin.automation.push import DataPush
 from twin.automation.rules import RuleEngine
 from twin.automation.skills import SkillRegistry
@@ -41,6 +43,8 @@ class TwinAutomation:
         self.suggestions = TwinSuggestions(world)
         self.admin = TwinConfig(world, self.onboarding)
         self.data = TwinData(world)
+        self.provisioning = TwinProvisioning(world)
+        self.channel_filters = TwinChannelFilters(world)
         self.mqtt_ready: Callable[[], bool] = lambda: False
         """Whether the MQTT side is connected; the composition root wires it to the bridge."""
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hardware.ports.devices import Approval, DataType, DeviceType, Draft, Ingested, MetricDef
 from hardware.ports.errors import InvalidInput, NotFound, Unauthenticated
 from hardware.ports.events import EventKind
+from hardware.ports.provisioning import OnboardConfig
 
 if TYPE_CHECKING:
     from twin.automation.device_types import DeviceTypeRegistry
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
     from twin.automation.registry import DeviceRegistry
     from twin.engine import Engine
     from twin.sensors import SensorFleet
-
-MAX_DRAFT_SAMPLES = 10
 
 
 def _kind(value: Any) -> str:
@@ -70,6 +69,8 @@ class Ingest:
         self.device_types = device_types
         self.sensor_of = sensor_of
         self.images = images
+        self.onboard = OnboardConfig()
+        """Auto-onboarding's configuration (in memory, as on the server)."""
         self.drafts = world.store.collection("device_drafts")
 
     def _record(self, device_id: str, data: Mapping[str, Any], ts: float, quality: float | None) -> None:
@@ -143,6 +144,9 @@ class Ingest:
                   via: str = "webhook", topic: str | None = None) -> None:  # fmt: skip
         now = self.world.now()
         doc = self.drafts.get(device_id)
+        if doc is None and not self.onboard.enabled:  # auto-onboarding off: the data only
+            self._record(device_id, data, ts, quality)
+            return
         if doc is None:
             doc = {
                 "id": device_id,
@@ -151,7 +155,7 @@ class Ingest:
                 "original_topic": topic,
                 "status": "collecting",
                 "sample_count": 0,
-                "max_samples": MAX_DRAFT_SAMPLES,
+                "max_samples": self.onboard.max_samples,
                 "discovered_at": now,
                 "metrics": {},
             }
@@ -163,6 +167,16 @@ class Ingest:
             doc["status"] = "waiting_processing"
         self.drafts.put(device_id, doc)
         self._record(device_id, data, ts, quality)
+
+    def discover(self, device_id: str, data: Mapping[str, Any], source: str) -> bool:
+        """A sample for auto-onboarding from elsewhere (an upload): taken unless onboarding is off,
+        the device is registered or its draft has all its samples."""
+        draft = self.drafts.get(device_id)
+        full = draft is not None and draft["sample_count"] >= draft["max_samples"]
+        if not self.onboard.enabled or full or self.devices.find_doc(device_id) is not None:
+            return False
+        self._discover(device_id, data, self.world.now(), None, via=source)
+        return True
 
     def list_drafts(self) -> tuple[Draft, ...]:
         return tuple(_draft(d) for d in self.drafts.values())

@@ -33,6 +33,7 @@ from hardware.ports.rules import (
     NewMessage,
 )
 from twin.automation.delivery import Outbox, RetryPolicy
+from twin.automation.message_filter import accepts
 
 if TYPE_CHECKING:
     from twin.engine import Engine
@@ -163,7 +164,8 @@ class MessageCenter:
             timestamp=int(doc["timestamp"]),
         )
         for channel in self.channels.values():
-            if channel["enabled"] and (channels is None or channel["name"] in channels):
+            wanted = channels is None or channel["name"] in channels
+            if channel["enabled"] and wanted and accepts(channel.get("filter"), doc):
                 self._enqueue(channel, doc)
         return _message(doc)
 

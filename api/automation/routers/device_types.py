@@ -1,4 +1,4 @@
-"""Device type templates (jwt-or-api-key)."""
+"""Device type templates and their generation from samples (jwt-or-api-key)."""
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
@@ -7,6 +7,7 @@ from api.automation.deps import Backend, current_user
 from api.automation.schemas import device_types as schemas
 from api.automation.schemas import ok
 from api.automation.schemas.devices import DeviceTypeBody
+from api.automation.schemas.provisioning import GenerateTypeBody
 
 router = APIRouter(tags=["device-types"], dependencies=[Depends(current_user)])
 
@@ -37,3 +38,12 @@ async def get_device_type(device_type: str, backend: Backend) -> JSONResponse:
 async def delete_device_type(device_type: str, backend: Backend) -> JSONResponse:
     backend.devices.delete_device_type(device_type)
     return ok({"success": True, "device_type": device_type, "deleted": True}, backend.clock.now())
+
+
+@router.post("/device-types/generate-from-samples")
+async def generate_from_samples(body: GenerateTypeBody, backend: Backend) -> JSONResponse:
+    samples = [s.data for s in body.samples]
+    generated = backend.provisioning.generate_from_samples(
+        body.device_id, body.manufacturer, samples, body.min_coverage
+    )
+    return ok(dict(generated), backend.clock.now())

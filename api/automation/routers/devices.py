@@ -1,27 +1,84 @@
-"""Devices, drafts, commands and pushed metrics (jwt-or-api-key)."""
+"""Devices, drafts, provisioning, commands and pushed metrics (jwt-or-api-key)."""
 
-from fastapi import APIRouter, Depends, Request
+import dataclasses
+
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend, Version, current_user
+from api.automation.deps import Backend, Version, catalogued
 from api.automation.schemas import devices as schemas
-from api.automation.schemas import ok
+from api.automation.schemas import ok, provisioning
 from api.automation.schemas.system import network_info
 from hardware.ports.devices import KEEP
 from hardware.ports.errors import InternalError, InvalidInput, NotFound
+from hardware.ports.provisioning import BrokerAddress
+from hardware.ports.system import NetworkInfo
 
-router = APIRouter(tags=["devices"], dependencies=[Depends(current_user)])
+router = APIRouter(tags=["devices"])
 
 
-# Drafts first: ``/devices/drafts`` must not be taken for a device id.
+# Drafts ----------------------------------------------------------------------------------------
 @router.get("/devices/drafts")
 async def list_drafts(backend: Backend) -> JSONResponse:
-    return ok(schemas.draft_list(backend.devices.list_drafts()), backend.clock.now())
+    items = [dict(d) for d in backend.provisioning.drafts()]
+    return ok({"items": items, "count": len(items)}, backend.clock.now())
+
+
+@router.get("/devices/drafts/type-signatures")
+async def type_signatures(backend: Backend) -> JSONResponse:
+    signatures = dict(backend.provisioning.type_signatures())
+    return ok({"signatures": signatures, "count": str(len(signatures))}, backend.clock.now())
+
+
+@router.get("/devices/drafts/config")
+async def onboard_config(backend: Backend) -> JSONResponse:
+    return ok(dataclasses.asdict(backend.provisioning.config()), backend.clock.now())
+
+
+@router.put("/devices/drafts/config")
+async def set_onboard_config(body: provisioning.OnboardConfigBody, backend: Backend) -> JSONResponse:
+    backend.provisioning.set_config(body.to_port())
+    return ok({"message": "Configuration updated"}, backend.clock.now())
+
+
+@router.post("/devices/drafts/cleanup")
+async def cleanup_drafts(backend: Backend) -> JSONResponse:
+    cleaned = backend.provisioning.cleanup()
+    return ok({"cleaned": cleaned, "message": f"Cleaned up {cleaned} old draft devices"}, backend.clock.now())
+
+
+@router.post("/devices/drafts/upload")
+async def upload_samples(body: provisioning.UploadBody, backend: Backend) -> JSONResponse:
+    device_id, taken = backend.provisioning.upload(body.device_id, body.source, body.data)
+    message = f"Uploaded {taken} data sample(s) for device '{device_id}'. Check Pending Devices tab."
+    return ok({"message": message}, backend.clock.now())
 
 
 @router.get("/devices/drafts/{draft_id}")
 async def get_draft(draft_id: str, backend: Backend) -> JSONResponse:
-    return ok(schemas.draft_dto(backend.devices.get_draft(draft_id)), backend.clock.now())
+    return ok(dict(backend.provisioning.draft(draft_id)), backend.clock.now())
+
+
+@router.put("/devices/drafts/{draft_id}")
+async def update_draft(draft_id: str, body: provisioning.DraftUpdate, backend: Backend) -> JSONResponse:
+    backend.provisioning.update_draft(draft_id, body.name, body.description)
+    return ok({"message": f"Draft device '{draft_id}' updated"}, backend.clock.now())
+
+
+@router.post("/devices/drafts/{draft_id}/analyze")
+async def analyze_draft(draft_id: str, backend: Backend) -> JSONResponse:
+    backend.provisioning.analyze(draft_id)
+    return ok({"message": f"Analysis triggered for device '{draft_id}'"}, backend.clock.now())
+
+
+@router.post("/devices/drafts/{draft_id}/enhance")
+async def enhance_draft(draft_id: str, backend: Backend) -> JSONResponse:
+    return ok(dict(backend.provisioning.enhance(draft_id)), backend.clock.now())
+
+
+@router.get("/devices/drafts/{draft_id}/suggest-types")
+async def suggest_types(draft_id: str, backend: Backend) -> JSONResponse:
+    return ok(dict(backend.provisioning.suggest_types(draft_id)), backend.clock.now())
 
 
 @router.post("/devices/drafts/{draft_id}/reject")
@@ -41,6 +98,31 @@ async def approve_draft(
         device_name=body.device_name,
     )
     return ok(schemas.approval(approval), backend.clock.now())
+
+
+# Provisioning and generation -------------------------------------------------------------------
+@router.post("/devices/ble-provision")
+async def ble_provision(request: Request, body: provisioning.BleBody, backend: Backend) -> JSONResponse:
+    network: NetworkInfo = request.app.state.network
+
+    def broker(broker_id: str) -> BrokerAddress:
+        if broker_id == "embedded":
+            return BrokerAddress(network.ip, network.mqtt_port)
+        brokers = getattr(backend, "brokers", None)  # the external brokers, where this backend has them
+        if brokers is None:
+            raise NotFound(f"Broker not found: {broker_id}", resource="broker")
+        found = brokers.get_broker(broker_id)
+        return BrokerAddress(found.broker, found.port, found.username or "")
+
+    return ok(dict(backend.provisioning.ble_provision(body.to_port(), broker)), backend.clock.now())
+
+
+@router.post("/devices/generate-mdl")
+async def generate_mdl(body: provisioning.GenerateMdlBody, backend: Backend) -> JSONResponse:
+    made = backend.provisioning.generate_mdl(
+        body.device_name, body.description, body.uplink_example, body.downlink_example
+    )
+    return ok(provisioning.mdl(made), backend.clock.now())
 
 
 @router.post("/devices/current-batch")
@@ -149,3 +231,6 @@ async def write_metric(device_id: str, body: schemas.MetricWriteRequest, backend
     ts = backend.devices.push_metric(device_id, body.metric, body.value, seconds)
     data = {"device_id": device_id, "metric": body.metric, "timestamp": round(ts * 1000), "written": True}
     return ok(data, backend.clock.now())
+
+
+catalogued(router)

@@ -1,15 +1,15 @@
 """Messages and notification channels (jwt-or-api-key; the channel kinds are public). Enveloped."""
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend, current_user
+from api.automation.deps import Backend, catalogued
 from api.automation.schemas import messages as wire
 from api.automation.schemas import ok
 
-router = APIRouter(tags=["messages"], dependencies=[Depends(current_user)])
+router = APIRouter(tags=["messages"])
 public = APIRouter(tags=["messages"])
-legacy = APIRouter(tags=["earlier revision"], dependencies=[Depends(current_user)])
+legacy = APIRouter(tags=["earlier revision"])
 """Release 0.9.17 sent a message manually with ``POST /messages/send``."""
 
 
@@ -89,6 +89,23 @@ async def remove_recipient(name: str, email: str, backend: Backend) -> JSONRespo
     return ok(wire.recipients(backend.messages.remove_recipient(name, email)), backend.clock.now())
 
 
+@router.get("/messages/channels/{name}/filter")
+async def get_filter(name: str, backend: Backend) -> JSONResponse:
+    return ok(dict(backend.channel_filters.get(name)), backend.clock.now())
+
+
+@router.put("/messages/channels/{name}/filter")
+async def set_filter(name: str, body: wire.FilterRequest, backend: Backend) -> JSONResponse:
+    stored = backend.channel_filters.set(name, body.source_types, body.categories, body.min_severity)
+    data = {
+        "message": "Filter updated successfully",
+        "message_zh": "过滤器更新成功",
+        "channel": name,
+        "filter": dict(stored),
+    }
+    return ok(data, backend.clock.now())
+
+
 @router.get("/messages/stats")
 async def message_stats(backend: Backend) -> JSONResponse:
     return ok(wire.stats(backend.messages.message_stats()), backend.clock.now())
@@ -165,3 +182,7 @@ async def resolve_message(message_id: str, backend: Backend) -> JSONResponse:
 @router.post("/messages/{message_id}/archive")
 async def archive_message(message_id: str, backend: Backend) -> JSONResponse:
     return await _set_status(message_id, "archived", backend)
+
+
+for _router in (router, public, legacy):
+    catalogued(_router)

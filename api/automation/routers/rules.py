@@ -1,13 +1,13 @@
 """Rules (jwt-or-api-key): CRUD, enable, dry run, manual trigger, history. Enveloped."""
 
-from fastapi import APIRouter, Body, Depends, Request
+from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend, current_user
+from api.automation.deps import Backend, catalogued
 from api.automation.schemas import ok
 from api.automation.schemas import rules as wire
 
-router = APIRouter(tags=["rules"], dependencies=[Depends(current_user)])
+router = APIRouter(tags=["rules"])
 
 
 @router.get("/rules")
@@ -83,3 +83,6 @@ async def rule_history(rule_id: str, backend: Backend) -> JSONResponse:
 @router.get("/stats/rules")
 async def rule_stats(backend: Backend) -> JSONResponse:
     return ok({"stats": wire.stats(backend.rules.list_rules())}, backend.clock.now())
+
+
+catalogued(router)

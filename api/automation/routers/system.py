@@ -1,13 +1,13 @@
 """Self-description and server info: /metrics, network info, capabilities, tools; system stats.
 
-All public, as on the real router, except ``/stats/system``.
+Auth as the route catalogue (the real router) says: all public except ``/stats/system``.
 """
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from api.automation import schemas
-from api.automation.deps import Backend, CurrentUser, Version
+from api.automation.deps import Backend, Version, catalogued
 from api.automation.metrics import counters_of
 from api.automation.schemas import system as wire
 from hardware.ports.system import NetworkInfo
@@ -53,6 +53,9 @@ async def tool(name: str, backend: Backend) -> JSONResponse:
 
 
 @router.get("/stats/system")
-async def system_stats(user: CurrentUser, backend: Backend, version: Version) -> JSONResponse:
+async def system_stats(backend: Backend, version: Version) -> JSONResponse:
     body = wire.system_stats(backend.system.host_stats(), version, backend.uptime())
     return schemas.ok(body, backend.clock.now())
+
+
+catalogued(router)

@@ -2,16 +2,16 @@
 
 import dataclasses
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend, current_user
+from api.automation.deps import Backend, catalogued
 from api.automation.schemas import ok
 from api.automation.schemas import telemetry as schemas
 from hardware.ports.devices import SourceQuery, TelemetryQuery
 from hardware.ports.errors import InvalidInput
 
-router = APIRouter(tags=["telemetry"], dependencies=[Depends(current_user)])
+router = APIRouter(tags=["telemetry"])
 
 
 @router.get("/devices/{device_id}/telemetry")
@@ -82,3 +82,6 @@ async def query_telemetry(
 ) -> JSONResponse:
     query = SourceQuery(source, metric, start, end, limit, offset, aggregate)
     return ok(schemas.source_series(backend.devices.query_telemetry(query)), backend.clock.now())
+
+
+catalogued(router)

@@ -69,6 +69,13 @@ class RecipientRequest(BaseModel):
     email: str
 
 
+class FilterRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    source_types: list[str]
+    categories: list[str]
+    min_severity: str | None = None
+
+
 class EnabledRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
     enabled: bool
