@@ -1,11 +1,12 @@
-"""Skills: the server's built-in scenario guides and the user's own, by id.
+"""Skills: the built-in scenario guides and the user's own, by id.
 
 The loaded set lives in memory and is built at start (and by reload): the built-in files
 (``skill_builtins/``), then the stored user files over them (``data/skills/<id>.md`` on the server:
 one store document per file, keyed by the file's id, holding its text). The built-in files are the
 twin's own: they carry the server's built-in ids, names, categories, priorities, token budgets,
-trigger and anti-trigger keywords, tool targets and example requests, so a query picks the same
-skills, but their descriptions and bodies are written for the twin and much shorter. A created
+trigger and anti-trigger keywords, tool targets and example requests, so a query ranks the same
+skill first (scores differ slightly: the descriptions are other text), but their descriptions and
+bodies are written for the twin and much shorter. A created
 or updated skill is stored under its id when the id is safe for a file name (letters, digits,
 ``-`` and ``_``, at most 128); otherwise it is loaded but not stored, and a restart forgets it.
 A deleted built-in skill is gone until the next reload or restart. An updated skill keeps the id
