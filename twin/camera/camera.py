@@ -33,6 +33,7 @@ from twin.camera.ota import Ota
 from twin.camera.peripherals import Peripherals
 from twin.camera.platform_state import Platform
 from twin.camera.power import RESTART_DELAY_S, Power
+from twin.camera.preinstall import preinstall
 from twin.camera.stats import accelerator_stats
 from twin.camera.storage import Storage
 from twin.camera.video.scene import SceneWorld
@@ -118,6 +119,7 @@ class Camera:
         ]
         self.power.on_up.append(self.apps.power_up)
         world.emit(EventKind.CAMERA_BOOTED, camera_id, index=index)
+        preinstall(self.apps, world.camera_spec.get(camera_id, world.config.cameras).apps)
 
     # Auth ----------------------------------------------------------------------------------
     def public_key(self) -> PublicKey:

@@ -166,6 +166,10 @@ class Cameras(_Strict):
         le=MAX_OBJECTS,
         description="objects in each camera's scene (default: the scene's own count)",
     )
+    apps: tuple[str, ...] = Field(
+        default=(),
+        description="app packages under assets/apps/ installed and started on each camera at boot",
+    )
 
     @field_validator("profile", "scene")
     @classmethod

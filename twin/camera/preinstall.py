@@ -1,0 +1,38 @@
+"""Apps a scenario puts on a camera before anyone connects (``fleet.cameras.apps``).
+
+Each name is a package directory ``assets/apps/<name>/``: its ``app.yaml`` and the one image
+archive next to it (``scripts/make_assets.py`` writes them). They go through the app manager's
+ordinary pipeline, staged like uploads, then the synchronous install, and the app starts at boot,
+so its logs, its events on the bus and its detections are there from the first minute.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from twin.camera.apps import IMAGE_SUFFIXES
+
+if TYPE_CHECKING:
+    from twin.camera.apps import AppManager
+
+APP_PACKAGES = Path(__file__).resolve().parents[2] / "assets" / "apps"
+
+
+def package(name: str) -> tuple[bytes, str, bytes]:
+    """The package's manifest, image file name and image archive."""
+    folder = APP_PACKAGES / name
+    manifest = folder / "app.yaml"
+    images = sorted(p for p in folder.glob("*") if p.name.lower().endswith(IMAGE_SUFFIXES))
+    if not manifest.is_file() or len(images) != 1:
+        raise ValueError(f"app package {name!r}: {folder} needs app.yaml and one image archive")
+    return manifest.read_bytes(), images[0].name, images[0].read_bytes()
+
+
+def preinstall(apps: AppManager, names: tuple[str, ...]) -> None:
+    for name in names:
+        manifest, image_name, image = package(name)
+        image_path = apps.upload_image(image_name, image)
+        manifest_path, app_id = apps.upload_manifest("app.yaml", manifest)
+        apps.install(manifest_path, image_path, force=False)
+        apps.begin_start(app_id)
