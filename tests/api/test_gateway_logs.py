@@ -100,9 +100,9 @@ async def test_content_refusals(
 
 
 async def test_debug_logs(twin: Twin, gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
-    services = (await gateway.get("/api/v1/debug-logs/services", headers=auth)).json()["data"]
+    services = (await gateway.get("/api/v1/debug-logs/services", headers=auth)).json()["data"]["services"]
     assert services[0] == {"id": "ai-runtime", "name": "AI Runtime"} and len(services) == len(SERVICES)
-    files = (await gateway.get("/api/v1/debug-logs/files", headers=auth)).json()["data"]
+    files = (await gateway.get("/api/v1/debug-logs/files", headers=auth)).json()["data"]["files"]
     assert {"path": "/var/log/auth.log"}.items() <= files[0].items()
     twin.clock.advance(120)
     export = await gateway.post(

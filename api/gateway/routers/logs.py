@@ -48,12 +48,14 @@ async def download(backend: Backend, kind: Kind = "", target: str = "") -> Respo
 
 @router.get("/debug-logs/services")
 async def debug_services(backend: Backend) -> JSONResponse:
-    return schemas.ok([{"id": sid, "name": name} for sid, name in backend.logs.debug_services()])
+    services = [{"id": sid, "name": name} for sid, name in backend.logs.debug_services()]
+    return schemas.ok({"services": services})
 
 
 @router.get("/debug-logs/files")
 async def debug_files(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.debug_files(backend.logs.debug_files(), backend.system.device_time().offset_s))
+    files = shapes.debug_files(backend.logs.debug_files(), backend.system.device_time().offset_s)
+    return schemas.ok({"files": files or None})  # a nil slice when there is none
 
 
 @router.post("/debug-logs/export")
