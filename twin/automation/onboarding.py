@@ -21,6 +21,7 @@ from hardware.ports.guidance import SETUP_PROVIDERS, LlmSetup
 from twin.automation.chat_models import get_json
 
 if TYPE_CHECKING:
+    from twin.store import Collection
     from twin.world import World
 
 DISMISSED = "onboarding_dismissed"
@@ -34,7 +35,8 @@ class TwinOnboarding:
     def __init__(self, world: World) -> None:
         self.world = world
 
-    def _settings(self):  # the collection is looked up per call: a reset rebuilds the store's views
+    def _settings(self) -> Collection:
+        """The server's settings (the collection :mod:`twin.automation.settings` keeps its keys in)."""
         return self.world.store.collection("settings")
 
     # Onboarding -----------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from hardware.ports.provisioning import BleRequest, BrokerAddress, OnboardConfig
 from twin.automation import device_gen
 
 if TYPE_CHECKING:
+    from twin.store import Collection
     from twin.world import World
 
 RECOMMENDATIONS = [
@@ -55,10 +56,10 @@ class TwinProvisioning:
         self.world = world
 
     @property
-    def _drafts(self):
+    def _drafts(self) -> Collection:
         return self.world.ingest.drafts
 
-    def _signatures(self):
+    def _signatures(self) -> Collection:
         return self.world.store.collection("type_signatures")
 
     def _doc(self, device_id: str) -> dict[str, Any]:

@@ -1,15 +1,15 @@
 """Device type templates and their generation from samples (jwt-or-api-key)."""
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend, current_user
+from api.automation.deps import Backend, catalogued
 from api.automation.schemas import device_types as schemas
 from api.automation.schemas import ok
 from api.automation.schemas.devices import DeviceTypeBody
 from api.automation.schemas.provisioning import GenerateTypeBody
 
-router = APIRouter(tags=["device-types"], dependencies=[Depends(current_user)])
+router = APIRouter(tags=["device-types"])
 
 
 @router.get("/device-types")
@@ -47,3 +47,6 @@ async def generate_from_samples(body: GenerateTypeBody, backend: Backend) -> JSO
         body.device_id, body.manufacturer, samples, body.min_coverage
     )
     return ok(dict(generated), backend.clock.now())
+
+
+catalogued(router)
