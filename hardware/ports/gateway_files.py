@@ -92,8 +92,8 @@ class LogFollower(Protocol):
 
 @runtime_checkable
 class GatewayLogs(Protocol):
-    def services(self) -> list[str]:
-        """Service ids whose journal can be read."""
+    def services(self) -> list[tuple[str, str]]:
+        """(id, display name) of the services whose journal can be read."""
 
     def files(self) -> list[LogFile]:
         """``*.log`` files under the device's log directories."""

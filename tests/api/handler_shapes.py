@@ -64,6 +64,61 @@ MEDIA: dict[str, Shape] = {
     },
 }
 
+LOG_FILE: Shape = {"path": str, "name": str, "size": int, "modified_time": str}
+SERVICE: Shape = {"id": str, "name": str}
+
+# handlers/log.go (LogFileInfo; GetServices) and handlers/debug_log.go (gin.H rows)
+LOGS: dict[str, Shape] = {
+    "GET /api/v1/logs/services": {"services": [SERVICE]},
+    "GET /api/v1/logs/files": {"files": [{**LOG_FILE, "service?": str}]},
+    "GET /api/v1/debug-logs/services": {"services": [SERVICE]},
+    "GET /api/v1/debug-logs/files": {"files": [LOG_FILE]},
+}
+
+# handlers/app.go: ListApps (AppWithSyncedState, AppPermissions summaries) answers a bare array
+APPS: dict[str, Shape] = {
+    "GET /api/v1/apps": [
+        {
+            "id": str,
+            "name": str,
+            "version": str,
+            "state": str,
+            "container_id?": str,
+            "pid?": int,
+            "installed_at": int,
+            "started_at": int,
+            "stopped_at": int,
+            "manifest_path": str,
+            "instance_path": str,
+            "permissions?": {
+                "video?": [str],
+                "inference?": {
+                    "models?": [str],
+                    "max_qps?": int,
+                    "max_concurrent?": int,
+                    "allow_register_model?": bool,
+                },
+                "events?": {"publish?": [str], "subscribe?": [str]},
+                "device?": Any,
+                "network?": Any,
+            },
+            "web_url?": str,
+        }
+    ],
+}
+
+# handlers/time.go: SystemTime; GetTimezones answers []TimezoneData
+TIME: dict[str, Shape] = {
+    "GET /api/v1/system/time": {
+        "current_time": str,
+        "unix_timestamp": int,
+        "timezone": str,
+        "uptime": int,
+        "uptime_formatted": str,
+    },
+    "GET /api/v1/system/time/timezones": [{"name": str, "country": str, "offset": str, "offset_sec": int}],
+}
+
 
 def mismatches(value: Any, shape: Any, path: str = "data") -> list[str]:
     """Every way ``value`` differs from ``shape`` (empty when it matches)."""

@@ -3,18 +3,31 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
 from tests.api import handler_shapes as hs
 from tests.conftest import gateway_token
+from twin.serve import Twin
+from twin.settings import Settings
 
-FAMILIES = {"device": hs.DEVICE, "media": hs.MEDIA}
+ROOT = Path(__file__).resolve().parents[2]
+
+FAMILIES = {"device": hs.DEVICE, "media": hs.MEDIA, "logs": hs.LOGS, "apps": hs.APPS, "time": hs.TIME}
 ROUTES = [(family, route) for family, table in FAMILIES.items() for route in table]
 
 
 @pytest.fixture
-async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
+def settings() -> Settings:
+    """The default scenario: its camera runs an app, so the app rows are not empty."""
+    return Settings(scenario=ROOT / "scenarios" / "default.yaml", step=True)
+
+
+@pytest.fixture
+async def auth(gateway: httpx.AsyncClient, twin: Twin) -> dict[str, str]:
+    twin.clock.advance(30)
     return {"Authorization": await gateway_token(gateway)}
 
 
@@ -57,3 +70,15 @@ async def test_factory_field_write(gateway: httpx.AsyncClient, auth: dict[str, s
         assert bad.json()["error"]["detail"] == detail
     empty = await gateway.put("/api/v1/device-info", headers=auth, json={})
     assert empty.status_code == 400 and empty.json()["error"]["detail"] == "Device name cannot be empty"
+
+
+def test_the_checker_catches_what_it_should() -> None:
+    shape = {"a": int, "b?": str, "c": [{"d": float}]}
+    assert hs.mismatches({"a": 1, "c": [{"d": 2}]}, shape) == []
+    found = hs.mismatches({"a": True, "b": 3, "c": [{}], "x": 0}, shape)
+    assert found == [
+        "data.x: not in the handler's struct",
+        "data.a: expected int, got bool True",
+        "data.b: expected str, got int 3",
+        "data.c[0].d: missing",
+    ]

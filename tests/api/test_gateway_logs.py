@@ -38,7 +38,8 @@ async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
 
 
 async def test_services_and_files(twin: Twin, gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
-    assert (await gateway.get("/api/v1/logs/services", headers=auth)).json()["data"] == {"services": SERVICES}
+    listed = (await gateway.get("/api/v1/logs/services", headers=auth)).json()["data"]["services"]
+    assert [s["id"] for s in listed] == SERVICES and listed[7] == {"id": "docker", "name": "Docker"}
     files = (await gateway.get("/api/v1/logs/files", headers=auth)).json()["data"]["files"]
     by_path = {f["path"]: f for f in files}
     assert by_path["/var/log/aipc/sshd.log"]["service"] == "sshd"

@@ -144,8 +144,8 @@ class TwinGatewayLogs(CameraArea):
         super().__init__(world, camera_id)
         self._clock = clock
 
-    def services(self) -> list[str]:
-        return list(SERVICES)
+    def services(self) -> list[tuple[str, str]]:
+        return [(s, SERVICE_NAMES[s]) for s in SERVICES]
 
     def files(self) -> list[LogFile]:
         return [

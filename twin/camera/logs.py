@@ -42,8 +42,8 @@ SERVICE_NAMES = {
     "app-manager": "App Manager",
     "device-control": "Device Control",
     "sshd": "SSH Server",
-    "docker": "Container Runtime",
-    "networkd": "Network Manager",
+    "docker": "Docker",
+    "networkd": "Network",
 }
 LOG_DIRS = ("/var/log", "/var/log/aipc")
 SYSLOG = "/var/log/syslog"

@@ -26,7 +26,7 @@ Kind = Annotated[str, Query(alias="type")]
 
 @router.get("/logs/services")
 async def services(backend: Backend) -> JSONResponse:
-    return schemas.ok({"services": backend.logs.services()})
+    return schemas.ok({"services": [{"id": sid, "name": name} for sid, name in backend.logs.services()]})
 
 
 @router.get("/logs/files")
