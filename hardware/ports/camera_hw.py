@@ -123,12 +123,24 @@ class PtzCommand:
 # Picture ---------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class ImageSettings:
-    """ISP parameters, each -100..100 (0 = neutral)."""
+    """ISP parameters. The four picture ones are -100..100 here (0 = neutral; the daemon's API shows
+    them 0..100, 50 = neutral); the rest are the daemon's own values."""
 
     brightness: int = 0
     contrast: int = 0
     saturation: int = 0
     sharpness: int = 0
+    manual_mode: bool = False
+    auto_exposure: bool = True
+    backlight: int = 0
+    exposure_time_us: int = 33_333
+    gain: int = 0
+    noise_reduction: int = 50
+    wdr_value: int = 0
+    powerline_freq: int = 1
+    """0 off, 1 50 Hz, 2 60 Hz."""
+    awb_index: int = -1
+    """-1 automatic white balance, else a preset 0..16."""
 
 
 @dataclass(frozen=True, slots=True)

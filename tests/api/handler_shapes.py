@@ -52,8 +52,23 @@ DEVICE: dict[str, Shape] = {
     "GET /api/v1/device-info/factory": FACTORY,
 }
 
-# handlers/media.go: GetTransformConfig (a gin.H: every key present)
+# handlers/media.go: GetImageConfig and GetTransformConfig (gin.H: every key present)
 MEDIA: dict[str, Shape] = {
+    "GET /api/v1/media/image": {
+        "manual_mode": bool,
+        "brightness": int,
+        "contrast": int,
+        "saturation": int,
+        "sharpness": int,
+        "auto_exposure": bool,
+        "backlight": int,
+        "exposure_time_us": int,
+        "gain": int,
+        "noise_reduction": int,
+        "wdr_value": int,
+        "powerline_freq": int,
+        "awb_index": int,
+    },
     "GET /api/v1/media/transform": {
         "rotation": int,
         "flip": int,

@@ -46,16 +46,29 @@ async def test_picture_routes_need_a_token(gateway, method: str, path: str) -> N
 
 async def test_image_settings_change_the_picture(gateway, auth, twin: Twin) -> None:
     assert await data(await gateway.get(MEDIA + "/image", headers=auth)) == {
-        "brightness": 0, "contrast": 0, "saturation": 0, "sharpness": 0,
+        "manual_mode": False, "brightness": 50, "contrast": 50, "saturation": 50, "sharpness": 50,
+        "auto_exposure": True, "backlight": 0, "exposure_time_us": 33333, "gain": 0,
+        "noise_reduction": 50, "wdr_value": 0, "powerline_freq": 1, "awb_index": -1,
     }  # fmt: skip
     before = frame(twin).mean()
-    resp = await gateway.put(MEDIA + "/image", json={"brightness": 60}, headers=auth)
-    assert resp.json() == {"code": 0, "message": "Image parameters updated"}
-    assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["brightness"] == 60
+    resp = await gateway.put(MEDIA + "/image", json={"brightness": 80, "gain": 12}, headers=auth)
+    assert (await data(resp)) == {"message": "ISP settings applied successfully"}
+    got = await data(await gateway.get(MEDIA + "/image", headers=auth))
+    assert got["brightness"] == 80 and got["gain"] == 12 and got["contrast"] == 50
     assert frame(twin).mean() > before + 40
-    for body in ({"brightness": 150}, {"contrast": "high"}, [1]):
+    for body, detail in (
+        ({"brightness": 150}, "brightness value 150 out of range [0, 100]"),
+        ({"wdr_value": -1, "brightness": 101}, "brightness value 101 out of range [0, 100]"),
+        ({"exposure_time_us": 0}, "exposure_time_us value 0 out of range [1, 1000000]"),
+        ({"powerline_freq": 3}, "powerline_freq value 3 must be 0 (off), 1 (50Hz), or 2 (60Hz)"),
+        ({"awb_index": 17}, "awb_index value 17 out of range [-1, 16]"),
+        ({"gain": 2**31}, "Invalid request body"),
+        ({"contrast": "high"}, None),
+        ([1], None),
+    ):
         bad = await gateway.put(MEDIA + "/image", json=body, headers=auth)
         assert bad.status_code == 400 and bad.json()["code"] == 1001, body
+        assert detail is None or bad.json()["error"]["detail"] == detail
 
 
 async def test_transform_flips_the_picture(gateway, auth, twin: Twin) -> None:

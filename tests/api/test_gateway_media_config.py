@@ -59,12 +59,12 @@ async def test_config_document_overlay_is_validated_whole(gateway, auth) -> None
         MEDIA + "/config", json={"image": {"contrast": 25}, "rtsp": {"port": 9554}}, headers=auth
     )
     assert resp.json() == {"code": 0, "message": "Configuration updated"}
-    assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["contrast"] == 25
+    assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["contrast"] == 62  # 0..100
     bad = {"image": {"contrast": 10}, "streams": [{"name": "sub", "encoder": {"width": 7}}]}
     assert fails(await gateway.post(MEDIA + "/config", json=bad, headers=auth))
     assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))[
         "contrast"
-    ] == 25  # nothing applied
+    ] == 62  # nothing applied
     plain = await gateway.post(
         MEDIA + "/config", content=b"{}", headers={**auth, "Content-Type": "text/plain"}
     )
@@ -101,7 +101,7 @@ async def test_export_then_import(gateway, auth) -> None:
     exported["config"]["image"]["saturation"] = -40
     resp = await gateway.post(MEDIA + "/config/import", json=exported, headers=auth)
     assert resp.status_code == 200
-    assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["saturation"] == -40
+    assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["saturation"] == 30  # 0..100
     assert fails(
         await gateway.post(MEDIA + "/config/import", json={**exported, "schema": "other"}, headers=auth)
     )
@@ -165,11 +165,12 @@ async def test_rtsp_and_profiles(gateway, auth) -> None:
     assert (
         await gateway.post(MEDIA + "/profile/switch", json={"name": "default"}, headers=auth)
     ).status_code == 200
-    assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["brightness"] == 0
+    assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["brightness"] == 50
     await gateway.post(MEDIA + "/profile/switch", json={"name": "bright"}, headers=auth)
     assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["brightness"] == 30
     current = await data(await gateway.get(MEDIA + "/profile", headers=auth))
-    assert current["name"] == "bright" and current["config"]["image"]["brightness"] == 30
+    # the config document keeps the twin's -100..100 scale (SWAGGER_VS_HANDLERS.md, still open)
+    assert current["name"] == "bright" and current["config"]["image"]["brightness"] == -40
     assert fails(
         await gateway.post(MEDIA + "/profile/switch", json={"name": "nope"}, headers=auth), 404, 4000
     )

@@ -15,7 +15,6 @@ from api.gateway.routers._body import Body, is_json
 from api.gateway.schemas.files import read_form
 from hardware.ports.camera_hw import (
     AiOverlay,
-    ImageSettings,
     OsdDatetime,
     OsdImage,
     OsdStream,
@@ -30,6 +29,16 @@ MASK_FIELDS = ("enabled", "masks")
 MASK_ITEM_FIELDS = ("id", "x", "y", "width", "height", "enabled")
 MAX_UPLOAD = 4 * 1024 * 1024
 TRANSFORM_FLAGS = ("dewarp", "grayscale", "dis", "eis")
+PICTURE = ("brightness", "contrast", "saturation", "sharpness")
+ISP_FLAGS = ("manual_mode", "auto_exposure")
+ISP_NUMBERS = (*PICTURE, "noise_reduction", "wdr_value", "backlight", "exposure_time_us", "gain")
+ISP_NUMBERS += ("powerline_freq", "awb_index")
+"""In ``ValidateISPUpdate``'s order (the first field out of range is the one reported)."""
+ISP_FIELDS = ("manual_mode", *PICTURE, "auto_exposure", "backlight", "exposure_time_us", "gain")
+ISP_FIELDS += ("noise_reduction", "wdr_value", "powerline_freq", "awb_index")
+ISP_RANGES = {"exposure_time_us": (1, 1_000_000), "gain": (0, 1000), "powerline_freq": (0, 2)}
+ISP_RANGES["awb_index"] = (-1, 16)
+ISP_RANGE_TEXT = {"powerline_freq": "powerline_freq value {value} must be 0 (off), 1 (50Hz), or 2 (60Hz)"}
 
 
 def ok_msg(message: str) -> JSONResponse:
@@ -47,19 +56,28 @@ def _osd_stream(o: OsdStream) -> dict[str, Any]:
 
 @router.get("/image")
 async def get_image(backend: Backend) -> JSONResponse:
-    return schemas.ok(dataclasses.asdict(backend.picture.image()))
+    """``GetImageConfig``: the daemon's 13 ISP fields, every key present; the four picture ones on
+    its 0..100 scale (50 = neutral)."""
+    current = dataclasses.asdict(backend.picture.image())
+    return schemas.ok({k: 50 + current[k] // 2 if k in PICTURE else current[k] for k in ISP_FIELDS})
 
 
 @router.put("/image")
 async def put_image(request: Request, backend: Backend) -> JSONResponse:
-    body = Body(await request.body())
-    current = backend.picture.image()
-    fields = {
-        k: body.int(k, default=getattr(current, k))
-        for k in ("brightness", "contrast", "saturation", "sharpness")
-    }
-    backend.picture.set_image(ImageSettings(**fields))
-    return ok_msg("Image parameters updated")
+    """``UpdateImageConfig``: only the fields sent change, checked as ``ValidateISPUpdate`` does."""
+    body = Body(await request.body(), "Invalid request body")
+    changes: dict[str, Any] = {k: body.bool(k) for k in ISP_FLAGS if body.has(k)}
+    values = {k: body.int(k) for k in ISP_NUMBERS if body.has(k)}
+    if any(not -(2**31) <= v < 2**31 for v in values.values()):
+        raise InvalidInput("Invalid request body")  # not an int32: the bind fails
+    for name, value in values.items():
+        low, high = ISP_RANGES.get(name, (0, 100))
+        if not low <= value <= high:
+            text = ISP_RANGE_TEXT.get(name, "{name} value {value} out of range [{low}, {high}]")
+            raise InvalidInput(text.format(name=name, value=value, low=low, high=high))
+        changes[name] = (value - 50) * 2 if name in PICTURE else value
+    backend.picture.set_image(dataclasses.replace(backend.picture.image(), **changes))
+    return schemas.ok({"message": "ISP settings applied successfully"})
 
 
 @router.get("/transform")
