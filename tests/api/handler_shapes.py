@@ -134,6 +134,40 @@ TIME: dict[str, Shape] = {
     "GET /api/v1/system/time/timezones": [{"name": str, "country": str, "offset": str, "offset_sec": int}],
 }
 
+# ai-runtime inference.proto SystemStats / InferenceStats (proto-JSON: every field omitempty)
+AI_STATS: Shape = {
+    "model_stats?": [
+        {
+            "model_id?": str,
+            "total_inferences?": int,
+            "total_errors?": int,
+            "avg_latency_us?": int,
+            "current_qps?": float,
+            "queue_depth?": int,
+            "hw_fps?": float,
+        }
+    ],
+    "device_utilization?": float,
+    "device_temperature?": float,
+    "total_memory_bytes?": int,
+    "used_memory_bytes?": int,
+    "cpu_utilization?": float,
+    "dsp_utilization?": float,
+    "ram_total_kib?": int,
+    "ram_used_kib?": int,
+}
+
+# handlers/handlers.go GetSystemInfo, GetSystemStats, HealthCheck (maps) and ai.go GetAIStats
+SYSTEM: dict[str, Shape] = {
+    "GET /api/v1/system/info": {
+        "version": str,
+        "services": {"ai-runtime": bool, "event-bus": bool, "device-control": bool, "app-manager": bool},
+    },
+    "GET /api/v1/system/stats": {"timestamp": int, "services": {"ai-runtime?": AI_STATS}},
+    "GET /api/v1/system/health": {"status": str, "time": int, "service": str},
+    "GET /api/v1/ai/stats": AI_STATS,
+}
+
 
 def mismatches(value: Any, shape: Any, path: str = "data") -> list[str]:
     """Every way ``value`` differs from ``shape`` (empty when it matches)."""

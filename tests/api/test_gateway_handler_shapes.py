@@ -15,7 +15,14 @@ from twin.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
-FAMILIES = {"device": hs.DEVICE, "media": hs.MEDIA, "logs": hs.LOGS, "apps": hs.APPS, "time": hs.TIME}
+FAMILIES = {
+    "device": hs.DEVICE,
+    "media": hs.MEDIA,
+    "logs": hs.LOGS,
+    "apps": hs.APPS,
+    "time": hs.TIME,
+    "system": hs.SYSTEM,
+}
 ROUTES = [(family, route) for family, table in FAMILIES.items() for route in table]
 
 
@@ -50,6 +57,13 @@ async def test_device_info_values(gateway: httpx.AsyncClient, auth: dict[str, st
     assert info["serial_number"] == info["factory"]["serial_number"] and info["cpu"]["cores"] == 4
     assert info["ota"] == {"update_available": False, "current_version": info["firmware_version"]}
     assert info["uptime_formatted"].endswith("minutes")
+
+
+async def test_system_stats_carry_the_ai_runtimes_stats(gateway: httpx.AsyncClient, auth: dict) -> None:
+    ai = (await gateway.get("/api/v1/ai/stats", headers=auth)).json()["data"]
+    system = (await gateway.get("/api/v1/system/stats", headers=auth)).json()["data"]
+    assert system["services"]["ai-runtime"] == ai and ai["model_stats"][0]["model_id"] == "yolov8n"
+    assert isinstance(ai["model_stats"][0]["avg_latency_us"], int)
 
 
 async def test_factory_field_write(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:

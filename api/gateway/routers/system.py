@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 from api.gateway import schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.schemas import system as shapes
+from api.gateway.schemas.apps import ai_stats
 
 public = APIRouter(prefix="/api/v1/system", tags=["system"])
 router = APIRouter(prefix="/api/v1/system", tags=["system"], dependencies=[Depends(require_session)])
@@ -34,7 +35,11 @@ async def info(backend: Backend) -> JSONResponse:
 
 @router.get("/stats")
 async def stats(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.system_stats(backend.system.stats()))
+    """The handler puts the AI runtime's ``GetStats`` answer (the one ``GET ai/stats`` serves) under
+    ``services["ai-runtime"]``; without a runtime, ``services`` is empty."""
+    stats = backend.system.stats()
+    services = {"ai-runtime": ai_stats(backend.ai.stats())} if stats.ai_runtime is not None else {}
+    return schemas.ok({"timestamp": stats.unix_timestamp, "services": services})
 
 
 @router.post("/password")

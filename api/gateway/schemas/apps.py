@@ -85,7 +85,7 @@ def ai_stats(s: AiStats) -> dict[str, Any]:
                 "model_id": r.model_id,
                 "total_inferences": r.total_inferences,
                 "total_errors": r.total_errors,
-                "avg_latency_us": r.avg_latency_us,
+                "avg_latency_us": round(r.avg_latency_us),  # a uint64 in the proto
                 "current_qps": r.current_qps,
                 "queue_depth": r.queue_depth,
                 "hw_fps": r.hw_fps,

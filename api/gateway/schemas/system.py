@@ -19,7 +19,6 @@ from hardware.ports.types import (
     DeviceTime,
     GatewayInfo,
     OtaStatus,
-    SystemStats,
     TimeConfig,
     TimezoneInfo,
 )
@@ -180,22 +179,6 @@ def timezones(zones: tuple[TimezoneInfo, ...]) -> list[dict[str, Any]]:
         {"name": z.name, "country": z.country, "offset": _offset_text(z.offset_s), "offset_sec": z.offset_s}
         for z in zones
     ]
-
-
-def system_stats(stats: SystemStats) -> dict[str, Any]:
-    """``{timestamp, services:{"ai-runtime": SystemStats}}``; the proto struct goes through Go's
-    encoding/json, so zero fields are omitted and keys are snake_case."""
-    services: dict[str, Any] = {}
-    if stats.ai_runtime is not None:
-        npu = stats.ai_runtime
-        fields = {
-            "device_utilization": npu.device_utilization,
-            "device_temperature": npu.device_temperature,
-            "total_memory_bytes": npu.total_memory_bytes,
-            "used_memory_bytes": npu.used_memory_bytes,
-        }
-        services["ai-runtime"] = {k: v for k, v in fields.items() if v}
-    return {"timestamp": stats.unix_timestamp, "services": services}
 
 
 def password_changed() -> dict[str, Any]:
