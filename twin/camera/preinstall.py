@@ -3,7 +3,8 @@
 Each name is a package directory ``assets/apps/<name>/``: its ``app.yaml`` and the one image
 archive next to it (``scripts/make_assets.py`` writes them). They go through the app manager's
 ordinary pipeline, staged like uploads, then the synchronous install, and the app starts at boot,
-so its logs, its events on the bus and its detections are there from the first minute.
+so its NDJSON logs, its inference subscription and its events on the bus are there from the first
+minute (the boxes show on the video once ``PUT media/ai-overlay`` turns the overlay on).
 """
 
 from __future__ import annotations
