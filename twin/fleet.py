@@ -73,6 +73,8 @@ class CameraSpec:
     """The kind of synthetic scene every camera of the group sees (:data:`twin.camera.video.scene.SCENES`)."""
     objects: int | None = None
     """Objects in each camera's scene; ``None``: the scene kind's own count."""
+    ai_overlay: bool = False
+    """Boot with the AI overlay on (the twin's default is off): detections drawn on the video."""
     apps: tuple[str, ...] = ()
     """App packages (``assets/apps/<name>``) installed and started on each camera at boot."""
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hardware.ports.events import EventKind
 from tests.conftest import gateway_token
 from twin.camera.event_bus import covered
 from twin.camera.preinstall import package
@@ -45,6 +46,18 @@ async def test_default_scenario_runs_the_detection_app(default_world) -> None:
         covered("app/object-detector/detections", [t])
         for t in camera.apps.apps["object-detector"].manifest.publish
     )
+
+
+async def test_default_scenario_draws_the_detections(default_world) -> None:
+    twin, gateway, auth = default_world
+    config = (await gateway.get("/api/v1/media/config", headers=auth)).json()["data"]
+    assert config["ai_overlay"]["enabled"] is True
+    sub = twin.world.bus.subscribe([EventKind.CAMERA_DETECTIONS])
+    twin.clock.advance(60)
+    events = []
+    while (event := sub.get_nowait()) is not None:
+        events.append(event.data)
+    assert len(events) >= 59 and any(e["count"] for e in events)
 
 
 async def test_unknown_app_logs_and_missing_package(default_world) -> None:

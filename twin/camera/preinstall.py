@@ -4,7 +4,7 @@ Each name is a package directory ``assets/apps/<name>/``: its ``app.yaml`` and t
 archive next to it (``scripts/make_assets.py`` writes them). They go through the app manager's
 ordinary pipeline, staged like uploads, then the synchronous install, and the app starts at boot,
 so its NDJSON logs, its inference subscription and its events on the bus are there from the first
-minute (the boxes show on the video once ``PUT media/ai-overlay`` turns the overlay on).
+minute (the boxes show on the video when the overlay is on: ``fleet.cameras.ai_overlay``).
 """
 
 from __future__ import annotations

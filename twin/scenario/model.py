@@ -166,6 +166,10 @@ class Cameras(_Strict):
         le=MAX_OBJECTS,
         description="objects in each camera's scene (default: the scene's own count)",
     )
+    ai_overlay: bool = Field(
+        default=False,
+        description="boot with the AI overlay on: the model's detections drawn on the video",
+    )
     apps: tuple[str, ...] = Field(
         default=(),
         description="app packages under assets/apps/ installed and started on each camera at boot",

@@ -83,8 +83,10 @@ class TwinGatewayMedia(MediaConfiguration):
 
     def _defaults(self) -> cfg.MediaSettings:
         """The settings the camera boots with: the fleet's profile, with ``default`` beside it."""
-        boot = self._world.camera_spec.get(self._id, self._world.config.cameras).profile
+        spec = self._world.camera_spec.get(self._id, self._world.config.cameras)
+        boot = spec.profile
         settings = self._preset(boot)
+        settings.overlay = AiOverlay(enabled=spec.ai_overlay)
         settings.profiles["default"] = self._preset("default").to_dict()
         settings.profiles[boot] = settings.to_dict()
         return settings
@@ -99,6 +101,8 @@ class TwinGatewayMedia(MediaConfiguration):
             self._osd_files, self._osd_pixels = {}, {}
             self._streams = {c.stream_id: self._new_stream(c) for c in self._settings.streams}
             self._env = self._world.env
+            if self._settings.overlay.enabled:
+                self._env.process(self._publish_detections(self._env))
         return self._streams
 
     def _new_stream(self, config: StreamConfig) -> VideoStream:
