@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 DEFAULT_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -65,6 +65,16 @@ class SensorGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class VideoSpec:
+    """Real video in place of the synthetic scene (:mod:`twin.camera.video.source`)."""
+
+    source: str
+    """A file path, an ``rtsp://``, ``http://`` or ``https://`` URL, or a V4L2 device ``/dev/videoN``."""
+    loop: bool = True
+    """A file starts over at its end (else its last frame stays)."""
+
+
+@dataclass(frozen=True, slots=True)
 class CameraSpec:
     count: int = 1
     profile: str = "default"
@@ -77,6 +87,8 @@ class CameraSpec:
     """Boot with the AI overlay on (the twin's default is off): detections drawn on the video."""
     apps: tuple[str, ...] = ()
     """App packages (``assets/apps/<name>``) installed and started on each camera at boot."""
+    video: VideoSpec | None = None
+    """Each camera's video source; ``None``: the synthetic scene."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +100,9 @@ class WorldConfig:
     camera_groups: tuple[CameraSpec, ...] = ()
     """More groups of cameras after ``cameras``, each with its own profile and scene; their
     cameras are numbered on after the first group's (``cam-01``…)."""
+    videos: tuple[tuple[str, VideoSpec], ...] = ()
+    """Video sources set by the operator (``twin run --video-source``) over the groups': by camera
+    id, or ``*`` for every camera; a camera's own entry wins."""
     gateway_username: str = "admin"
     gateway_password: str = "password"
 
@@ -95,7 +110,11 @@ class WorldConfig:
         """Every camera's id and the spec of its group, in order."""
         groups = (self.cameras, *self.camera_groups)
         specs = [spec for spec in groups for _ in range(spec.count)]
-        return [(f"cam-{i + 1:02d}", spec) for i, spec in enumerate(specs)]
+        out = [(f"cam-{i + 1:02d}", spec) for i, spec in enumerate(specs)]
+        videos = dict(self.videos)
+        if not videos:
+            return out
+        return [(cid, replace(spec, video=videos.get(cid, videos.get("*", spec.video)))) for cid, spec in out]
 
 
 def default_sensor_group(count: int) -> SensorGroup:

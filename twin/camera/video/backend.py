@@ -36,6 +36,7 @@ from twin.camera.video import stream as _stream
 from twin.camera.video.media_config import MediaConfiguration
 from twin.camera.video.render import Renderer, View, default_osd
 from twin.camera.video.scene import Scene, scene_of
+from twin.camera.video.source import source_of
 from twin.camera.video.stream import VideoStream, Viewer
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ class TwinGatewayMedia(MediaConfiguration):
         self._osd_pixels: dict[str, np.ndarray] = {}
         self._scene = Scene(0)
         self._detector = Detector(0)
+        spec = world.camera_spec.get(camera_id, world.config.cameras)
+        self._source = source_of(camera_id, spec.video)  # a source that cannot open fails here
 
     # World -------------------------------------------------------------------------------------
     def use_rtsp_port(self, port: int) -> None:
@@ -106,7 +109,7 @@ class TwinGatewayMedia(MediaConfiguration):
         return self._streams
 
     def _new_stream(self, config: StreamConfig) -> VideoStream:
-        return VideoStream(self._world, self._id, config, self._scene, self._view)
+        return VideoStream(self._world, self._id, config, self._scene, self._view, self._source)
 
     def _settings_now(self) -> cfg.MediaSettings:
         self._current()
@@ -195,6 +198,7 @@ class TwinGatewayMedia(MediaConfiguration):
         out = []
         now = self._world.env.now
         service = self._service_running()
+        stall = self._source.stall() if self._source is not None else ""
         for s in self._current().values():
             enabled = self._settings.enabled.get(s.config.stream_id, True)
             # The device's camera daemon encodes all the time; the twin renders only while someone
@@ -208,6 +212,8 @@ class TwinGatewayMedia(MediaConfiguration):
                 state, since, fps = "inactive", None, 0.0
             elif s.interrupted_until is not None:
                 state, since, fps = "starting", None, 0.0
+            elif stall:
+                state, since, fps = "stalled", None, 0.0
             else:
                 state = "active"
                 if s.running() and s.last_frame_at is not None:
@@ -222,7 +228,7 @@ class TwinGatewayMedia(MediaConfiguration):
                     has_encoder=enabled,
                     ms_since_last_frame=since,
                     measured_fps=fps,
-                    status_detail="" if enabled else "disabled in configuration",
+                    status_detail=stall if enabled else "disabled in configuration",
                     viewers=len(s.viewers),
                     dropped_frames=s.dropped(),
                 )
@@ -232,7 +238,7 @@ class TwinGatewayMedia(MediaConfiguration):
     def render_now(self, stream_id: str) -> np.ndarray:
         """The frame the stream shows at this instant (BGR), rendered on the caller's thread."""
         config = self.stream(stream_id).config
-        renderer = Renderer(self._scene, config.width, config.height, self._id)
+        renderer = Renderer(self._scene, config.width, config.height, self._id, self._source)
         return renderer.render(self._world.env.now, self._view(stream_id))
 
     def open_viewer(self, stream_id: str) -> Viewer:

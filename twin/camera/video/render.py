@@ -11,6 +11,8 @@ the order a camera applies them:
 4. privacy masks, blacked out;
 5. the AI overlay (detection boxes and labels) and the OSD (text, date/time, uploaded images).
 
+A camera with real video (:mod:`twin.camera.video.source`) skips 1-2: its latest picture goes through 3-5.
+
 Grading is a per-pixel colour map, so the graded background window is cached (per window and grading)
 and the objects are drawn with graded colours: a frame costs one copy plus what changed.
 Output is BGR ``uint8`` of shape ``(height, width, 3)``: the same inputs give the same bytes.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
@@ -34,6 +37,9 @@ from hardware.ports.camera_hw import (
     Transform,
 )
 from twin.camera.video.scene import Scene
+
+if TYPE_CHECKING:
+    from twin.camera.video.source import MediaSource
 
 PAN_W, PAN_H = 1.5, 1.25
 FONT = cv2.FONT_HERSHEY_SIMPLEX
@@ -165,8 +171,12 @@ def _bgr(rgb: int) -> tuple[int, int, int]:
 class Renderer:
     """Renders one scene at one output size; keeps the panorama and the graded window."""
 
-    def __init__(self, scene: Scene, width: int, height: int, camera_id: str = "") -> None:
+    def __init__(
+        self, scene: Scene, width: int, height: int, camera_id: str = "", source: MediaSource | None = None
+    ) -> None:
         self.scene = scene
+        self.source = source
+        """Real video in place of the scene: its latest picture, then steps 3-5 as on the scene."""
         self.width = width
         self.height = height
         self.camera_id = camera_id
@@ -195,6 +205,8 @@ class Renderer:
     def render(self, t: float, view: View) -> np.ndarray:
         """The frame at sim time ``t`` seen through ``view``."""
         W, H = self.width, self.height
+        if self.source is not None:
+            return self._finish(self.source.picture(W, H), view)
         win = self.window(view)
         params = _grade_params(view)
         key = (win, params)
@@ -218,7 +230,11 @@ class Renderer:
             p0, p1 = (round(fx0 * W), round(fy0 * H)), (round(fx1 * W), round(fy1 * H))
             cv2.rectangle(img, p0, p1, self._colors[box.object_id], -1)
             cv2.rectangle(img, p0, p1, (20, 20, 20), edge)
-        img = _blur(img, view.blur_1280 * W / 1280)
+        return self._finish(_blur(img, view.blur_1280 * W / 1280), view)
+
+    def _finish(self, img: np.ndarray, view: View) -> np.ndarray:
+        """Sharpness, transform, privacy masks, AI overlay and OSD on a picture of the output size."""
+        W, H = self.width, self.height
         if view.image.sharpness > 0:
             k = view.image.sharpness / 50
             img = cv2.addWeighted(img, 1 + k, cv2.GaussianBlur(img, (0, 0), 1.0), -k, 0)

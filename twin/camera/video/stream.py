@@ -38,6 +38,7 @@ from twin.camera.video.render import Renderer, View
 from twin.camera.video.scene import Scene
 
 if TYPE_CHECKING:
+    from twin.camera.video.source import MediaSource
     from twin.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -165,12 +166,15 @@ class VideoStream:
         config: StreamConfig,
         scene: Scene,
         view_of: Callable[[str], View] | None = None,
+        source: MediaSource | None = None,
     ) -> None:
         self.world = world
         self.env = world.env
         self.camera_id = camera_id
         self.config = config
         self.scene = scene
+        self.source = source
+        """Real video in place of the scene (:mod:`twin.camera.video.source`)."""
         self.view_of = view_of or (lambda _sid: View(self.world.now(), camera_id))
         self.viewers: list[Viewer] = []
         self.parameter_sets = b""
@@ -362,7 +366,7 @@ class _Worker:
         self.generation = generation
         self.loop = loop
         self.encoder = H264Encoder(c.width, c.height, c.fps, c.bitrate_bps, c.gop)
-        self.renderer = Renderer(stream.scene, c.width, c.height, stream.camera_id)
+        self.renderer = Renderer(stream.scene, c.width, c.height, stream.camera_id, stream.source)
         self.jobs: queue.Queue[_Job | None] = queue.Queue()
         self.outbox: deque[tuple[float, list, bytes, float, Viewer | None]] = deque()
         self._thread: threading.Thread | None = None
