@@ -189,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
             for problem in err.problems:
                 print(f"twin: {problem}", file=sys.stderr)
             return 2
+        except settings_mod.RealMemberError as err:
+            print(f"twin: {err}", file=sys.stderr)
+            return 2
         except OSError as err:
             print(f"twin: {err}", file=sys.stderr)
             return 1

@@ -32,19 +32,23 @@ from api.gateway.rtsp import RtspServer
 from api.gateway.tls import write_self_signed
 from api.journal import JournalMiddleware
 from api.realtime.mqtt import EmbeddedBroker, MqttBridge
+from hardware.adapters.gates import AutomationGate, Gate, GatewayGate
+from hardware.adapters.passthrough import Passthrough
+from hardware.adapters.upstream import Upstream
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
 from twin.automation.backend import TwinAutomation
 from twin.automation.delivery import run_worker
 from twin.automation.network import network_info
 from twin.camera.gateway import TwinGateway
+from twin.camera.video.source import parse_video_sources
 from twin.clock import SimClock
 from twin.control import TwinControl
 from twin.fleet import WorldConfig, default_sensor_group
 from twin.journal import RequestJournal
 from twin.scenario.actions import describe
 from twin.scenario.model import load_scenario
-from twin.settings import Settings
+from twin.settings import AUTOMATION, RealMember, Settings
 from twin.store import Store
 from twin.world import World
 
@@ -63,12 +67,14 @@ class Twin:
     automation: TwinAutomation
     gateways: dict[str, TwinGateway]
     faults: dict[str, FaultSet]
-    automation_app: FastAPI
-    gateway_apps: dict[str, FastAPI]
+    automation_app: FastAPI | Passthrough
+    gateway_apps: dict[str, FastAPI | Passthrough]
     control_app: FastAPI
     bridge: MqttBridge | None = None
     journal: RequestJournal | None = None
     rtsp: dict[str, RtspServer] = field(default_factory=dict)
+    real: dict[str, Passthrough] = field(default_factory=dict)
+    """The members served by a real device or server (by name), in place of their simulated app."""
 
 
 def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
@@ -82,6 +88,11 @@ def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
         config = dataclasses.replace(  # N cameras of the first group's kind
             config, cameras=dataclasses.replace(config.cameras, count=settings.cameras), camera_groups=()
         )
+    if settings.video_sources:
+        cameras = [camera_id for camera_id, _ in config.camera_specs()]
+        config = dataclasses.replace(
+            config, videos=parse_video_sources(tuple(settings.video_sources), cameras)
+        )
     if settings.sensors is not None:
         groups = config.sensors or (default_sensor_group(settings.sensors),)
         first = dataclasses.replace(groups[0], count=settings.sensors)
@@ -90,6 +101,8 @@ def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
         mode = ClockMode.STEP
     if settings.speed is not None:
         speed = settings.speed
+    if settings.has_real_members:  # a real device keeps wall time, whatever the scenario says
+        mode, speed = ClockMode.REALTIME, 1.0
     return config, mode, speed
 
 
@@ -101,10 +114,22 @@ def host_rate_limit() -> int:
     return host_limit(os.cpu_count() or 1, mem_mb)
 
 
+def _front(app: FastAPI | Passthrough, faults: FaultSet, journal: RequestJournal, name: str, clock: SimClock):
+    """The layers every member is served behind, simulated or real: faults, the journal outermost."""
+    app.add_middleware(FaultMiddleware, faults=faults, sleep=clock.sleep)
+    app.add_middleware(JournalMiddleware, journal=journal, server=name)
+
+
+def _real(member: RealMember, gate: Gate, simulated: FastAPI) -> Passthrough:
+    """A real member in place of its simulated app, whose route table names its routes in the journal."""
+    return Passthrough(Upstream(member.name, member.url, member.insecure), gate, simulated.state.routes)
+
+
 def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     config, mode, speed = world_config(settings)
     store = Store(settings.state_dir / "twin.sqlite3" if settings.state_dir else None)
     world = World(config, store=store, record_trace=record_trace)
+    real = settings.real_members(list(world.cameras))
     clock = SimClock(world, mode=mode, speed=speed)
     automation = TwinAutomation(world, clock)
     faults: dict[str, FaultSet] = {"automation": FaultSet()}
@@ -114,17 +139,19 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     automation_app = create_automation_app(
         automation, release=settings.release, limiter=limiter, network=network_info(settings)
     )
-    automation_app.add_middleware(FaultMiddleware, faults=faults["automation"], sleep=clock.sleep)
+    if AUTOMATION in real:
+        automation_app = _real(real[AUTOMATION], AutomationGate(limiter, settings.release), automation_app)
     journal = RequestJournal(world)
-    automation_app.add_middleware(JournalMiddleware, journal=journal, server="automation")
+    _front(automation_app, faults["automation"], journal, "automation", clock)
     gateways: dict[str, TwinGateway] = {}
-    gateway_apps: dict[str, FastAPI] = {}
+    gateway_apps: dict[str, FastAPI | Passthrough] = {}
     for camera_id in world.cameras:
         gateways[camera_id] = TwinGateway(world, clock, camera_id)
         faults[camera_id] = FaultSet()
         app = create_gateway_app(gateways[camera_id])
-        app.add_middleware(FaultMiddleware, faults=faults[camera_id], sleep=clock.sleep)
-        app.add_middleware(JournalMiddleware, journal=journal, server=camera_id)
+        if camera_id in real:
+            app = _real(real[camera_id], GatewayGate(), app)
+        _front(app, faults[camera_id], journal, camera_id, clock)
         gateway_apps[camera_id] = app
     control = TwinControl(
         world, clock, faults=faults, limiters={"automation": limiter}, journal=journal, gateways=gateways
@@ -141,8 +168,11 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         gateway_apps,
         create_control_app(control, faults, {"automation": limiter}, journal=journal, actions=describe()),
         journal=journal,
+        real={name: {AUTOMATION: automation_app, **gateway_apps}[name] for name in real},
     )
     for camera_id, camera in world.cameras.items():
+        if camera_id in real:
+            continue  # a real camera's RTSP is its own
         host, port = _rtsp_address(settings, camera.index)
         twin.rtsp[camera_id] = server = RtspServer(
             gateways[camera_id], faults[camera_id], name=camera_id, host=host, port=port,
@@ -215,7 +245,8 @@ def _rtsp_address(settings: Settings, index: int) -> tuple[str, int]:
     return f"127.0.1.{index}", settings.rtsp_port
 
 
-def _server(app: FastAPI, host: str, port: int, **ssl: str) -> _Server:
+def _server(app: FastAPI | Passthrough, host: str, port: int, **ssl: str) -> _Server:
+    own = not isinstance(app, Passthrough)  # a real member's Date and Server headers are its own
     config = uvicorn.Config(
         app,
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
@@ -226,6 +257,8 @@ def _server(app: FastAPI, host: str, port: int, **ssl: str) -> _Server:
         lifespan="off",
         ws="websockets-sansio",
         ws_per_message_deflate=False,  # as the automation server (tungstenite has none); saves zlib per frame
+        server_header=own,
+        date_header=own,
         **ssl,
     )
     return _Server(config)
@@ -305,6 +338,11 @@ async def start(twin: Twin, cert_dir: Path) -> Running:
         await stop(running)
         raise
     running.supervisor = asyncio.create_task(_supervise_power(running), name="gateway-power")
+    for name, app in twin.real.items():  # a warning, not a refusal: a device may come up later
+        key = s.real_automation_api_key if name == AUTOMATION else None
+        status = await app.probe(key)
+        if status is not None:
+            log.info("twin: real %s answers (HTTP %d%s)", name, status, " to its API key" if key else "")
     return running
 
 
@@ -334,6 +372,8 @@ async def _reconcile_power(running: Running) -> None:
     for rtsp in running.twin.rtsp.values():  # down with its camera, back where its settings say
         await rtsp.reconcile()
     for camera_id, camera in running.twin.world.cameras.items():
+        if camera_id in running.twin.real:
+            continue  # a real camera powers itself
         for name in (f"{camera_id}/http", f"{camera_id}/https"):
             listener = running.listeners.get(name)
             if listener is None:
@@ -389,6 +429,8 @@ async def stop(running: Running) -> None:
     for listener in running.listeners.values():
         if listener.task is not None:
             await _finish(listener.task)
+    for app in running.twin.real.values():
+        await app.aclose()
     for task in running.tasks:
         task.cancel()
     for task in running.tasks:
@@ -405,7 +447,7 @@ def banner(running: Running) -> str:
     lines = [
         f"twin: seed {t.world.seed}, {len(t.world.sensor_of)} sensors, {len(t.world.cameras)} cameras, "
         f"clock {t.clock.mode.value} x{t.clock.speed:g}, release {t.settings.release}",
-        f"  automation API  {running.url('automation')}/api",
+        f"  automation API  {running.url('automation')}/api{' (real)' if AUTOMATION in t.real else ''}",
         f"  control plane   {running.url('control')}",
     ]
     if running.broker is not None:
@@ -413,6 +455,7 @@ def banner(running: Running) -> str:
     for camera_id in t.world.cameras:
         lines.append(
             f"  {camera_id} gateway  {running.url(camera_id + '/http')}  {running.url(camera_id + '/https')}"
+            + (" (real)" if camera_id in t.real else "")
         )
         rtsp = t.rtsp.get(camera_id)
         if rtsp is not None and rtsp.serving:

@@ -5,12 +5,31 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from hardware.ports.types import ClockMode
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "default.yaml"
+AUTOMATION = "automation"
+
+
+class RealMemberError(ValueError):
+    """A real member the fleet cannot take (an unknown camera id, more cameras than the fleet's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RealMember:
+    """A member of the fleet that is a real device or server: the twin forwards its address to ``url``."""
+
+    name: str
+    """``automation`` or a camera id."""
+    url: str
+    insecure: bool = False
+    """Accept the endpoint's certificate unverified (a device's self-signed one)."""
+    api_key: str | None = field(default=None, repr=False)
+    """The automation server's API key for the twin's own requests (read from the environment)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +67,46 @@ class Settings:
     """The host clients reach this server at (``NEOMIND_PUBLIC_HOST``); default: this host's LAN address."""
     server_url: str | None = None
     """The public base URL of the API server (``NEOMIND_SERVER_URL``), e.g. behind a reverse proxy."""
+    video_sources: tuple[str, ...] = ()
+    """Cameras' video sources over the scenario's (``--video-source``): ``SOURCE`` or ``CAMERA_ID=SOURCE``."""
+    real_automation: str | None = None
+    """The URL of a real automation server served through the twin's layers."""
+    real_automation_api_key: str | None = field(default=None, repr=False)
+    """Its API key, from the environment variable ``--real-automation-api-key-env`` names."""
+    real_cameras: tuple[str, ...] = ()
+    """Real cameras' gateways, each ``URL`` (the fleet's next camera) or ``CAMERA_ID=URL``."""
+    insecure: tuple[str, ...] = ()
+    """Real members (``automation`` or a camera id) whose certificates are not verified."""
+
+    @property
+    def has_real_members(self) -> bool:
+        return bool(self.real_automation or self.real_cameras)
+
+    def real_members(self, camera_ids: Sequence[str]) -> dict[str, RealMember]:
+        """Every real member by name; a camera given without an id takes the fleet's next camera
+        (``camera_ids`` in fleet order) not named by another. :class:`RealMemberError` says what is wrong."""
+        members: dict[str, RealMember] = {}
+        if self.real_automation:
+            members[AUTOMATION] = RealMember(
+                AUTOMATION, self.real_automation, AUTOMATION in self.insecure, self.real_automation_api_key
+            )
+        named = [spec.partition("=") for spec in self.real_cameras if "=" in spec.split("://")[0]]
+        free = iter(c for c in camera_ids if c not in {name for name, _, _ in named})
+        for spec in self.real_cameras:
+            name, _, url = spec.partition("=") if "=" in spec.split("://")[0] else ("", "", spec)
+            if not name:
+                name = next(free, "")
+                if not name:
+                    raise RealMemberError(f"--real-camera: more than the fleet's {len(camera_ids)} cameras")
+            elif name not in camera_ids:
+                raise RealMemberError(f"--real-camera: the fleet has no camera {name!r}")
+            if name in members:
+                raise RealMemberError(f"--real-camera: camera {name!r} is given twice")
+            members[name] = RealMember(name, url, name in self.insecure)
+        unknown = sorted(set(self.insecure) - set(members))
+        if unknown:
+            raise RealMemberError(f"--insecure: {', '.join(unknown)} is not a real member")
+        return members
 
     @property
     def clock_mode(self) -> ClockMode | None:
@@ -105,15 +164,98 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--control-port", type=int)
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     run.add_argument("--rate-limit", type=int, help="automation API requests per minute per client")
+    run.add_argument(
+        "--video-source",
+        metavar="[ID=]SOURCE",
+        dest="video_sources",
+        action="append",
+        help="real video in place of the synthetic scene, for every camera or camera ID: a file, an "
+        "rtsp://, http(s):// URL or /dev/videoN (repeatable)",
+    )
+    real = run.add_argument_group(
+        "real members", "serve a real server or camera through the twin's faults, journal and verdicts"
+    )
+    real.add_argument("--real-automation", metavar="URL", type=_endpoint, help="a real automation server")
+    real.add_argument(
+        "--real-automation-api-key-env",
+        metavar="VAR",
+        help="environment variable holding the real server's API key (for the twin's own checks)",
+    )
+    real.add_argument(
+        "--real-camera",
+        metavar="[ID=]URL",
+        dest="real_cameras",
+        action="append",
+        type=_camera_endpoint,
+        help="a real camera's gateway in place of a simulated one (repeatable)",
+    )
+    real.add_argument(
+        "--insecure",
+        metavar="MEMBER",
+        action="append",
+        help="do not verify this real member's TLS certificate (automation or a camera id; repeatable)",
+    )
     return p
+
+
+def _endpoint(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError("expected an http:// or https:// URL")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise argparse.ArgumentTypeError("a real endpoint's URL has no path, query or credentials")
+    return value.rstrip("/")
+
+
+def _camera_endpoint(value: str) -> str:
+    name, sep, url = value.partition("=")
+    if sep and "://" not in name:
+        if not name:
+            raise argparse.ArgumentTypeError("expected ID=URL or URL")
+        return f"{name}={_endpoint(url)}"
+    return _endpoint(value)
+
+
+def _real_names(values: Mapping[str, object]) -> str:
+    names = ["the automation server"] if values.get("real_automation") else []
+    for spec in values.get("real_cameras", ()):
+        name = spec.partition("=")[0] if "=" in spec.split("://")[0] else ""
+        names.append(f"camera {name}" if name else "a camera")
+    return ", ".join(names)
+
+
+def _real_checks(parser: argparse.ArgumentParser, values: dict, environ: Mapping[str, str]) -> None:
+    """Real members run on the realtime clock at speed 1; their secrets come from the environment."""
+    variable = values.pop("real_automation_api_key_env", None)
+    if variable is not None:
+        if not values.get("real_automation"):
+            parser.error("--real-automation-api-key-env needs --real-automation")
+        if not environ.get(variable):
+            parser.error(f"--real-automation-api-key-env: the environment variable {variable} is not set")
+        values["real_automation_api_key"] = environ[variable]
+    if "real_cameras" in values:
+        values["real_cameras"] = tuple(values["real_cameras"])
+    if "insecure" in values:
+        values["insecure"] = tuple(values["insecure"])
+    if not (values.get("real_automation") or values.get("real_cameras")):
+        if "insecure" in values:
+            parser.error("--insecure names a real member; there is none")
+        return
+    names = _real_names(values)
+    if values.get("step"):
+        parser.error(f"--step cannot be used with a real member ({names} is real): it runs on wall time")
+    if values.get("speed", 1.0) != 1.0:
+        parser.error(f"--speed must be 1 with a real member ({names} is real): it runs on wall time")
 
 
 def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tuple[str, Settings]:
     """The command and its settings; flags win over the environment, which wins over defaults."""
     environ = os.environ if environ is None else environ
-    args = vars(_parser().parse_args(argv))
+    parser = _parser()
+    args = vars(parser.parse_args(argv))
     command = args.pop("command")
     values = {key: value for key, value in args.items() if value is not None}
+    _real_checks(parser, values, environ)
     port_variable = "PORT" if values.get("release") == "0.9.17" else "NEOMIND_PORT"  # renamed after 0.9.17
     if "port" not in values and environ.get(port_variable, "").isdigit():
         values["port"] = int(environ[port_variable])
