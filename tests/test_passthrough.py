@@ -229,6 +229,32 @@ async def test_faults_storm_and_token_expiry_act_at_the_passthrough(pair) -> Non
     assert limited and limited[0].retry_after == storm[2].headers["retry-after"]
 
 
+async def test_a_self_signed_device_over_https_only_when_its_member_is_insecure(tmp_path: Path) -> None:
+    (tmp_path / "up").mkdir()
+    up_twin = build(socket_settings())
+    up = await start(up_twin, tmp_path / "up")
+    fronts = []
+    try:
+        for n, insecure in enumerate(((), ("cam-01",))):
+            (tmp_path / str(n)).mkdir()
+            real = (f"cam-01={up.url('cam-01/https')}",)
+            settings = Settings(
+                scenario=SCENARIOS / "test.yaml", **LOOPBACK, real_cameras=real, insecure=insecure
+            )
+            fronts.append(await start(build(settings), tmp_path / str(n)))
+        verified, insecure_front = (f.url("cam-01/http") for f in fronts)
+        async with httpx.AsyncClient(timeout=10) as http:
+            assert (await http.get(verified + "/api/v1/auth/public-key")).status_code == 502  # not trusted
+            token = (await rsa_login(http, insecure_front)).removeprefix("Bearer ")
+        wss = insecure_front.replace("http://", "ws://") + f"/api/v1/h264/sub?token={token}"
+        async with connect(wss) as ws:  # relayed from the device's wss://
+            assert (await ws.recv())[:4] == b"\xff\xd8\xff\x00"
+    finally:
+        for front in fronts:
+            await stop(front)
+        await stop(up)
+
+
 def test_a_real_member_refuses_step_and_other_speeds(capsys) -> None:
     for flag in (["--step"], ["--speed", "60"]):
         with pytest.raises(SystemExit) as exited:

@@ -28,7 +28,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from api.faults import InjectedReset
 from hardware.adapters.gates import Gate
-from hardware.adapters.upstream import Upstream
+from hardware.adapters.upstream import CONNECT_TIMEOUT_S, Upstream
 
 log = logging.getLogger("twin.passthrough")
 
@@ -179,7 +179,7 @@ class Passthrough:
                 user_agent_header=None,
                 ping_interval=None,
                 max_size=None,
-                open_timeout=self.upstream.client.timeout.connect,
+                open_timeout=CONNECT_TIMEOUT_S,
             )
         except InvalidStatus as err:  # the real side refused the upgrade: its answer, as it gave it
             answer = err.response
@@ -237,7 +237,8 @@ async def _relay(upstream: ClientConnection, receive: Receive, send: Send) -> No
         while True:
             message = await receive()
             if message["type"] == "websocket.disconnect":
-                await upstream.close(message.get("code", 1000), message.get("reason") or "")
+                code = message.get("code", 1000)
+                await upstream.close(1000 if code in UNSENDABLE_CLOSE else code, message.get("reason") or "")
                 return
             if message.get("bytes") is not None:
                 await upstream.send(message["bytes"])
