@@ -168,6 +168,9 @@ async def test_websocket_frames_and_event_streams_are_relayed_and_dropped(pair) 
     assert refused.value.response.status_code == 401 and b'"code":2000' in refused.value.response.body
 
     auto = front.url("automation")
+    async with connect(auto.replace("http://", "ws://") + "/api/events/ws") as events:  # text frames
+        await events.send(json.dumps({"type": "Auth", "token": jwt}))
+        assert json.loads(await events.recv())["type"] == "Authenticated"
     async with (
         httpx.AsyncClient(timeout=10) as http,
         http.stream("GET", auto + f"/api/events/stream?token={jwt}") as sse,
