@@ -27,6 +27,7 @@ from pydantic import (
 
 from twin.camera.video.config import PROFILES
 from twin.camera.video.scene import MAX_OBJECTS, SCENES
+from twin.camera.video.source import media_of
 from twin.fleet import (
     DEFAULT_EPOCH,
     CameraSpec,
@@ -34,6 +35,7 @@ from twin.fleet import (
     SensorGroup,
     SignalKind,
     SignalSpec,
+    VideoSpec,
     WorldConfig,
 )
 from twin.scenario.actions import ACTIONS, check
@@ -147,6 +149,24 @@ MAX_CAMERAS = 254
 """Cameras in a world at the most (their addresses end in 1..254)."""
 
 
+class Video(_Strict):
+    source: str = Field(
+        min_length=1,
+        description="real video in place of the synthetic scene: a file path (relative to the working "
+        "directory), an rtsp://, http:// or https:// URL, or a V4L2 device /dev/videoN",
+    )
+    loop: bool = Field(default=True, description="a file starts over at its end (else its last frame stays)")
+
+    @field_validator("source")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        media_of(value)
+        return value
+
+    def spec(self) -> VideoSpec:
+        return VideoSpec(self.source, self.loop)
+
+
 class Cameras(_Strict):
     count: int = Field(default=1, ge=0, le=MAX_CAMERAS)
     profile: str = Field(
@@ -173,6 +193,11 @@ class Cameras(_Strict):
     apps: tuple[str, ...] = Field(
         default=(),
         description="app packages under assets/apps/ installed and started on each camera at boot",
+    )
+    video: Video | None = Field(
+        default=None,
+        description="each camera's video source (default: the synthetic scene); OSD, privacy masks "
+        "and the AI overlay are drawn on it as on the scene",
     )
 
     @field_validator("profile", "scene")
@@ -225,7 +250,10 @@ class Fleet(_Strict):
         )
 
     def camera_specs(self) -> tuple[CameraSpec, ...]:
-        return tuple(CameraSpec(**g.model_dump()) for g in self.cameras)
+        return tuple(
+            CameraSpec(**g.model_dump(exclude={"video"}), video=g.video.spec() if g.video else None)
+            for g in self.cameras
+        )
 
     def names(self) -> Names:
         """The cameras and simulated sensors (with their metrics) this fleet has."""

@@ -63,7 +63,8 @@ class TwinGatewayMedia(MediaConfiguration):
         self._scene = Scene(0)
         self._detector = Detector(0)
         spec = world.camera_spec.get(camera_id, world.config.cameras)
-        self._source = source_of(camera_id, spec.video)  # a source that cannot open fails here
+        self.source = source_of(camera_id, spec.video)
+        """Real video in place of the scene (``None``: the scene); a source that cannot open fails here."""
 
     # World -------------------------------------------------------------------------------------
     def use_rtsp_port(self, port: int) -> None:
@@ -109,7 +110,7 @@ class TwinGatewayMedia(MediaConfiguration):
         return self._streams
 
     def _new_stream(self, config: StreamConfig) -> VideoStream:
-        return VideoStream(self._world, self._id, config, self._scene, self._view, self._source)
+        return VideoStream(self._world, self._id, config, self._scene, self._view, self.source)
 
     def _settings_now(self) -> cfg.MediaSettings:
         self._current()
@@ -198,7 +199,7 @@ class TwinGatewayMedia(MediaConfiguration):
         out = []
         now = self._world.env.now
         service = self._service_running()
-        stall = self._source.stall() if self._source is not None else ""
+        stall = self.source.stall() if self.source is not None else ""
         for s in self._current().values():
             enabled = self._settings.enabled.get(s.config.stream_id, True)
             # The device's camera daemon encodes all the time; the twin renders only while someone
@@ -238,7 +239,7 @@ class TwinGatewayMedia(MediaConfiguration):
     def render_now(self, stream_id: str) -> np.ndarray:
         """The frame the stream shows at this instant (BGR), rendered on the caller's thread."""
         config = self.stream(stream_id).config
-        renderer = Renderer(self._scene, config.width, config.height, self._id, self._source)
+        renderer = Renderer(self._scene, config.width, config.height, self._id, self.source)
         return renderer.render(self._world.env.now, self._view(stream_id))
 
     def open_viewer(self, stream_id: str) -> Viewer:

@@ -35,7 +35,7 @@ DEVICE = re.compile(r"^/dev/video[0-9]+$")
 def shown(url: str) -> str:
     """``url`` without its credentials, for messages and logs."""
     parts = urlsplit(url)
-    if parts.scheme not in NETWORK_SCHEMES or "@" not in parts.netloc:
+    if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
 
@@ -54,13 +54,18 @@ def media_of(source: str) -> Media:
     return Media(source, source, live=False)
 
 
-def parse_video_sources(specs: tuple[str, ...]) -> tuple[tuple[str, VideoSpec], ...]:
+def parse_video_sources(specs: tuple[str, ...], camera_ids: list[str]) -> tuple[tuple[str, VideoSpec], ...]:
     """``twin run --video-source`` values: ``SOURCE`` (every camera) or ``CAMERA_ID=SOURCE``."""
     out = []
     for spec in specs:
         head = spec.split("://")[0]
         name, _, source = spec.partition("=") if "=" in head and not head.startswith("/") else ("*", "", spec)
-        media_of(source)
+        if name != "*" and name not in camera_ids:
+            raise SourceError(f"--video-source: the fleet has no camera {name!r}")
+        try:
+            media_of(source)
+        except SourceError as e:
+            raise SourceError(f"--video-source {name}: {e}") from None
         out.append((name, VideoSpec(source)))
     return tuple(out)
 
