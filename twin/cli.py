@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from twin import settings as settings_mod
+from twin.camera.video.decoder import SourceError
 from twin.scenario.model import ScenarioError
 
 if TYPE_CHECKING:
@@ -190,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"twin: {problem}", file=sys.stderr)
             return 2
         except settings_mod.RealMemberError as err:
+            print(f"twin: {err}", file=sys.stderr)
+            return 2
+        except SourceError as err:  # a camera's video source: its kind, or a file that cannot open
             print(f"twin: {err}", file=sys.stderr)
             return 2
         except OSError as err:
