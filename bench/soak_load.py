@@ -233,7 +233,7 @@ class Load:
         ]
         gate = [
             (8, self._gateway_reads),
-            (1, lambda: ("PUT", "/api/v1/media/image", {"brightness": self.rng.randint(-20, 20)})),
+            (1, lambda: ("PUT", "/api/v1/media/image", {"brightness": self.rng.randint(0, 100)})),
             (1, lambda: ("PUT", "/api/v1/system/time/timezone", {"timezone": self.rng.choice(ZONES)})),
             (0.05, lambda: ("relogin", "", None)),
         ]
