@@ -186,6 +186,7 @@ async def run_load(
     automation = Session("automation", twin.url, automation_login)
     gateway = Session("gateway", gateway_url, gateway_login)
     control = httpx.AsyncClient(base_url=f"http://{servers.HOST}:{twin.control_port}", timeout=60)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
     try:
         await automation.login()
         await gateway.login()
@@ -344,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         except (servers.ServerError, OSError, httpx.HTTPError) as err:
             print(f"soak: {err!r}", file=sys.stderr)
             return 1
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM (see run_load)
             print("soak: interrupted", file=sys.stderr)
             return 130
         finally:
