@@ -59,7 +59,6 @@ from bench.soak_load import (
     Session,
     Tally,
     automation_login,
-    control_call,
     fault_driver,
     gateway_login,
     sse_subscriber,
@@ -152,7 +151,13 @@ async def drive(load: Load, rate: float, deadline: float) -> None:
 
 
 async def watch_rss(
-    twin: servers.Server, rss: Rss, tally: Tally, started: float, baseline_at: float, deadline: float, snap
+    twin: servers.Server,
+    rss: Rss,
+    tally: Tally,
+    started: float,
+    baseline_at: float,
+    deadline: float,
+    snap: Tracer,
 ) -> None:
     """Sample RSS every RSS_EVERY_S; mark the baseline; print a line a minute."""
     minute = 0
@@ -180,7 +185,7 @@ async def watch_rss(
 
 
 async def run_load(
-    twin: servers.Server, gateway_url: str, args: argparse.Namespace, snap
+    twin: servers.Server, gateway_url: str, args: argparse.Namespace, snap: Tracer
 ) -> tuple[Tally, Rss]:
     tally = Tally()
     automation = Session("automation", twin.url, automation_login)
@@ -209,7 +214,6 @@ async def run_load(
         await asyncio.sleep(1.0)  # let the last requests' effects settle before the final reading
         rss.end = servers.rss_mb(twin.proc.pid)
         await snap()
-        await control_call(control, ("DELETE", "/faults/automation", None))
         return tally, rss
     finally:
         for client in (automation.http, gateway.http, control):
