@@ -267,7 +267,7 @@ class GatewayAi(Protocol):
 
     def register(self, model_id: str, model_path: str, fields: dict[str, object]) -> ModelInfo: ...
 
-    def scan(self) -> tuple[ModelInfo, ...]: ...
+    def scan(self) -> dict[str, int]: ...  # {scanned, added, skipped}, as SeedDiskModels counts them
 
     def load(self, model_id: str) -> ModelInfo:
         """Onto the accelerator, charging its memory; ``InvalidInput`` if already loaded."""

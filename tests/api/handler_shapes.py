@@ -3,14 +3,23 @@ camthink-ai/neoruntime 04fc28cb) and the structs they serialise: one table per r
 
 A shape is a dict of field -> type; a key ending in ``?`` is ``omitempty`` (absent when zero), every
 other key must be present. A nested dict is a nested shape, ``[shape]`` a list of them. ``int`` is a
-JSON integer (never a bool), ``float`` any JSON number, ``Any`` anything. Only ``data`` is described
-(the envelope is the same everywhere)."""
+JSON integer (never a bool), ``float`` any JSON number, ``Any`` anything, ``OrNull(shape)`` the shape
+or ``null`` (a Go slice, map or pointer that may be nil). Only ``data`` is described (the envelope is
+the same everywhere)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 Shape = dict[str, Any]
+
+
+class OrNull:
+    """A value that is either ``shape`` or JSON ``null``."""
+
+    def __init__(self, shape: Any) -> None:
+        self.shape = shape
+
 
 FACTORY: Shape = {
     "available": bool,
@@ -169,8 +178,82 @@ SYSTEM: dict[str, Shape] = {
 }
 
 
+TENSOR_SPEC: Shape = {"shape?": [int], "dtype?": int, "name?": str, "layout?": str}
+MODEL_FIELD: Shape = {
+    "key": str,
+    "type": str,
+    "required": bool,
+    "default": Any,
+    "min?": float,
+    "max?": float,
+    "step?": float,
+    "options?": [{"value": str, "label": str}],
+}
+
+# handlers/ai.go: GetCapabilities (model.SupportedFormats / SupportedModelTypes), ListModels
+# (EnrichedModel), GetModelInfo (the DB record's gin.H, the runtime's fields once loaded), GetModelApps
+AI: dict[str, Shape] = {
+    "GET /api/v1/ai/capabilities": {
+        "formats": [{"extension": str, "mime_type": str, "label": str}],
+        "model_types": [{"id": str, "label": str, "fields": [MODEL_FIELD], "aliases?": [str]}],
+    },
+    "GET /api/v1/ai/models": {
+        "models": [
+            {
+                "model_id": str,
+                "name": str,
+                "model_path": str,
+                "version": str,
+                "status": str,
+                "source?": str,
+                "owner_app_id?": str,
+                "desired_state?": str,
+                "load_timestamp?": int,
+                "inputs?": [TENSOR_SPEC],
+                "outputs?": [TENSOR_SPEC],
+                "estimated_tops?": float,
+                "estimated_memory?": int,
+                "model_type?": str,
+                "variant?": str,
+                "threshold?": float,
+                "max_detections?": int,
+                "file_size?": int,
+                "file_hash?": str,
+                "network_name?": str,
+                "input_width?": int,
+                "input_height?": int,
+                "used_by_apps?": [str],
+            }
+        ]
+    },
+    "GET /api/v1/ai/models/yolov8n": {
+        "model_id": str,
+        "name": str,
+        "model_path": str,
+        "status": str,
+        "model_type": str,
+        "variant": str,
+        "threshold": float,
+        "max_detections": int,
+        "file_size": int,
+        "network_name": str,
+        "input_width": int,
+        "input_height": int,
+        "load_timestamp?": int,
+        "inputs?": OrNull([TENSOR_SPEC]),
+        "outputs?": OrNull([TENSOR_SPEC]),
+        "estimated_tops?": float,
+        "estimated_memory?": int,
+    },
+    "GET /api/v1/ai/models/yolov8n/apps": {"model_id": str, "apps": OrNull([str])},
+    "GET /api/v1/ai/models/nothing-here/apps": {"model_id": str, "apps": OrNull([str])},
+}
+
+
 def mismatches(value: Any, shape: Any, path: str = "data") -> list[str]:
     """Every way ``value`` differs from ``shape`` (empty when it matches)."""
+    if isinstance(shape, OrNull):
+        return [] if value is None else mismatches(value, shape.shape, path)
     if isinstance(shape, dict):
         if not isinstance(value, dict):
             return [f"{path}: expected an object, got {type(value).__name__}"]

@@ -22,6 +22,7 @@ FAMILIES = {
     "apps": hs.APPS,
     "time": hs.TIME,
     "system": hs.SYSTEM,
+    "ai": hs.AI,
 }
 ROUTES = [(family, route) for family, table in FAMILIES.items() for route in table]
 

@@ -149,11 +149,13 @@ class AiRuntime:
             self._scanned = True
             self._scan()
 
-    def _model(self, model_id: str) -> Model:
+    def _find(self, model_id: str) -> Model | None:
         self._ensure_scanned()
-        model = self.models.get(model_id) or next(
-            (m for m in self.models.values() if m.name == model_id), None
-        )
+        by_name = (m for m in self.models.values() if m.name == model_id)
+        return self.models.get(model_id) or next(by_name, None)
+
+    def _model(self, model_id: str) -> Model:
+        model = self._find(model_id)
         if model is None:
             raise NotFound(f"Model not found: {model_id}", resource="model")
         return model
@@ -219,12 +221,13 @@ class AiRuntime:
         self.models[model_id] = model
         return self.get(model_id)
 
-    def scan(self) -> tuple[ModelInfo, ...]:
+    def scan(self) -> dict[str, int]:
         """Register every ``.hef`` under the model directory that the registry does not know yet
-        (a file copied there through the files API); returns every model found there."""
+        (a file copied there through the files API): ``{scanned, added, skipped}`` (``SeedDiskModels``)."""
         self._ensure_scanned()
-        self._scan()
-        return tuple(m for m in self.list() if m.model_path.startswith(MODEL_DIR + "/"))
+        added = len(self._scan())
+        scanned = sum(1 for m in self.models.values() if m.model_path.startswith(MODEL_DIR + "/"))
+        return {"scanned": scanned, "added": added, "skipped": scanned - added}
 
     def _scan(self) -> tuple[ModelInfo, ...]:
         fs = self.fs
@@ -290,8 +293,10 @@ class AiRuntime:
         return affected
 
     def apps_of(self, model_id: str) -> set[str]:
-        """Apps whose manifest names the model, installed or running."""
-        model = self._model(model_id)
+        """Apps whose manifest names the model, installed or running (none for an unknown id)."""
+        model = self._find(model_id)
+        if model is None:
+            return self.model_users(model_id, model_id)
         return self.model_users(model.model_id, model.name) | model.users
 
     # Inference -----------------------------------------------------------------------------

@@ -77,7 +77,7 @@ class TwinGatewayAi(_Area):
     def register(self, model_id: str, model_path: str, fields: dict[str, object]) -> ModelInfo:
         return self.camera.ai.register(model_id, model_path, fields)
 
-    def scan(self) -> tuple[ModelInfo, ...]:
+    def scan(self) -> dict[str, int]:
         return self.camera.ai.scan()
 
     def load(self, model_id: str) -> ModelInfo:

@@ -65,13 +65,12 @@ async def upload_model(request: Request, backend: Backend) -> JSONResponse:
 
 @router.post("/models/scan")
 async def scan_models(backend: Backend) -> JSONResponse:
-    found = backend.ai.scan()
-    return schemas.ok({"models": [shapes.model(m) for m in found], "count": len(found)})
+    return schemas.ok(backend.ai.scan())
 
 
 @router.get("/models/{model_id}")
 async def get_model(model_id: str, backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.model(backend.ai.model(model_id)))
+    return schemas.ok(shapes.model_info(backend.ai.model(model_id)))
 
 
 @router.delete("/models/{model_id}")
@@ -82,8 +81,7 @@ async def delete_model(model_id: str, backend: Backend) -> JSONResponse:
 
 @router.get("/models/{model_id}/apps")
 async def model_apps(model_id: str, backend: Backend) -> JSONResponse:
-    apps = backend.ai.model_apps(model_id)
-    return schemas.ok({"model_id": model_id, "apps": list(apps), "count": len(apps)})
+    return schemas.ok({"model_id": model_id, "apps": list(backend.ai.model_apps(model_id)) or None})
 
 
 @router.post("/models/{model_id}/load")

@@ -65,6 +65,34 @@ def model(m: ModelInfo) -> dict[str, Any]:
     )
 
 
+def model_info(m: ModelInfo) -> dict[str, Any]:
+    """``GetModelInfo``'s record (every key present), with the runtime's fields once loaded; the
+    runtime's tensor specs are not simulated (``null``)."""
+    info: dict[str, Any] = {
+        "model_id": m.model_id,
+        "name": m.name,
+        "model_path": m.model_path,
+        "status": m.status,
+        "model_type": m.model_type,
+        "variant": m.variant,
+        "threshold": m.threshold,
+        "max_detections": m.max_detections,
+        "file_size": m.file_size,
+        "network_name": m.network_name,
+        "input_width": m.input_width,
+        "input_height": m.input_height,
+    }
+    if m.status == "loaded":
+        info |= {
+            "load_timestamp": m.load_timestamp,
+            "inputs": None,
+            "outputs": None,
+            "estimated_tops": 0.0,
+            "estimated_memory": m.estimated_memory,
+        }
+    return info
+
+
 def model_uploaded(m: ModelInfo, filename: str, vstreams: object) -> dict[str, Any]:
     return {
         "model_id": m.model_id,
