@@ -68,9 +68,14 @@ async def test_detail_health_commands_components_assets(automation: httpx.AsyncC
     ]
     assert [c["id"] for c in commands["commands"]] == ["get_current", "get_forecast"]
     comps = (await automation.get("/api/extensions/camera-stream/components", headers=auth)).json()["data"]
-    assert comps["components"][0]["id"] == "live-view"
+    assert comps["extension_name"] == "Camera Stream" and comps["components"][0]["type"] == "live-view"
     every = (await automation.get("/api/extensions/dashboard-components", headers=auth)).json()["data"]
-    assert {c["extension_id"] for c in every["components"]} == {"weather-forecast", "camera-stream"}
+    assert {c["extension_id"] for c in every} == {"weather-forecast", "camera-stream"}
+    live = next(c for c in every if c["type"] == "live-view")
+    assert live["bundle_url"] == "/api/extensions/camera-stream/assets/live-view.js"
+    assert live["data_binding"]["required_fields"] == [] and live["size_constraints"]["max_w"] == 0
+    bundle = await automation.get(live["bundle_url"])
+    assert bundle.status_code == 200
     asset = await automation.get("/api/extensions/camera-stream/assets/live-view.js", headers=auth)
     assert asset.status_code == 200 and asset.headers["content-type"].startswith("application/javascript")
     for bad in ("nope.js", "../../../etc/passwd", "%2Fetc%2Fpasswd"):

@@ -21,6 +21,7 @@ from api.automation.schemas.extensions import (
     EnabledBody,
     RegisterBody,
     capability_info,
+    dashboard_component,
     extension_info,
 )
 from api.body_limit import BodyTooLarge
@@ -40,10 +41,8 @@ async def list_types(backend: Backend) -> JSONResponse:
 
 
 async def dashboard_components(backend: Backend) -> JSONResponse:
-    rows = [
-        {**dict(c), "extension_id": e.id} for e in backend.extensions.list_extensions() for c in e.components
-    ]
-    return ok({"components": rows, "count": len(rows)}, backend.clock.now())
+    exts = backend.extensions.list_extensions()
+    return ok([dashboard_component(e.id, c) for e in exts for c in e.components], backend.clock.now())
 
 
 async def get_extension(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
@@ -74,8 +73,9 @@ async def run_command(extension_id: ExtensionId, body: CommandBody, backend: Bac
 
 
 async def components(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
-    rows = [dict(c) for c in backend.extensions.get_extension(extension_id).components]
-    return ok({"extension_id": extension_id, "components": rows, "count": len(rows)}, backend.clock.now())
+    e = backend.extensions.get_extension(extension_id)
+    rows = [dashboard_component(e.id, c) for c in e.components]
+    return ok({"extension_id": e.id, "extension_name": e.name, "components": rows}, backend.clock.now())
 
 
 async def asset(extension_id: ExtensionId, asset_path: str, backend: Backend) -> Response:

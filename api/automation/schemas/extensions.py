@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, StrictBool
@@ -83,6 +84,36 @@ def extension_info(e: Extension) -> dict[str, Any]:
         ],
         "config_parameters": dict(e.config),
         "disabled_commands": list(e.disabled_commands),
+    }
+
+
+def dashboard_component(extension_id: str, c: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest component as the real DashboardComponentDto: ``bundle_url`` points at the asset
+    route, and what the manifest leaves out takes the real handler's serde defaults."""
+    bundle = str(c.get("bundle_path") or c.get("entry", "")).removeprefix("assets/")
+    size = {"min_w": 0, "min_h": 0, "default_w": 0, "default_h": 0, "max_w": 0, "max_h": 0}
+    binding = {"extension_metric": None, "extension_command": None, "required_fields": []}
+    return {
+        "type": c.get("type", c.get("id")),
+        "name": c.get("name", ""),
+        "description": c.get("description", ""),
+        "category": c.get("category", ""),
+        "icon": c.get("icon"),
+        "bundle_url": f"/api/extensions/{extension_id}/assets/{bundle}",
+        "export_name": c.get("export_name", "default"),
+        "global_name": c.get("global_name"),
+        "size_constraints": {**size, "preserve_aspect": None, **(c.get("size_constraints") or {})},
+        "has_data_source": bool(c.get("has_data_source", False)),
+        "has_display_config": bool(c.get("has_display_config", False)),
+        "has_actions": bool(c.get("has_actions", False)),
+        "max_data_sources": int(c.get("max_data_sources", 0)),
+        "config_schema": c.get("config_schema"),
+        "data_source_schema": c.get("data_source_schema"),
+        "default_config": c.get("default_config"),
+        "variants": list(c.get("variants", ())),
+        "data_binding": {**binding, **(c.get("data_binding") or {})},
+        "has_device_binding": bool(c.get("has_device_binding", False)),
+        "extension_id": extension_id,
     }
 
 
