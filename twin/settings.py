@@ -33,6 +33,21 @@ class RealMember:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetPublishing:
+    """The simulated sensors published as devices to an outside MQTT broker (``--publish-fleet-to``)."""
+
+    url: str
+    login: tuple[str, str] | None = field(default=None, repr=False)
+    """Username and password, from ``TWIN_PUBLISH_MQTT_USERNAME`` / ``TWIN_PUBLISH_MQTT_PASSWORD``."""
+    buffer: int = 10_000
+    """Messages kept while the broker is away; past that the oldest are dropped (and counted)."""
+
+
+PUBLISH_USERNAME_ENV = "TWIN_PUBLISH_MQTT_USERNAME"
+PUBLISH_PASSWORD_ENV = "TWIN_PUBLISH_MQTT_PASSWORD"
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     scenario: Path | None = DEFAULT_SCENARIO
     seed: int | None = None
@@ -77,6 +92,8 @@ class Settings:
     """Real cameras' gateways, each ``URL`` (the fleet's next camera) or ``CAMERA_ID=URL``."""
     insecure: tuple[str, ...] = ()
     """Real members (``automation`` or a camera id) whose certificates are not verified."""
+    publish_fleet: FleetPublishing | None = None
+    """Where the simulated sensors are published as real devices would publish, if anywhere."""
 
     @property
     def has_real_members(self) -> bool:
@@ -172,6 +189,19 @@ def _parser() -> argparse.ArgumentParser:
         help="real video in place of the synthetic scene, for every camera or camera ID: a file, an "
         "rtsp://, http(s):// URL or /dev/videoN (repeatable)",
     )
+    run.add_argument(
+        "--publish-fleet-to",
+        metavar="URL",
+        type=_broker_url,
+        help="also publish every simulated sensor's samples to this MQTT broker (mqtt:// or mqtts://) "
+        f"as the devices would, QoS 1; login from {PUBLISH_USERNAME_ENV} / {PUBLISH_PASSWORD_ENV}",
+    )
+    run.add_argument(
+        "--publish-fleet-buffer",
+        metavar="N",
+        type=int,
+        help="messages kept while that broker is away (default 10000; then the oldest are dropped)",
+    )
     real = run.add_argument_group(
         "real members", "serve a real server or camera through the twin's faults, journal and verdicts"
     )
@@ -205,6 +235,33 @@ def _endpoint(value: str) -> str:
     if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
         raise argparse.ArgumentTypeError("a real endpoint's URL has no path, query or credentials")
     return value.rstrip("/")
+
+
+def _broker_url(value: str) -> str:
+    from hardware.adapters.mqtt_fleet import broker_address  # paho, only when the option is given
+
+    try:
+        broker_address(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+    return value.rstrip("/")
+
+
+def _publish_checks(parser: argparse.ArgumentParser, values: dict, environ: Mapping[str, str]) -> None:
+    """``--publish-fleet-to`` and its buffer become one :class:`FleetPublishing`; the login comes
+    from the environment only."""
+    url, buffer = values.pop("publish_fleet_to", None), values.pop("publish_fleet_buffer", None)
+    if url is None:
+        if buffer is not None:
+            parser.error("--publish-fleet-buffer needs --publish-fleet-to")
+        return
+    if buffer is not None and buffer < 1:
+        parser.error("--publish-fleet-buffer must be at least 1")
+    user, password = environ.get(PUBLISH_USERNAME_ENV), environ.get(PUBLISH_PASSWORD_ENV)
+    if password and not user:
+        parser.error(f"{PUBLISH_PASSWORD_ENV} is set without {PUBLISH_USERNAME_ENV}")
+    login = (user, password or "") if user else None
+    values["publish_fleet"] = FleetPublishing(url, login, **({"buffer": buffer} if buffer else {}))
 
 
 def _camera_endpoint(value: str) -> str:
@@ -256,6 +313,7 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     command = args.pop("command")
     values = {key: value for key, value in args.items() if value is not None}
     _real_checks(parser, values, environ)
+    _publish_checks(parser, values, environ)
     port_variable = "PORT" if values.get("release") == "0.9.17" else "NEOMIND_PORT"  # renamed after 0.9.17
     if "port" not in values and environ.get(port_variable, "").isdigit():
         values["port"] = int(environ[port_variable])

@@ -10,7 +10,7 @@ with the symbolic domain code. The routes of one area each are in :mod:`api.cont
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -95,6 +95,12 @@ def limiter_json(limiter: RateLimiter) -> dict[str, Any]:
     }
 
 
+class PublisherView(Protocol):
+    """The fleet publisher (``twin run --publish-fleet-to``), as the control plane sees it."""
+
+    def status(self) -> dict[str, Any]: ...
+
+
 ROUTERS = (actions.router, fleet.router, scenarios.router, console.router, demo.router)
 
 
@@ -112,6 +118,7 @@ def create_app(
     app.state.limiters = limiters or {}
     app.state.journal = journal
     app.state.actions = actions or []
+    app.state.publisher: PublisherView | None = None  # set by the composition root when there is one
 
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:
@@ -210,6 +217,14 @@ def create_app(
     async def calm(limiter: Limiter) -> dict:
         limiter.calm()
         return limiter_json(limiter)
+
+    @app.get("/publisher")
+    async def publisher_status(request: Request) -> dict:
+        """The fleet publisher's delivery counters: produced, published, acknowledged (PUBACK),
+        in flight, undelivered, buffered, dropped, reconnects."""
+        if request.app.state.publisher is None:
+            raise NotFound("the fleet is not published to a broker (twin run --publish-fleet-to)")
+        return request.app.state.publisher.status()
 
     for router in ROUTERS:
         app.include_router(router)
