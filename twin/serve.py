@@ -33,6 +33,7 @@ from api.gateway.tls import write_self_signed
 from api.journal import JournalMiddleware
 from api.realtime.mqtt import EmbeddedBroker, MqttBridge
 from hardware.adapters.gates import AutomationGate, Gate, GatewayGate
+from hardware.adapters.mqtt_fleet import FleetPublisher
 from hardware.adapters.passthrough import Passthrough
 from hardware.adapters.upstream import Upstream
 from hardware.ports.events import EventKind
@@ -71,6 +72,7 @@ class Twin:
     gateway_apps: dict[str, FastAPI | Passthrough]
     control_app: FastAPI
     bridge: MqttBridge | None = None
+    publisher: FleetPublisher | None = None
     journal: RequestJournal | None = None
     rtsp: dict[str, RtspServer] = field(default_factory=dict)
     real: dict[str, Passthrough] = field(default_factory=dict)
@@ -182,6 +184,9 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
     twin.bridge = bridge = MqttBridge(automation, mqtt_url)
     automation.mqtt_ready = lambda: bridge.connected
+    if (out := settings.publish_fleet) is not None:  # the simulated sensors on an outside broker
+        twin.publisher = FleetPublisher(automation, out.url, out.login, buffer=out.buffer, seed=world.seed)
+        twin.control_app.state.publisher = twin.publisher
     return twin
 
 
@@ -290,6 +295,8 @@ async def start(twin: Twin, cert_dir: Path) -> Running:
             twin.bridge.url = f"mqtt://127.0.0.1:{running.broker.port}"
     running.tasks.append(asyncio.create_task(twin.clock.run(), name="clock"))
     running.tasks.append(asyncio.create_task(twin.bridge.run(), name="mqtt-bridge"))
+    if twin.publisher is not None:
+        running.tasks.append(asyncio.create_task(twin.publisher.run(), name="fleet-publisher"))
     running.tasks.append(asyncio.create_task(run_worker(lambda: twin.world), name="delivery"))
 
     listeners = [
