@@ -7,10 +7,16 @@ streams and default settings are made on next use.
 Every frame is rendered through a :class:`~twin.camera.video.render.View` captured on the world's thread at
 the frame's tick: the lens (zoom, focus error, iris), the peripherals (PTZ, day/night, IR, light) and
 these settings (image, transform, OSD, privacy masks, AI overlay with the model's detections).
+
+The settings are durable, as the daemon's configuration file and its OSD images are on the device:
+one document per camera in the store (the configuration and the stored profiles), written by every
+change, and one per OSD image; a new environment reads them back, or takes the boot defaults when
+there are none (a reset clears the store).
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 from typing import TYPE_CHECKING
 
@@ -47,6 +53,31 @@ if TYPE_CHECKING:
 MAX_OSD_IMAGES = 32
 MAX_OSD_IMAGE_BYTES = 2 * 1024 * 1024
 DETECTIONS_EVERY_S = 1.0
+MEDIA_KIND = "camera_media"
+"""Durable: one document per camera, keyed by its id: the configuration, the profiles and the RTSP
+port the camera was served on when it was written."""
+OSD_IMAGES_KIND = "camera_osd_images"
+"""Durable: one document per OSD image, keyed ``camera_id:name``."""
+
+
+def _decode(data: bytes) -> np.ndarray | None:
+    """An OSD image's pixels (BGR or BGRA, 8 bits), or ``None`` for bytes that are not an image."""
+    pixels = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED) if data else None
+    if pixels is None:
+        return None
+    if pixels.ndim == 2:
+        pixels = cv2.cvtColor(pixels, cv2.COLOR_GRAY2BGR)
+    pixels = pixels[:, :, :4].astype(np.uint8) if pixels.dtype != np.uint8 else pixels[:, :, :4]
+    return np.ascontiguousarray(pixels)
+
+
+def _move_rtsp_port(settings: cfg.MediaSettings, old: int, new: int) -> None:
+    """Settings still on ``old``, current or stored in a profile, move to ``new``."""
+    if settings.rtsp_port == old:
+        settings.rtsp_port = new
+    for doc in settings.profiles.values():
+        if doc.get("rtsp", {}).get("port") == old:
+            doc["rtsp"]["port"] = new
 
 
 class TwinGatewayMedia(MediaConfiguration):
@@ -72,13 +103,8 @@ class TwinGatewayMedia(MediaConfiguration):
         8554): the camera boots with it in ``rtsp.port``, and settings still on the old default,
         current or stored in a profile, move with it, so the configuration names the served port."""
         old, self._rtsp_port = self._rtsp_port, port
-        if self._env is None:
-            return
-        if self._settings.rtsp_port == old:
-            self._settings.rtsp_port = port
-        for doc in self._settings.profiles.values():
-            if doc.get("rtsp", {}).get("port") == old:
-                doc["rtsp"]["port"] = port
+        if self._env is not None:
+            _move_rtsp_port(self._settings, old, port)
 
     def _preset(self, name: str) -> cfg.MediaSettings:
         streams = [_stream.scaled(c, _stream.RESOLUTION_SCALE) for c in cfg.PROFILES[name]]
@@ -95,14 +121,34 @@ class TwinGatewayMedia(MediaConfiguration):
         settings.profiles[boot] = settings.to_dict()
         return settings
 
+    def _stored(self) -> cfg.MediaSettings | None:
+        """The settings last written to the store, on the port this camera is served on now."""
+        doc = self._world.store.collection(MEDIA_KIND).get(self._id)
+        if doc is None:
+            return None
+        settings = cfg.MediaSettings([], {}, profiles=doc["profiles"])
+        for name, value in cfg.parse_document(doc["config"]).items():
+            setattr(settings, name, value)
+        _move_rtsp_port(settings, doc["rtsp_served"], self._rtsp_port)
+        return settings
+
+    def _save(self) -> None:
+        s = self._settings
+        doc = {"config": s.to_dict(), "profiles": s.profiles, "rtsp_served": self._rtsp_port}
+        self._world.store.collection(MEDIA_KIND).put(self._id, doc)
+
     def _current(self) -> dict[str, VideoStream]:
         if self._env is not self._world.env:
             for old in self._streams.values():
                 old.close()
             self._scene = scene_of(self._world, self._id)
             self._detector = Detector(self._world.streams.key(f"{self._id}/detections"))
-            self._settings = self._defaults()
+            self._settings = self._stored() or self._defaults()
             self._osd_files, self._osd_pixels = {}, {}
+            for doc_id, doc in self._world.store.collection(OSD_IMAGES_KIND).items():
+                if doc_id.startswith(self._id + ":"):
+                    data = base64.b64decode(doc["data"])
+                    self._keep_osd_image(doc_id.removeprefix(self._id + ":"), doc["content_type"], data)
             self._streams = {c.stream_id: self._new_stream(c) for c in self._settings.streams}
             self._env = self._world.env
             if self._settings.overlay.enabled:
@@ -132,6 +178,7 @@ class TwinGatewayMedia(MediaConfiguration):
                 for viewer in list(streams[name].viewers):
                     viewer.close()
         self._streams = {name: streams[name] for name in wanted}
+        self._save()
 
     def _camera(self) -> Camera:
         return camera_of(self._world, self._id)
@@ -259,6 +306,7 @@ class TwinGatewayMedia(MediaConfiguration):
             if not -100 <= getattr(settings, k) <= 100:
                 raise InvalidInput(f"{k} must be between -100 and 100")
         self._settings_now().image = settings
+        self._save()
 
     def transform(self) -> Transform:
         return self._settings_now().transform
@@ -267,6 +315,7 @@ class TwinGatewayMedia(MediaConfiguration):
         if transform.rotation not in cfg.ROTATIONS:
             raise InvalidInput("rotation must be 0, 90, 180 or 270")
         self._settings_now().transform = transform
+        self._save()
 
     def osd(self) -> tuple[OsdStream, ...]:
         s = self._settings_now()
@@ -286,6 +335,7 @@ class TwinGatewayMedia(MediaConfiguration):
                 raise NotFound(f"stream {o.stream_name} not found", resource="stream")
         for o in streams:
             s.osd[o.stream_name] = o
+        self._save()
 
     def _check_osd_streams(self) -> None:
         s = self._settings
@@ -301,15 +351,23 @@ class TwinGatewayMedia(MediaConfiguration):
             raise InvalidInput("image too large")
         if name not in self._osd_files and len(self._osd_files) >= MAX_OSD_IMAGES:
             raise InvalidInput(f"at most {MAX_OSD_IMAGES} OSD images")
-        pixels = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED) if data else None
+        pixels = _decode(data)
         if pixels is None:
             raise InvalidInput("not a PNG, JPEG or BMP image")
-        if pixels.ndim == 2:
-            pixels = cv2.cvtColor(pixels, cv2.COLOR_GRAY2BGR)
-        pixels = pixels[:, :, :4].astype(np.uint8) if pixels.dtype != np.uint8 else pixels[:, :, :4]
-        file = OsdImageFile(name, content_type or "application/octet-stream", data)
+        file = self._keep_osd_image(name, content_type or "application/octet-stream", data, pixels)
+        doc = {"content_type": file.content_type, "data": base64.b64encode(data).decode()}
+        self._world.store.collection(OSD_IMAGES_KIND).put(f"{self._id}:{name}", doc)
+        return file
+
+    def _keep_osd_image(
+        self, name: str, content_type: str, data: bytes, pixels: np.ndarray | None = None
+    ) -> OsdImageFile:
+        if pixels is None:
+            pixels = _decode(data)
+        file = OsdImageFile(name, content_type, data)
         self._osd_files[name] = file
-        self._osd_pixels[name] = np.ascontiguousarray(pixels)
+        if pixels is not None:
+            self._osd_pixels[name] = pixels
         return file
 
     def osd_image(self, name: str) -> OsdImageFile:
@@ -329,6 +387,7 @@ class TwinGatewayMedia(MediaConfiguration):
             if m.x + m.width > 1 + 1e-9 or m.y + m.height > 1 + 1e-9:
                 raise InvalidInput("a mask must lie inside the frame")
         self._settings_now().privacy = config
+        self._save()
 
     def ai_overlay(self) -> AiOverlay:
         return self._settings_now().overlay
@@ -337,6 +396,7 @@ class TwinGatewayMedia(MediaConfiguration):
         s = self._settings_now()
         was = s.overlay.enabled
         s.overlay = dataclasses.replace(overlay)
+        self._save()
         if overlay.enabled and not was:
             self._world.env.process(self._publish_detections(self._world.env))
 

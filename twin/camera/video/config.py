@@ -318,13 +318,18 @@ def parse_masks(value: Any) -> PrivacyMaskConfig:
 
 
 def parse_image(value: Any) -> ImageSettings:
+    """The four picture fields on -100..100, the daemon's other ISP fields as int32s or flags; a
+    field left out keeps its default."""
     i = _obj(value, "image")
-    return ImageSettings(
-        *(
-            _int(i.get(k, 0), f"image.{k}", -100, 100)
-            for k in ("brightness", "contrast", "saturation", "sharpness")
-        )
-    )
+    fields: dict[str, Any] = {}
+    for name, default in dataclasses.asdict(ImageSettings()).items():
+        if isinstance(default, bool):
+            fields[name] = _bool(i.get(name, default), f"image.{name}")
+        elif name in ("brightness", "contrast", "saturation", "sharpness"):
+            fields[name] = _int(i.get(name, default), f"image.{name}", -100, 100)
+        else:
+            fields[name] = _int(i.get(name, default), f"image.{name}", -(2**31), 2**31 - 1)
+    return ImageSettings(**fields)
 
 
 def parse_transform(value: Any) -> Transform:
@@ -332,11 +337,8 @@ def parse_transform(value: Any) -> Transform:
     rotation = _int(t.get("rotation", 0), "transform.rotation", 0, 270)
     if rotation not in ROTATIONS:
         raise InvalidInput("transform.rotation must be 0, 90, 180 or 270")
-    return Transform(
-        _bool(t.get("flip", False), "transform.flip"),
-        _bool(t.get("mirror", False), "transform.mirror"),
-        rotation,
-    )
+    flags = ("flip", "mirror", "dewarp", "grayscale", "dis", "eis")
+    return Transform(rotation=rotation, **{k: _bool(t.get(k, False), f"transform.{k}") for k in flags})
 
 
 def parse_overlay(value: Any) -> AiOverlay:

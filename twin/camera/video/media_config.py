@@ -1,7 +1,7 @@
 """The camera daemon's configuration operations of the media area: the whole document (get, post
 overlay, one field, export/import), encoders (hot update, full reconfigure), RTSP, profiles, the
 pipeline and the stream list. Mixed into :class:`twin.camera.video.backend.TwinGatewayMedia`, which owns the
-settings and makes the running streams match them (``_sync``)."""
+settings, makes the running streams match them and writes them to the store (``_sync``)."""
 
 from __future__ import annotations
 
@@ -91,6 +91,7 @@ class MediaConfiguration:
 
     def set_rtsp(self, enabled: bool) -> None:
         self._settings_now().rtsp_enabled = enabled
+        self._sync()
 
     def profile(self) -> dict[str, Any]:
         s = self._settings_now()
@@ -117,6 +118,7 @@ class MediaConfiguration:
         if not name or "/" in name or ".." in name:
             raise InvalidInput("invalid profile name")
         s.profiles[name] = {**s.to_dict(), "profile": name}
+        self._sync()
         return name
 
     def add_stream(self, config: StreamConfig) -> None:

@@ -1,0 +1,159 @@
+"""What the camera's web console writes survives a restart of the twin on the same state directory:
+each test writes through the gateway, rebuilds the twin on the state dir and reads back where the
+console reads. (The time area, device name, settings and network: tests/api/test_gateway_system.py.)"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import cv2
+import httpx
+import numpy as np
+import pytest
+
+from tests.conftest import _client, gateway_token
+from twin.serve import build
+from twin.settings import Settings
+
+
+@pytest.fixture
+def durable(settings: Settings, tmp_path: Path) -> Settings:
+    return dataclasses.replace(settings, state_dir=tmp_path / "state")
+
+
+@asynccontextmanager
+async def started(
+    settings: Settings, password: str = "password"
+) -> AsyncIterator[tuple[httpx.AsyncClient, dict[str, str]]]:
+    """A twin built on ``settings``, a logged-in client of camera 1; the store closed after."""
+    twin = build(settings)
+    try:
+        async with _client(twin.gateway_apps["cam-01"], "http://cam-01") as gateway:
+            login = await gateway.post("/api/login", json={"username": "admin", "password": password})
+            assert login.status_code == 200, login.text
+            yield gateway, {"Authorization": login.json()["data"]["token"]}
+    finally:
+        twin.world.store.close()
+
+
+async def read_all(gateway: httpx.AsyncClient, auth: dict[str, str], paths: tuple[str, ...]) -> list:
+    out = []
+    for path in paths:
+        resp = await gateway.get("/api/v1" + path, headers=auth)
+        assert resp.status_code == 200, (path, resp.text)
+        out.append(resp.json()["data"])
+    return out
+
+
+def png(color: tuple[int, int, int]) -> bytes:
+    ok, data = cv2.imencode(".png", np.full((8, 16, 3), color, np.uint8))
+    assert ok
+    return data.tobytes()
+
+
+PICTURE = ("/media/image", "/media/transform", "/media/osd", "/media/privacy-mask", "/media/config")
+
+
+async def test_picture_settings_and_osd_images_survive_a_restart(durable: Settings) -> None:
+    logo = png((0, 0, 255))
+    osd = {
+        "streams": [
+            {
+                "stream_name": "main",
+                "text_overlays": [{"id": "t", "text": "Gate 3", "x": 0.1, "y": 0.2, "font_size": 30}],
+                "image_overlays": [{"id": "i", "name": "logo.png", "x": 0.5, "y": 0.5}],
+            }
+        ]
+    }
+    mask = {"enabled": True, "masks": [{"id": "m", "x": 0.1, "y": 0.1, "width": 0.2, "height": 0.3}]}
+    async with started(durable) as (gateway, auth):
+        files = {"file": ("logo.png", logo, "image/png")}
+        up = await gateway.post("/api/v1/media/osd/upload-image", files=files, headers=auth)
+        assert up.status_code == 200, up.text
+        for path, body in (
+            ("/media/image", {"brightness": 70, "wdr_value": 40, "manual_mode": True, "awb_index": 3}),
+            ("/media/image", {"contrast": 300}),  # refused: changes nothing
+            ("/media/transform", {"rotation": 2, "flip": 1, "grayscale": True}),
+            ("/media/osd", osd),
+            ("/media/privacy-mask", mask),
+            ("/media/ai-overlay", {"enabled": True, "show_label": False}),
+        ):
+            await gateway.put("/api/v1" + path, json=body, headers=auth)
+        before = await read_all(gateway, auth, PICTURE)
+    assert before[0]["brightness"] == 70 and before[0]["wdr_value"] == 40 and before[0]["awb_index"] == 3
+    assert before[1]["rotation"] == 2 and before[1]["grayscale"] is True
+    assert before[2]["streams"][0]["image_overlays"][0]["name"] == "logo.png"
+    assert before[4]["ai_overlay"]["enabled"] is True and before[4]["ai_overlay"]["show_label"] is False
+
+    async with started(durable) as (gateway, auth):
+        assert await read_all(gateway, auth, PICTURE) == before
+        image = await gateway.get("/api/v1/media/osd/image/logo.png", headers=auth)
+        assert (image.status_code, image.content, image.headers["content-type"]) == (200, logo, "image/png")
+    async with started(dataclasses.replace(durable, state_dir=None)) as (gateway, auth):
+        image = (await read_all(gateway, auth, ("/media/image",)))[0]
+        assert image["brightness"] == 50 and image["wdr_value"] == 0  # no state dir, no memory
+
+
+MEDIA = ("/media/config", "/media/profiles", "/media/profile", "/media/status")
+
+
+async def test_encoder_profiles_and_streams_survive_a_restart(durable: Settings) -> None:
+    async with started(durable) as (gateway, auth):
+        for method, path, body in (
+            ("PUT", "/media/encoder", {"stream_name": "main", "bitrate_bps": 2_500_000, "framerate": 20}),
+            ("PUT", "/media/encoder/reconfig", {"stream_name": "sub", "width": 960, "height": 540}),
+            ("POST", "/media/streams", {"name": "extra", "width": 320, "height": 192, "fps": 10}),
+            ("DELETE", "/media/streams/third/disable", None),
+            ("POST", "/media/profile/backup", {"name": "night"}),
+            ("PUT", "/media/rtsp", {"enabled": False}),
+            ("PUT", "/media/encoder", {"stream_name": "nope", "bitrate_bps": 1}),  # refused
+        ):
+            resp = await gateway.request(method, "/api/v1" + path, json=body, headers=auth)
+            assert resp.status_code == (404 if "nope" in str(body) else 200), (path, resp.text)
+        before = await read_all(gateway, auth, MEDIA)
+    config = before[0]
+    assert [s["name"] for s in config["streams"]] == ["main", "sub", "third", "extra"]
+    assert config["streams"][0]["encoder"]["bitrate_bps"] == 2_500_000
+    assert config["streams"][2]["enabled"] is False and config["rtsp"]["enabled"] is False
+    assert "night" in str(before[1])
+
+    async with started(durable) as (gateway, auth):
+        assert await read_all(gateway, auth, MEDIA[:3]) == before[:3]
+        status = (await read_all(gateway, auth, ("/media/status",)))[0]
+        assert str(status).count("'inactive'") == 1  # the stream disabled before is still off
+        switched = await gateway.post("/api/v1/media/profile/switch", json={"name": "default"}, headers=auth)
+        assert switched.status_code == 200, switched.text
+        after_switch = await read_all(gateway, auth, ("/media/config",))
+    async with started(durable) as (gateway, auth):
+        assert await read_all(gateway, auth, ("/media/config",)) == after_switch
+        assert after_switch[0]["profile"] == "default"
+
+
+async def test_audio_configuration_survives_a_restart(durable: Settings) -> None:
+    async with started(durable) as (gateway, auth):
+        for body in ({"sample_rate": 48000, "channels": 2, "volume": 35}, {"volume": 101}):  # 2nd refused
+            await gateway.put("/api/v1/audio/config", json=body, headers=auth)
+        await gateway.post("/api/v1/audio/capture/start", json={}, headers=auth)
+        before = (await read_all(gateway, auth, ("/audio/status",)))[0]
+    assert before["config"] == {"sample_rate": 48000, "channels": 2, "volume": 35, "format": "S16LE"}
+    async with started(durable) as (gateway, auth):
+        after = (await read_all(gateway, auth, ("/audio/status",)))[0]
+    assert after["config"] == before["config"]
+    assert after["capture"]["running"] is False  # the daemon starts with nothing captured
+
+
+async def test_a_changed_password_survives_a_restart(durable: Settings) -> None:
+    change = {"old_password": "password", "new_password": "gate-east-77"}
+    async with started(durable) as (gateway, auth):
+        resp = await gateway.post("/api/v1/system/password", json=change, headers=auth)
+        assert resp.status_code == 200, resp.text
+    twin = build(durable)
+    async with _client(twin.gateway_apps["cam-01"], "http://cam-01") as gateway:
+        with pytest.raises(AssertionError):
+            await gateway_token(gateway)  # the old password no longer works
+    twin.world.store.close()
+    async with started(durable, password="gate-east-77") as (gateway, auth):
+        assert (await gateway.get("/api/v1/system/time", headers=auth)).status_code == 200
