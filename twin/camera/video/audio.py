@@ -5,10 +5,14 @@ tone, the hum of each moving vehicle in the scene (louder the closer it is, i.e.
 little seeded noise. A listener receives :data:`CHUNK_S` of it per chunk, paced by the world clock
 (in ``step`` mode chunks come as time is advanced). Only one talk session at a time: a second is
 refused (the device's 4002/429).
+
+The audio configuration is durable, as the device's is: one document per camera in the store,
+written when it changes and read back by a new environment (capture and playback start stopped).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +33,8 @@ TONE_HZ = 1000.0
 RATES = (8000, 16000, 32000, 48000)
 CAPTURE = (AudioDevice("mic0", "Built-in microphone", 1, RATES),)
 PLAYBACK = (AudioDevice("spk0", "Built-in speaker", 1, RATES),)
+AUDIO_KIND = "camera_audio"
+"""Durable: one document per camera, keyed by its id: the audio configuration."""
 
 
 def pcm(key: int, scene: Scene, start: int, count: int, rate: int, channels: int, volume: int) -> bytes:
@@ -103,7 +109,8 @@ class TwinGatewayAudio:
         self._reset()
 
     def _reset(self) -> None:
-        self.config = AudioConfig()
+        self._docs = self._world.store.collection(AUDIO_KIND)
+        self.config = AudioConfig(**(self._docs.get(self._id) or {}))
         self.capture_running = False
         self.capture_device = ""
         self.playback_running = False
@@ -151,6 +158,7 @@ class TwinGatewayAudio:
         if config.format != "S16LE":
             raise InvalidInput("format must be S16LE")
         a.config = config
+        a._docs.put(a._id, dataclasses.asdict(config))
         for listener in a._listeners:
             listener.sample = round(a._world.env.now * config.sample_rate)
 
