@@ -48,6 +48,9 @@ MAX_SESSIONS = 1024
 """Login sessions a camera keeps. The device keeps them in memory with no expiry (only logout or a
 restart ends one); the twin bounds them: past this many, the oldest login is forgotten."""
 PASSWORD_MIN, PASSWORD_MAX = 8, 32
+CREDENTIALS_KIND = "camera_credentials"
+"""Durable, as the device's own credentials file: one document per camera, keyed by its id, written
+when the password changes and read back when the camera is built."""
 
 
 def _token_digest(token: str) -> str:
@@ -72,6 +75,9 @@ class Camera:
         self.index = index
         self.username = world.config.gateway_username
         self.password = world.config.gateway_password
+        self._credentials = world.store.collection(CREDENTIALS_KIND)
+        if (doc := self._credentials.get(camera_id)) is not None:
+            self.password = doc["password"]
         self._sessions: dict[str, str] = {}
         self.power = Power(world, camera_id)
         self.clock = DeviceClock(world, camera_id)
@@ -180,6 +186,7 @@ class Camera:
         if old and not hmac.compare_digest(self.decrypt_password(old).encode(), self.password.encode()):
             raise InvalidInput("Incorrect old password")
         self.password = plain_new
+        self._credentials.put(self.id, {"password": plain_new})
         self.world.emit(EventKind.CAMERA_PASSWORD_CHANGED, self.id)
         self.world.env.process(self._service_restart())
 
