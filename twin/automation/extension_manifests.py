@@ -111,6 +111,8 @@ DIRECTORY_FILES = {
     "energy-meter.json": ENERGY,
 }
 EXTENSION_TYPES = ("tool", "video", "device_adapter", "analytics", "integration")
+
+
 def check_manifest(manifest: Any) -> str | None:
     """Why a manifest cannot be installed, or ``None``."""
     if not isinstance(manifest, Mapping):
