@@ -25,6 +25,10 @@ GATEWAY_LOGIN = {"username": "admin", "password": "password"}
 DEVICES = tuple(f"env_sensor-000{i}" for i in range(1, 6))
 CAMERA = "cam-01"
 TIMEOUT_S = 30.0  # generous: the machine may be shared; a slower answer is not an error
+KEEPALIVE_S = 2.0
+"""An idle pooled connection is reused for at most this long: well inside the server's keep-alive
+(uvicorn's 5 s), so a request never goes out on a connection the server is closing (which the
+client would read as a reset that no fault injected)."""
 LIVE_OBJECTS = 3  # dashboards, messages, rules the load keeps alive at a time (then deletes the oldest)
 
 
@@ -181,9 +185,8 @@ class Session:
 
     def __init__(self, name: str, base: str, login: Callable[[httpx.AsyncClient], Awaitable[str]]) -> None:
         self.name = name
-        self.http = httpx.AsyncClient(
-            base_url=base, timeout=TIMEOUT_S, limits=httpx.Limits(max_connections=64)
-        )
+        limits = httpx.Limits(max_connections=64, keepalive_expiry=KEEPALIVE_S)
+        self.http = httpx.AsyncClient(base_url=base, timeout=TIMEOUT_S, limits=limits)
         self._login = login
         self.token = ""
         self._lock = asyncio.Lock()
