@@ -4,7 +4,8 @@ camthink-ai/neoruntime 04fc28cb) and the structs they serialise: one table per r
 A shape is a dict of field -> type; a key ending in ``?`` is ``omitempty`` (absent when zero), every
 other key must be present. A nested dict is a nested shape, ``[shape]`` a list of them. ``int`` is a
 JSON integer (never a bool), ``float`` any JSON number, ``Any`` anything, ``OrNull(shape)`` the shape
-or ``null`` (a Go slice, map or pointer that may be nil). Only ``data`` is described (the envelope is
+or ``null`` (a Go slice, map or pointer that may be nil), ``MapOf(shape)`` an object of any keys whose
+values have that shape (a Go map). Only ``data`` is described (the envelope is
 the same everywhere)."""
 
 from __future__ import annotations
@@ -250,10 +251,60 @@ AI: dict[str, Shape] = {
 }
 
 
+class MapOf:
+    """A JSON object with any keys, every value of ``shape``."""
+
+    def __init__(self, shape: Any) -> None:
+        self.shape = shape
+
+
+# handlers/event.go (the event bus's TopicListResponse, proto-JSON) and event_log.go (List's
+# eventLogResponse rows, GetStatistics, GetTemplates' map of templateEntry by code)
+EVENTS: dict[str, Shape] = {
+    "GET /api/v1/events/topics": {
+        "topics?": [
+            {"topic?": str, "subscriber_count?": int, "total_messages?": int, "last_message_ts?": int}
+        ]
+    },
+    "GET /api/v1/event-logs": {
+        "total": int,
+        "limit": int,
+        "offset": int,
+        "entries": [
+            {
+                "id": int,
+                "event_id": str,
+                "timestamp": str,
+                "event_type": str,
+                "level": str,
+                "category": str,
+                "source": str,
+                "user?": str,
+                "message": str,
+                "message_zh": str,
+                "data?": MapOf(Any),
+                "created_at": str,
+            }
+        ],
+    },
+    "GET /api/v1/event-logs/statistics": dict.fromkeys(
+        ("today_errors", "today_warnings", "today_critical", "operations", "system_events", "total_entries"),
+        int,
+    ),
+    "GET /api/v1/event-logs/templates": {
+        "templates": MapOf({"en": str, "zh": str, "module": str, "level": str, "params": OrNull([str])})
+    },
+}
+
+
 def mismatches(value: Any, shape: Any, path: str = "data") -> list[str]:
     """Every way ``value`` differs from ``shape`` (empty when it matches)."""
     if isinstance(shape, OrNull):
         return [] if value is None else mismatches(value, shape.shape, path)
+    if isinstance(shape, MapOf):
+        if not isinstance(value, dict):
+            return [f"{path}: expected an object, got {type(value).__name__}"]
+        return [m for k, v in value.items() for m in mismatches(v, shape.shape, f"{path}.{k}")]
     if isinstance(shape, dict):
         if not isinstance(value, dict):
             return [f"{path}: expected an object, got {type(value).__name__}"]

@@ -23,6 +23,7 @@ FAMILIES = {
     "time": hs.TIME,
     "system": hs.SYSTEM,
     "ai": hs.AI,
+    "events": hs.EVENTS,
 }
 ROUTES = [(family, route) for family, table in FAMILIES.items() for route in table]
 
@@ -88,6 +89,8 @@ async def test_factory_field_write(gateway: httpx.AsyncClient, auth: dict[str, s
 
 
 def test_the_checker_catches_what_it_should() -> None:
+    assert hs.mismatches({"k": [1], "n": None}, hs.MapOf(hs.OrNull([int]))) == []
+    assert hs.mismatches({"k": {"x": "1"}}, hs.MapOf({"x": int})) == ["data.k.x: expected int, got str '1'"]
     shape = {"a": int, "b?": str, "c": [{"d": float}]}
     assert hs.mismatches({"a": 1, "c": [{"d": 2}]}, shape) == []
     found = hs.mismatches({"a": True, "b": 3, "c": [{}], "x": 0}, shape)

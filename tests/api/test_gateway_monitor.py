@@ -189,27 +189,73 @@ async def test_device_info_settings_network(gateway: httpx.AsyncClient, auth: di
     assert missing.status_code == 404
 
 
-async def test_event_logs(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+async def test_event_logs(gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]) -> None:
     body = {
         "event_type": "door.opened",
         "level": "warning",
         "category": "operation",
+        "source": "web",
+        "user": "admin",
         "message": "Door opened",
     }
-    entry = (await gateway.post("/api/v1/event-logs", headers=auth, json=body)).json()["data"]
-    assert entry["user"] == "admin" and entry["message_zh"] == "Door opened"
+    created = (await gateway.post("/api/v1/event-logs", headers=auth, json=body)).json()["data"]
+    assert created == {"message": "Event log created successfully"}
     page = await get(gateway, auth, "/api/v1/event-logs", level="warning")
-    assert page["total"] == 1 and page["entries"][0]["event_type"] == "door.opened"
-    assert (await get(gateway, auth, "/api/v1/event-logs", category="all"))["total"] == 2  # + the boot entry
+    entry = page["entries"][0]
+    assert page["total"] == 1 and entry["event_type"] == "door.opened" and page["limit"] == 100
+    assert entry["user"] == "admin" and entry["message_zh"] == ""  # not a template's code
+    logout = {"event_type": "user.logout", "source": "web", "message": "-", "data": {"username": "ops"}}
+    await gateway.post("/api/v1/event-logs", headers=auth, json=logout)
+    rendered = (await get(gateway, auth, "/api/v1/event-logs", search="logged out"))["entries"][0]
+    assert (rendered["message"], rendered["message_zh"]) == ("User ops logged out", "用户 ops 登出")
+    assert rendered["level"] == rendered["category"] == "" and "user" not in rendered
+    assert (await get(gateway, auth, "/api/v1/event-logs", category="all"))["total"] == 3  # + the boot entry
+    assert (await get(gateway, auth, "/api/v1/event-logs", search="door.open"))["total"] == 1  # the type too
+    assert (await get(gateway, auth, "/api/v1/event-logs", start_time="yesterday"))["total"] == 3  # ignored
+    assert (await get(gateway, auth, "/api/v1/event-logs", limit=0))["limit"] == 100
     stats = await get(gateway, auth, "/api/v1/event-logs/statistics")
-    assert stats["today_warnings"] == 1 and stats["total_entries"] == 2 and stats["system_events"] == 1
-    assert (await get(gateway, auth, "/api/v1/event-logs/templates"))["templates"]
-    for params in ({"limit": 1001}, {"start_time": "yesterday"}, {"offset": -1}):
+    assert stats["today_warnings"] == 1 and stats["total_entries"] == 3 and stats["system_events"] == 1
+    templates = (await get(gateway, auth, "/api/v1/event-logs/templates"))["templates"]
+    assert len(templates) == 71 and templates["user.logout"] == {
+        "en": "User {{.username}} logged out",
+        "zh": "用户 {{.username}} 登出",
+        "module": "auth",
+        "level": "info",
+        "params": ["username"],
+    }
+    for params in ({"limit": 1001}, {"offset": -1}):
         resp = await gateway.get("/api/v1/event-logs", headers=auth, params=params)
         assert resp.status_code == 400, params
-    bad = await gateway.post("/api/v1/event-logs", headers=auth, json={**body, "level": "fatal"})
-    assert bad.status_code == 400
-    assert (await gateway.delete("/api/v1/event-logs", headers=auth)).status_code == 400
+    for sent, detail in (
+        (
+            {"event_type": "x", "message": "m"},
+            "Key: 'LogRecord.Source' Error:Field validation for 'Source' failed on the 'required' tag",
+        ),
+        (
+            {**body, "source": 3},
+            "json: cannot unmarshal number into Go struct field LogRecord.source of type string",
+        ),
+        (
+            {**body, "data": [1]},
+            "json: cannot unmarshal array into Go struct field LogRecord.data of type "
+            "map[string]interface {}",
+        ),
+    ):
+        resp = await gateway.post("/api/v1/event-logs", headers=auth, json=sent)
+        assert resp.status_code == 400 and resp.json()["error"]["detail"] == detail, sent
+    for sent, tag in (({}, "required"), ({"days": -1}, "gte"), ({"days": 366}, "lte")):
+        resp = await gateway.request("DELETE", "/api/v1/event-logs", headers=auth, json=sent)
+        assert resp.status_code == 400 and resp.json()["code"] == 1001, sent
+        assert resp.json()["error"]["detail"].endswith(f"failed on the '{tag}' tag")
+    assert (
+        await gateway.request("DELETE", "/api/v1/event-logs", headers=auth, json={"days": "1"})
+    ).status_code == 400
+    kept = await gateway.request("DELETE", "/api/v1/event-logs", headers=auth, json={"days": 1})
+    assert kept.json()["data"] == {"message": "Old event logs cleaned up successfully", "days": 1}
+    assert (await get(gateway, auth, "/api/v1/event-logs"))["total"] == 3  # nothing a day old yet
+    twin.clock.advance(86400 + 60)
+    await gateway.request("DELETE", "/api/v1/event-logs", headers=auth, json={"days": 1})
+    assert (await get(gateway, auth, "/api/v1/event-logs"))["total"] == 0
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hardware.ports.errors import InvalidInput, NotFound
+from twin.camera.event_templates import TEMPLATES
 
 if TYPE_CHECKING:
     from twin.camera.clock import DeviceClock
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
 
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 SETTING_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-LEVELS = ("info", "warning", "error", "critical")
-CATEGORIES = ("operation", "system")
 MAX_EVENT_LOGS = 5000
 FACTORY_TOOL = "/etc/factory-eeprom.sh"
 FACTORY_FIELDS = {"SN": "serial_number", "MAC": "mac_address", "PN": "product_number"}
@@ -45,19 +44,13 @@ FACTORY_ALIASES = {
 """``factoryeeprom.NormalizeField``: upper-cased, '-' as '_'."""
 FACTORY_VALUE = re.compile(r"^[A-Za-z0-9._:-]+$")
 MODEL = "NE503-AIPC"
-TEMPLATES = (
-    ("system.boot", "system", "info", "Device booted", "设备启动"),
-    ("app.installed", "operation", "info", "Application {app_id} installed", "应用 {app_id} 已安装"),
-    (
-        "app.start_failed",
-        "operation",
-        "error",
-        "Application {app_id} failed to start",
-        "应用 {app_id} 启动失败",
-    ),
-    ("storage.full", "system", "critical", "Partition {mountpoint} is full", "分区 {mountpoint} 已满"),
-    ("user.login", "operation", "info", "User {username} logged in", "用户 {username} 登录"),
-)
+LOG_RECORD = {
+    **dict.fromkeys(("event_type", "level", "category", "source", "user", "message"), "string"),
+    "data": "map[string]interface {}",
+}
+"""``handlers.LogRecord``'s JSON fields and Go types."""
+JSON_KINDS = {str: "string", bool: "bool", list: "array", dict: "object"}
+"""encoding/json's name for a JSON value's kind (``number`` otherwise)."""
 ADMIN_KIND = "camera_admin"
 """Durable: one document per camera, keyed by its id (see :meth:`DeviceAdmin.save`)."""
 EVENT_LOGS_KIND = "camera_event_logs"
@@ -233,10 +226,6 @@ class DeviceAdmin:
         user: str = "",
         data: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        if level not in LEVELS:
-            raise InvalidInput(f"level must be one of {', '.join(LEVELS)}", resource="parameter")
-        if category not in CATEGORIES:
-            raise InvalidInput(f"category must be one of {', '.join(CATEGORIES)}", resource="parameter")
         if not event_type or not message:
             raise InvalidInput("event_type and message are required")
         self._seq += 1
@@ -250,7 +239,7 @@ class DeviceAdmin:
             "category": category,
             "source": source,
             "message": message,
-            "message_zh": message_zh or message,
+            "message_zh": message_zh,
             "created_at": stamp,
         }
         if user:
@@ -263,25 +252,62 @@ class DeviceAdmin:
         self._log_docs.put(self._log_id(entry), entry)
         return entry
 
+    def record(self, fields: dict[str, object]) -> dict[str, Any]:
+        """``EventLogHandler.Create`` binds ``LogRecord``: ``event_type``, ``source`` and ``message``
+        required, gin's validator texts on failure."""
+        for key, go_type in LOG_RECORD.items():
+            value = fields.get(key)
+            if value is not None and not isinstance(value, dict if key == "data" else str):
+                got = JSON_KINDS.get(type(value), "number")
+                raise InvalidInput(
+                    f"json: cannot unmarshal {got} into Go struct field LogRecord.{key} of type {go_type}"
+                )
+        missing = [
+            f"Key: 'LogRecord.{go}' Error:Field validation for '{go}' failed on the 'required' tag"
+            for key, go in (("event_type", "EventType"), ("source", "Source"), ("message", "Message"))
+            if not fields.get(key)
+        ]
+        if missing:
+            raise InvalidInput("\n".join(missing))
+        text = {k: v for k, v in fields.items() if isinstance(v, str)}
+        data: dict[str, Any] = fields.get("data") or {}  # type: ignore[assignment]
+        message, message_zh = text["message"], ""
+        template = next((t for t in TEMPLATES if t[0] == text["event_type"]), None)
+        if template is not None:  # toModel: a known code's texts are rendered from its template
+            message, message_zh = _render(template[4], data), _render(template[5], data)
+        return self.log(
+            text["event_type"],
+            text.get("category", ""),
+            text.get("level", ""),
+            text["source"],
+            message,
+            message_zh,
+            user=text.get("user", ""),
+            data=data,
+        )
+
     def _log_id(self, entry: dict[str, Any]) -> str:
         return f"{self._id}:{entry['id']}"
 
     def query(
         self, category: str, level: str, start: str, end: str, search: str, limit: int, offset: int
     ) -> dict[str, object]:
-        if not 0 < limit <= 1000:
-            raise InvalidInput("limit must be between 1 and 1000", resource="parameter")
+        """``EventLogHandler.List``: limit 0 means 100; a time that is not RFC 3339 is ignored; the
+        search matches either message or the event type."""
+        if not 0 <= limit <= 1000:
+            raise InvalidInput("limit must be between 0 and 1000", resource="parameter")
         if offset < 0:
             raise InvalidInput("offset must not be negative", resource="parameter")
-        lo, hi = _parse_time(start, "start_time"), _parse_time(end, "end_time")
+        limit = limit or 100
+        lo, hi, term = _parse_time(start), _parse_time(end), search.lower()
         rows = [
             e
             for e in reversed(self.logs)
             if (category in ("", "all") or e["category"] == category)
             and (not level or e["level"] == level)
-            and (lo is None or _parse_time(e["timestamp"], "") >= lo)  # type: ignore[operator]
-            and (hi is None or _parse_time(e["timestamp"], "") <= hi)  # type: ignore[operator]
-            and (not search or search.lower() in e["message"].lower())
+            and (lo is None or _parse_time(e["timestamp"]) >= lo)  # type: ignore[operator]
+            and (hi is None or _parse_time(e["timestamp"]) <= hi)  # type: ignore[operator]
+            and (not term or any(term in e[k].lower() for k in ("message", "message_zh", "event_type")))
         ]
         return {
             "total": len(rows),
@@ -302,15 +328,17 @@ class DeviceAdmin:
             "total_entries": len(self.logs),
         }
 
-    def templates(self) -> list[dict[str, str]]:
-        return [
-            {"event_type": t, "category": c, "level": lv, "message": m, "message_zh": zh}
-            for t, c, lv, m, zh in TEMPLATES
-        ]
+    def templates(self) -> dict[str, dict[str, object]]:
+        """``GetTemplates``: the device's message templates by code."""
+        return {
+            code: {"en": en, "zh": zh, "module": module, "level": level, "params": list(params or []) or None}
+            for code, module, level, params, en, zh in TEMPLATES
+        }
 
-    def cleanup(self, before: str) -> int:
-        cutoff = _parse_time(before, "before")
-        keep = [e for e in self.logs if cutoff is not None and _parse_time(e["timestamp"], "") >= cutoff]  # type: ignore[operator]
+    def cleanup(self, days: int) -> int:
+        """``CleanupOldEvents``: drop the entries created more than ``days`` days ago."""
+        cutoff = _parse_time(_rfc3339(self.clock.now() - days * 86400))
+        keep = [e for e in self.logs if _parse_time(e["created_at"]) >= cutoff]  # type: ignore[operator]
         kept_ids = {e["id"] for e in keep}
         for entry in self.logs:
             if entry["id"] not in kept_ids:
@@ -333,11 +361,16 @@ def _rfc3339(unix: float) -> str:
     return dt.datetime.fromtimestamp(unix, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _parse_time(value: str, label: str) -> dt.datetime | None:
-    if not value:
-        return None
+def _render(template: str, data: dict[str, Any]) -> str:
+    """A message template's ``{{.name}}`` fields filled from the event's data (text/template's
+    ``<no value>`` for a missing one)."""
+    return re.sub(r"\{\{\.(\w+)\}\}", lambda m: str(data.get(m.group(1), "<no value>")), template)
+
+
+def _parse_time(value: str) -> dt.datetime | None:
+    """An RFC 3339 time; None when empty or not one (the handler ignores such a filter)."""
     try:
         moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as err:
-        raise InvalidInput(f"invalid {label}: expected RFC 3339", resource="parameter") from err
+    except ValueError:
+        return None
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)

@@ -416,35 +416,17 @@ class TwinGatewayAdmin(_Area):
     ) -> dict[str, object]:
         return self.camera.admin.query(category, level, start, end, search, limit, offset)
 
-    def add_event_log(self, fields: dict[str, object], username: str) -> dict[str, object]:
-        def text(key: str, default: str = "") -> str:
-            value = fields.get(key, default)
-            if not isinstance(value, str):
-                raise InvalidInput(f"{key} must be a string")
-            return value
-
-        data = fields.get("data")
-        if data is not None and not isinstance(data, dict):
-            raise InvalidInput("data must be an object")
-        return self.camera.admin.log(
-            text("event_type"),
-            text("category", "operation"),
-            text("level", "info"),
-            text("source", "web"),
-            text("message"),
-            text("message_zh"),
-            user=username,
-            data=data,
-        )
+    def add_event_log(self, fields: dict[str, object]) -> dict[str, object]:
+        return self.camera.admin.record(fields)
 
     def event_log_statistics(self) -> dict[str, int]:
         return self.camera.admin.statistics()
 
-    def event_log_templates(self) -> list[dict[str, str]]:
+    def event_log_templates(self) -> dict[str, dict[str, object]]:
         return self.camera.admin.templates()
 
-    def cleanup_event_logs(self, before: str) -> int:
-        return self.camera.admin.cleanup(before)
+    def cleanup_event_logs(self, days: int) -> int:
+        return self.camera.admin.cleanup(days)
 
 
 class TwinGatewayWorkbench(_Area):
