@@ -297,6 +297,41 @@ EVENTS: dict[str, Shape] = {
 }
 
 
+# handlers/disk.go ListDisks: lsblk -b -J -o NAME,SIZE,TYPE,MOUNTPOINT,FSTYPE,MODEL,VENDOR, passed through
+BLOCK: Shape = {
+    "name": str,
+    "size": int,
+    "type": str,
+    "mountpoint": OrNull(str),
+    "fstype": OrNull(str),
+    "model": OrNull(str),
+    "vendor": OrNull(str),
+}
+STORAGE: dict[str, Shape] = {"GET /api/v1/storage/disks": {"blockdevices": [{**BLOCK, "children?": [BLOCK]}]}}
+
+
+# handlers/file.go: List's fileEntry rows (directories first); the write answers as gin.H
+FILE_ENTRY: Shape = {"name": str, "path": str, "is_dir": bool, "size": int, "mod_time": str, "mode": str}
+FILES: dict[str, Shape] = {
+    "GET /api/v1/files": {"path": str, "files": [FILE_ENTRY]},
+    "GET /api/v1/files?path=/data": {"path": str, "files": [FILE_ENTRY]},
+}
+FILE_WRITES: dict[str, Shape] = {
+    "POST /api/v1/files/content": {"path": str, "size": int},
+    "GET /api/v1/files/content": {"path": str, "size": int, "content": str},
+    "POST /api/v1/files/mkdir": {"path": str},
+    "POST /api/v1/files/rename": {"old_path": str, "new_path": str},
+    "POST /api/v1/files/upload": {"path": str, "size": int},
+    "DELETE /api/v1/files": {"deleted": str},
+    "POST /api/v1/files/batch-delete": {
+        "deleted": [str],
+        "count": int,
+        "failed?": [{"path": str, "error": str}],
+        "failed_count?": int,
+    },
+}
+
+
 def mismatches(value: Any, shape: Any, path: str = "data") -> list[str]:
     """Every way ``value`` differs from ``shape`` (empty when it matches)."""
     if isinstance(shape, OrNull):

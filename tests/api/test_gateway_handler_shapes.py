@@ -24,6 +24,8 @@ FAMILIES = {
     "system": hs.SYSTEM,
     "ai": hs.AI,
     "events": hs.EVENTS,
+    "storage": hs.STORAGE,
+    "files": hs.FILES,
 }
 ROUTES = [(family, route) for family, table in FAMILIES.items() for route in table]
 
@@ -86,6 +88,24 @@ async def test_factory_field_write(gateway: httpx.AsyncClient, auth: dict[str, s
         assert bad.json()["error"]["detail"] == detail
     empty = await gateway.put("/api/v1/device-info", headers=auth, json={})
     assert empty.status_code == 400 and empty.json()["error"]["detail"] == "Device name cannot be empty"
+
+
+async def test_file_manager_writes(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    """Each file manager action's answer, in the order a user would take them."""
+    steps = (
+        ("POST", "/api/v1/files/content", {"json": {"path": "/data/a.txt", "content": "hi"}}),
+        ("GET", "/api/v1/files/content", {"params": {"path": "/data/a.txt"}}),
+        ("POST", "/api/v1/files/mkdir", {"json": {"path": "/data/d"}}),
+        ("POST", "/api/v1/files/rename", {"json": {"old_path": "/data/a.txt", "new_path": "/data/b.txt"}}),
+        ("POST", "/api/v1/files/upload", {"files": {"file": ("u.txt", b"abc")}, "data": {"path": "/data"}}),
+        ("DELETE", "/api/v1/files", {"params": {"path": "/data/u.txt"}}),
+        ("POST", "/api/v1/files/batch-delete", {"json": {"paths": ["/data/b.txt", "/data/d"]}}),
+    )
+    for method, path, kwargs in steps:
+        resp = await gateway.request(method, path, headers=auth, **kwargs)
+        assert resp.status_code == 200, (path, resp.text)
+        assert hs.mismatches(resp.json()["data"], hs.FILE_WRITES[f"{method} {path}"]) == [], path
+    assert resp.json()["data"] == {"deleted": ["/data/b.txt", "/data/d"], "count": 2}
 
 
 def test_the_checker_catches_what_it_should() -> None:

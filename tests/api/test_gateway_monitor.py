@@ -111,8 +111,9 @@ async def test_storage_disks_and_protected_partitions(
         ("/api/v1/storage/mount", {"device": "/dev/sda1", "target": "/mnt/usb"}, 404, 4000),
         ("/api/v1/storage/mount", {"device": "/dev/mmcblk1p1", "target": "/etc"}, 400, 1004),
         ("/api/v1/storage/unmount", {"target": "/mnt/nothing"}, 404, 4000),
-        ("/api/v1/storage/format", {"device": "/dev/sda1", "fstype": "ntfs"}, 400, 1004),
-        ("/api/v1/storage/mount", {"device": "/dev/sda1"}, 400, 1001),
+        ("/api/v1/storage/format", {"device": "/dev/sda1", "fstype": "ntfs"}, 400, 1001),
+        ("/api/v1/storage/mount", {"target": "/mnt/x"}, 400, 1001),
+        ("/api/v1/storage/format", {"fstype": "ext4"}, 400, 1001),
         ("/api/v1/storage/unmount", {}, 400, 1001),
     ]:
         resp = await gateway.post(path, headers=auth, json=body)
@@ -123,22 +124,22 @@ async def test_the_sd_card_mounts_formats_and_unmounts(
     gateway: httpx.AsyncClient, auth: dict[str, str]
 ) -> None:
     sd = {"device": "/dev/mmcblk1p1", "target": "/mnt/sdcard"}
-    assert (await gateway.post("/api/v1/storage/mount", headers=auth, json=sd)).status_code == 200
+    mounted = await gateway.post("/api/v1/storage/mount", headers=auth, json=sd)
+    assert mounted.json()["data"] == {"message": "Successfully mounted", **sd}
     card = (await get(gateway, auth, "/api/v1/monitor/disk"))["partitions"][2]
     assert card["mountpoint"] == "/mnt/sdcard"
     again = await gateway.post("/api/v1/storage/mount", headers=auth, json=sd)
     assert again.status_code == 409 and again.json()["code"] == 4001
-    busy = await gateway.post(
-        "/api/v1/storage/format", headers=auth, json={"device": "/dev/mmcblk1p1", "fstype": "ext4"}
-    )
-    assert busy.status_code == 409
-    assert (
-        await gateway.post("/api/v1/storage/unmount", headers=auth, json={"target": "/mnt/sdcard"})
-    ).status_code == 200
-    done = await gateway.post(
-        "/api/v1/storage/format", headers=auth, json={"device": "/dev/mmcblk1p1", "fstype": "ext4"}
-    )
-    assert done.status_code == 200
+    unmounted = await gateway.post("/api/v1/storage/unmount", headers=auth, json={"target": "/mnt/sdcard"})
+    assert unmounted.json()["data"] == {"message": "Successfully unmounted", "target": "/mnt/sdcard"}
+    default = await gateway.post("/api/v1/storage/mount", headers=auth, json={"device": "/dev/mmcblk1p1"})
+    assert default.json()["data"]["target"] == "/mnt/mmcblk1p1"  # MountDisk's default mount point
+    done = await gateway.post("/api/v1/storage/format", headers=auth, json={"device": "/dev/mmcblk1p1"})
+    assert done.json()["data"] == {
+        "message": "Successfully formatted",
+        "device": "/dev/mmcblk1p1",
+        "fstype": "ext4",
+    }
     card = (await get(gateway, auth, "/api/v1/monitor/disk"))["partitions"][2]
     assert card["fstype"] == "ext4" and card["mountpoint"] == ""
 

@@ -51,7 +51,8 @@ PARTITIONS: tuple[PartitionSpec, ...] = (
 )
 """The SD card in the slot starts unmounted (``mountpoint ""``)."""
 MOUNT_ROOTS = ("/mnt/", "/media/")
-FSTYPES = ("ext4", "vfat", "exfat")
+FSTYPES = ("ext4", "vfat")
+"""What ``FormatDisk`` makes (``mkfs.ext4``, ``mkfs.vfat``; the API's ``fat32`` is ``vfat``)."""
 
 
 class Partition:
@@ -217,12 +218,11 @@ class Storage:
 
     def format(self, device: str, fstype: str) -> None:
         if fstype not in FSTYPES:
-            raise InvalidInput(f"unsupported filesystem {fstype}", resource="parameter")
+            raise InvalidInput("Unsupported filesystem type")
         if device.removeprefix("/dev/").startswith("mmcblk0"):
             raise Forbidden(f"access denied: {device} holds a system partition", resource="path")
         p = self.by_device(device)
-        if p.mountpoint:
-            raise Conflict(f"{device} is mounted at {p.mountpoint}: unmount it first")
+        p.mountpoint = ""  # FormatDisk unmounts it first
         for owner in list(p.charges):
             p.release(owner)
         p.fstype = fstype
