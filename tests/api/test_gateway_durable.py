@@ -157,3 +157,11 @@ async def test_a_changed_password_survives_a_restart(durable: Settings) -> None:
     twin.world.store.close()
     async with started(durable, password="gate-east-77") as (gateway, auth):
         assert (await gateway.get("/api/v1/system/time", headers=auth)).status_code == 200
+
+
+async def test_the_file_manager_opens_at_the_install_prefix(settings: Settings) -> None:
+    """The console lists ``device-info.install_prefix`` first: the files API must allow it."""
+    async with started(settings) as (gateway, auth):
+        prefix = (await read_all(gateway, auth, ("/device-info",)))[0]["install_prefix"]
+        listing = await gateway.get("/api/v1/files", params={"path": prefix}, headers=auth)
+    assert listing.status_code == 200, listing.text

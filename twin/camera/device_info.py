@@ -27,7 +27,8 @@ DISTRO = "Debian GNU/Linux 12"
 SOC = {"vendor": "Rockchip", "model": "RK3588", "npu": "NPU 6 TOPS"}
 """What ``getSoCInfo`` reports for an RK3588 (no ``core``: omitted when empty)."""
 SENSOR = {"model": "imx678", "i2c_bus": 1, "i2c_address": "0x1a", "pixel_format": 12}
-INSTALL_PREFIX = "/opt/aipc"
+INSTALL_PREFIX = "/data/aipc"
+"""``constants.DefaultRootPath``: the install prefix, which is also the files API's default root."""
 
 
 def uptime_text(seconds: int) -> str:
