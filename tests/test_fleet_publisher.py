@@ -172,7 +172,7 @@ class SilentBroker:
             while self.publishes < self.cut_after:
                 if await self._packet(reader) == 3:  # PUBLISH
                     self.publishes += 1
-        except asyncio.IncompleteReadError:
+        except (asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
@@ -198,6 +198,7 @@ async def test_nothing_is_acknowledged_without_a_puback(tmp_path: Path) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         broker.server.close()
+        await broker.server.wait_closed()
         twin.world.store.close()
 
 

@@ -6,7 +6,9 @@ server on that broker sees the devices appear as drafts, and stores their teleme
 Delivery is counted, never assumed. A message counts as *acknowledged* only when its ``PUBACK``
 arrives; one published on a connection that ends before its ``PUBACK`` counts as *undelivered* (the
 broker may or may not have it; it is not sent again). While the broker is away, messages wait in a
-bounded buffer; when it is full the oldest are *dropped* and counted. At every moment::
+bounded buffer; when it is full the oldest are *dropped* and counted (a burst bigger than the buffer,
+one tick of a larger fleet or a long step of the clock, loses its oldest messages even while
+connected: size it to at least one tick of the fleet). At every moment::
 
     produced == acknowledged + in_flight + undelivered + buffered + dropped
 
@@ -161,7 +163,7 @@ class FleetPublisher:
                     failures += 1
                     await asyncio.sleep(self._delay(failures))
                     continue
-                failures, self._up = 0, True
+                self._up, acknowledged = True, self.acknowledged
                 self.reconnects += self._connections > 0
                 self._connections += 1
                 log.info("twin: fleet publisher connected to %s:%d", self.host, self.port)
@@ -169,7 +171,13 @@ class FleetPublisher:
                     await self._publish(client)
                 finally:
                     self._close(client)
-                log.warning("twin: fleet publisher lost %s:%d; reconnecting", self.host, self.port)
+                # A connection that delivered something resets the backoff; one the broker ends
+                # before any PUBACK counts as a failure, so a broker that accepts and hangs up at
+                # once is not hammered.
+                failures = 1 if self.acknowledged > acknowledged else failures + 1
+                delay = self._delay(failures)
+                log.warning("twin: fleet publisher lost %s:%d; again in %.1f s", self.host, self.port, delay)
+                await asyncio.sleep(delay)
         finally:
             pump.cancel()
             with contextlib.suppress(BaseException):
