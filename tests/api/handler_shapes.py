@@ -332,6 +332,145 @@ FILE_WRITES: dict[str, Shape] = {
 }
 
 
+# handlers/container.go over the app manager's app.proto (proto-JSON: every field omitempty)
+CONTAINER: Shape = {
+    "id?": str,
+    "name?": str,
+    "image?": str,
+    "runtime?": str,
+    "status?": str,
+    "state?": str,
+    "pid?": int,
+    "created_at?": str,
+    "labels?": MapOf(str),
+    "cpu_percent?": float,
+    "memory_usage?": int,
+}
+CONTAINERS: dict[str, Shape] = {
+    "GET /api/v1/containers": {
+        "containers": [CONTAINER],
+        "total": int,
+        "page": int,
+        "page_size": int,
+        "status_count": {"all": int, "running": int, "stopped": int, "error": int},
+    },
+    "GET /api/v1/containers/aipc-object-detector": {
+        "container": {
+            "info?": CONTAINER,
+            "spec_json?": str,
+            "rootfs?": str,
+            "snapshotter?": str,
+            "mounts?": [Any],
+            "env?": [str],
+        }
+    },
+    "GET /api/v1/containers/aipc-object-detector/stats": {
+        "stats": {
+            "cpu_usage?": float,
+            "cpu_percent?": float,
+            "memory_usage?": int,
+            "memory_limit?": int,
+            "memory_percent?": float,
+            "network_rx?": int,
+            "network_tx?": int,
+            "block_read?": int,
+            "block_write?": int,
+            "pids?": int,
+        }
+    },
+    "GET /api/v1/containers/aipc-object-detector/logs": {"logs": OrNull([str])},
+    "GET /api/v1/images": {
+        "images": OrNull(
+            [{"id?": str, "name?": str, "tags?": [str], "size?": int, "created_at?": int, "in_use?": bool}]
+        )
+    },
+}
+
+
+# handlers/monitor.go (gin.H maps over gopsutil; every key present but where marked)
+NET_TOTALS: Shape = {"bytes_sent": int, "bytes_recv": int}
+MONITOR: dict[str, Shape] = {
+    "GET /api/v1/monitor/summary": {
+        "cpu": {"usage_percent": float, "cores": int, "arch": str},
+        "memory": {
+            "total": int,
+            "used": int,
+            "available": int,
+            "usage_percent": float,
+            "swap_total": int,
+            "swap_used": int,
+        },
+        "disk": {"total": int, "used": int, "free": int, "usage_percent": float, "mountpoint?": str},
+        "host": {
+            "hostname": str,
+            "os": str,
+            "platform": str,
+            "platform_version": str,
+            "kernel_version": str,
+            "kernel_arch": str,
+            "uptime_seconds": int,
+        },
+        "network?": NET_TOTALS,
+        "npu": float,
+    },
+    "GET /api/v1/monitor/cpu": {
+        "total_percent": float,
+        "core_count": int,
+        "cores": [{"model": str, "mhz": float, "usage_percent?": float}],
+    },
+    "GET /api/v1/monitor/memory": {
+        "virtual": {
+            "total": int,
+            "used": int,
+            "available": int,
+            "free": int,
+            "usage_percent": float,
+            "buffers": int,
+            "cached": int,
+        },
+        "swap": {"total": int, "used": int, "free": int, "usage_percent": float},
+    },
+    "GET /api/v1/monitor/disk": {
+        "partitions": [
+            {
+                "device": str,
+                "mountpoint": str,
+                "fstype": str,
+                "total": int,
+                "used": int,
+                "free": int,
+                "usage_percent": float,
+                "is_system": bool,
+                "is_removable": bool,
+                "is_protected": bool,
+                "mountpoint_label": str,
+            }
+        ]
+    },
+    "GET /api/v1/monitor/network": {
+        "interfaces": [
+            {
+                "name": str,
+                "bytes_sent": int,
+                "bytes_recv": int,
+                "packets_sent": int,
+                "packets_recv": int,
+                "errin": int,
+                "errout": int,
+            }
+        ]
+    },
+    "GET /api/v1/monitor/snapshot": {
+        "timestamp": int,
+        "cpu": float,
+        "memory": float,
+        "npu": float,
+        "temperatures": {"cpu": float, "npu": float, "board": float},
+        "network?": NET_TOTALS,
+    },
+}
+
+
 def mismatches(value: Any, shape: Any, path: str = "data") -> list[str]:
     """Every way ``value`` differs from ``shape`` (empty when it matches)."""
     if isinstance(shape, OrNull):

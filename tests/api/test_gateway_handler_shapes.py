@@ -26,6 +26,8 @@ FAMILIES = {
     "events": hs.EVENTS,
     "storage": hs.STORAGE,
     "files": hs.FILES,
+    "containers": hs.CONTAINERS,
+    "monitor": hs.MONITOR,
 }
 ROUTES = [(family, route) for family, table in FAMILIES.items() for route in table]
 

@@ -227,7 +227,7 @@ def container_page(items: list[ContainerInfo], page: int, page_size: int) -> dic
     for c in items:
         if c.state == "running":
             counts["running"] += 1
-        elif c.state in ("stopped", "exited", "created"):
+        elif c.state in ("stopped", "exited"):  # ListContainers: any other state counts as an error
             counts["stopped"] += 1
         else:
             counts["error"] += 1
@@ -242,33 +242,40 @@ def container_page(items: list[ContainerInfo], page: int, page_size: int) -> dic
 
 
 def container_stats(s: ContainerStats) -> dict[str, Any]:
+    """The app manager's ``ContainerStats`` (proto-JSON: zero fields omitted)."""
     return {
-        "stats": {
-            "cpu_usage": s.cpu_usage,
-            "cpu_percent": s.cpu_percent,
-            "memory_usage": s.memory_usage,
-            "memory_limit": s.memory_limit,
-            "memory_percent": s.memory_percent,
-            "network_rx": s.network_rx,
-            "network_tx": s.network_tx,
-            "block_read": s.block_read,
-            "block_write": s.block_write,
-            "pids": s.pids,
-        }
+        "stats": proto(
+            {
+                "cpu_usage": s.cpu_usage,
+                "cpu_percent": s.cpu_percent,
+                "memory_usage": s.memory_usage,
+                "memory_limit": s.memory_limit,
+                "memory_percent": s.memory_percent,
+                "network_rx": s.network_rx,
+                "network_tx": s.network_tx,
+                "block_read": s.block_read,
+                "block_write": s.block_write,
+                "pids": s.pids,
+            }
+        )
     }
 
 
 def images(items: tuple[ImageInfo, ...]) -> dict[str, Any]:
+    """The app manager's ``ImageInfo`` rows (proto-JSON: ``created_at`` an int64 of unix seconds,
+    zero fields such as ``in_use: false`` omitted)."""
     return {
         "images": [
-            {
-                "id": i.id,
-                "name": i.name,
-                "tags": list(i.tags),
-                "size": i.size,
-                "created_at": rfc3339(i.created_at),
-                "in_use": i.in_use,
-            }
+            proto(
+                {
+                    "id": i.id,
+                    "name": i.name,
+                    "tags": list(i.tags),
+                    "size": i.size,
+                    "created_at": int(i.created_at),
+                    "in_use": i.in_use,
+                }
+            )
             for i in items
         ]
     }
