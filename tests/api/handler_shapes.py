@@ -471,6 +471,60 @@ MONITOR: dict[str, Shape] = {
 }
 
 
+# handlers/process.go: List's procInfo rows; GetInfo's gin.H (gopsutil: status a list, create_time in ms)
+PROC: Shape = {
+    "pid": int,
+    "name": str,
+    "status": str,
+    "cpu_percent": float,
+    "mem_percent": float,
+    "mem_rss": int,
+    "username": str,
+    "cmdline": str,
+}
+PROCESSES: dict[str, Shape] = {
+    "GET /api/v1/processes": {"total": int, "processes": [PROC]},
+    "GET /api/v1/processes/1": {
+        **PROC,
+        "status": [str],
+        "ppid": int,
+        "cwd": str,
+        "exe": str,
+        "create_time": int,
+        "num_threads": int,
+        "mem_rss?": int,
+        "mem_vms?": int,
+    },
+}
+
+
+# handlers/network.go (NetworkConfig; GetInterfaces' NetworkInterfaceInfo rows: dns nil off the default
+# route), settings.go (a map of strings) and ssh.go (parsed sshd_config; systemctl is-active; journal lines)
+NETWORK_SETTINGS_SSH: dict[str, Shape] = {
+    "GET /api/v1/network/config": dict.fromkeys(
+        ("interface", "mode", "ip_address", "subnet_mask", "gateway", "dns1", "dns2", "mac_address"), str
+    ),
+    "GET /api/v1/network/interfaces": {
+        "interfaces": [
+            {
+                "name": str,
+                "ip_address": str,
+                "subnet_mask": str,
+                "mac_address": str,
+                "status": str,
+                "is_default": bool,
+                "gateway": str,
+                "dns": OrNull([str]),
+            }
+        ]
+    },
+    "GET /api/v1/settings": {"settings": MapOf(str)},
+    "GET /api/v1/ssh/config": {"config": MapOf(str)},
+    "GET /api/v1/ssh/status": {"status": str},
+    "GET /api/v1/ssh/logs": {"logs": OrNull([str]), "error?": str},
+}
+
+
 def mismatches(value: Any, shape: Any, path: str = "data") -> list[str]:
     """Every way ``value`` differs from ``shape`` (empty when it matches)."""
     if isinstance(shape, OrNull):

@@ -28,6 +28,8 @@ FAMILIES = {
     "files": hs.FILES,
     "containers": hs.CONTAINERS,
     "monitor": hs.MONITOR,
+    "processes": hs.PROCESSES,
+    "network, settings, ssh": hs.NETWORK_SETTINGS_SSH,
 }
 ROUTES = [(family, route) for family, table in FAMILIES.items() for route in table]
 

@@ -135,7 +135,14 @@ async def test_ssh_config_status_and_logs(
         json={"port": "2222", "permit_root_login": "prohibit-password", "restart_service": True},
         headers=auth,
     )
-    assert changed.json()["data"]["message"] == "SSH configuration updated and service restarted"
+    assert changed.json()["data"] == {
+        "status": "updated",
+        "changes": {"Port": "2222", "PermitRootLogin": "prohibit-password"},
+        "restarted": True,
+    }
+    empty = await gateway.post("/api/v1/ssh/config", json={"restart_service": True}, headers=auth)
+    assert empty.status_code == 400
+    assert empty.json()["error"]["detail"] == "No supported SSH configuration fields were provided"
     config = (await gateway.get("/api/v1/ssh/config", headers=auth)).json()["data"]["config"]
     assert config["Port"] == "2222" and config["PermitRootLogin"] == "prohibit-password"
     assert b"Port 2222\n" in twin.world.cameras["cam-01"].fs.read("/etc/ssh/sshd_config")

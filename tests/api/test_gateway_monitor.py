@@ -167,14 +167,16 @@ async def test_device_info_settings_network(gateway: httpx.AsyncClient, auth: di
 
     await gateway.post("/api/v1/settings", headers=auth, json={"key": "detection_threshold", "value": "0.75"})
     assert (await get(gateway, auth, "/api/v1/settings"))["settings"] == {"detection_threshold": "0.75"}
-    assert (await gateway.delete("/api/v1/settings/detection_threshold", headers=auth)).status_code == 200
+    deleted = await gateway.delete("/api/v1/settings/detection_threshold", headers=auth)
+    assert deleted.json()["data"] == {"deleted": "detection_threshold"}
     gone = await gateway.delete("/api/v1/settings/detection_threshold", headers=auth)
     assert gone.status_code == 404 and gone.json()["code"] == 4000
 
     cfg = await get(gateway, auth, "/api/v1/network/config", interface="eth0")
     assert cfg["mode"] == "dhcp" and cfg["mac_address"].startswith("02:1a:")
     static = {"mode": "static", "ip_address": "10.0.0.9", "subnet_mask": "255.255.0.0", "gateway": "10.0.0.1"}
-    assert (await gateway.post("/api/v1/network/config", headers=auth, json=static)).status_code == 200
+    saved = await gateway.post("/api/v1/network/config", headers=auth, json=static)
+    assert saved.json()["data"] == {"message": "Network configuration saved and applying"}
     assert (await get(gateway, auth, "/api/v1/network/config"))["ip_address"] == "10.0.0.9"
     wrong = await gateway.post(
         "/api/v1/network/config", headers=auth, json={**static, "ip_address": "10.0.0.300"}
@@ -185,7 +187,7 @@ async def test_device_info_settings_network(gateway: httpx.AsyncClient, auth: di
         ("eth0", "up", True),
         ("wlan0", "down", False),
     ]
-    assert ifaces[1]["gateway"] == "" and ifaces[1]["dns"] == []
+    assert ifaces[1]["gateway"] == "" and ifaces[1]["dns"] is None
     missing = await gateway.get("/api/v1/network/config", headers=auth, params={"interface": "eth9"})
     assert missing.status_code == 404
 

@@ -209,7 +209,7 @@ class DeviceAdmin:
                 "status": "up" if i.up else "down",
                 "is_default": i.default,
                 "gateway": i.gateway if i.default else "",
-                "dns": list(i.dns) if i.default else [],
+                "dns": list(i.dns) if i.default else None,  # a nil slice off the default route
             }
             for i in self.interfaces.values()
         ]

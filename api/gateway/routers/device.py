@@ -69,7 +69,7 @@ async def set_setting(request: Request, backend: Backend) -> JSONResponse:
 @router.delete("/settings/{key}")
 async def delete_setting(key: str, backend: Backend) -> JSONResponse:
     backend.admin.delete_setting(key)
-    return schemas.ok({"message": f"Setting {key} deleted"})
+    return schemas.ok({"deleted": key})
 
 
 @router.get("/config/jobs")
@@ -102,7 +102,7 @@ async def configure_network(request: Request, backend: Backend) -> JSONResponse:
         field(body, "gateway", str),
         dns,
     )
-    return schemas.ok(backend.admin.network_config(iface))
+    return schemas.ok({"message": "Network configuration saved and applying"})
 
 
 @router.get("/network/interfaces")

@@ -23,7 +23,7 @@ from api.gateway.routers._body import is_json
 from api.gateway.schemas import files as shapes
 from api.gateway.ws import plain_get, until_first_ends, ws_backend
 from hardware.ports.clock import Clock
-from hardware.ports.errors import DomainError
+from hardware.ports.errors import DomainError, InvalidInput
 from hardware.ports.gateway_files import TerminalSession
 
 router = APIRouter(prefix="/api/v1/ssh", tags=["ssh"], dependencies=[Depends(require_session)])
@@ -44,9 +44,11 @@ async def set_config(request: Request, backend: Backend) -> JSONResponse:
     if not is_json(request):
         return errors.unsupported_media()
     changes, restart = shapes.ssh_changes(await request.body())
+    if not changes:
+        raise InvalidInput("No supported SSH configuration fields were provided")
     backend.shell.set_ssh_config(changes, restart)
-    message = "SSH configuration updated" + (" and service restarted" if restart else "")
-    return schemas.ok({"message": message, "config": backend.shell.ssh_config()})
+    answer: dict[str, object] = {"status": "updated", "changes": changes}  # SetConfig's answer
+    return schemas.ok(answer | {"restarted": True} if restart else answer)
 
 
 @router.get("/status")
