@@ -525,6 +525,65 @@ NETWORK_SETTINGS_SSH: dict[str, Shape] = {
 }
 
 
+# handlers/store.go over model/store.go's gorm structs (no omitempty; times RFC 3339)
+STAMPS: Shape = {"created_at": str, "updated_at": str}
+STORE_TAG: Shape = {"id": int, "key": str, "name": str, "name_zh": str, "sort": int, **STAMPS}
+STORE_APP: Shape = {
+    "id": int,
+    **dict.fromkeys(("key", "name", "name_zh", "icon", "short_desc", "short_desc_zh", "description"), str),
+    **dict.fromkeys(("category", "author", "website", "document", "architectures"), str),
+    "min_memory": int,
+    "gpu_required": bool,
+    "soc_support": str,
+    "source": str,
+    "status": str,
+    "featured": bool,
+    "sort_order": int,
+    "downloads": int,
+    "rating": float,
+    **STAMPS,
+}
+STORE_DETAIL: Shape = {
+    "id": int,
+    "app_id": int,
+    **dict.fromkeys(("version", "image", "default_config", "changelog", "status", "release_date"), str),
+    **STAMPS,
+}
+STORE: dict[str, Shape] = {
+    "GET /api/v1/store/apps": {
+        "apps": [{**STORE_APP, "tags": OrNull([STORE_TAG])}],
+        "total": int,
+        "page": int,
+        "page_size": int,
+    },
+    "GET /api/v1/store/categories": {
+        "categories": OrNull(
+            [{"id": int, "key": str, "name": str, "name_zh": str, "icon": str, "sort": int, **STAMPS}]
+        )
+    },
+    "GET /api/v1/store/tags": {"tags": OrNull([STORE_TAG])},
+    "GET /api/v1/store/installs": {
+        "installs": [
+            {
+                "id": int,
+                "store_app_id": OrNull(int),
+                "app_detail_id": OrNull(int),
+                **dict.fromkeys(("app_id", "name", "version", "description", "image", "status"), str),
+                "container_id": str,
+                "pid": int,
+                "message": str,
+                "manifest_path": str,
+                "config": str,
+                **dict.fromkeys(("installed_at", "started_at", "stopped_at"), str),
+                **STAMPS,
+                "store_app?": STORE_APP,
+            }
+        ],
+        "total": int,
+    },
+}
+
+
 def mismatches(value: Any, shape: Any, path: str = "data") -> list[str]:
     """Every way ``value`` differs from ``shape`` (empty when it matches)."""
     if isinstance(shape, OrNull):

@@ -30,6 +30,7 @@ FAMILIES = {
     "monitor": hs.MONITOR,
     "processes": hs.PROCESSES,
     "network, settings, ssh": hs.NETWORK_SETTINGS_SSH,
+    "store": hs.STORE,
 }
 ROUTES = [(family, route) for family, table in FAMILIES.items() for route in table]
 

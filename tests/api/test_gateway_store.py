@@ -7,6 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.api import handler_shapes as hs
 from tests.api.test_gateway_apps import usage
 from tests.conftest import gateway_token
 from twin.serve import Twin
@@ -34,7 +35,8 @@ async def test_catalogue_shapes_follow_the_swagger(gateway: httpx.AsyncClient, a
     assert isinstance(detail["versions"][0]["default_config"], str)
     assert {t["key"] for t in detail["tags"]} == {"people", "safety"}
     tags = (await gateway.get(f"{STORE}/tags", headers=auth)).json()["data"]["tags"]
-    assert all(set(t) == {"id", "key", "name", "name_zh", "sort"} for t in tags)
+    assert all(set(t) == {"id", "key", "name", "name_zh", "sort", "created_at", "updated_at"} for t in tags)
+    assert {t["key"] for t in found["apps"][0]["tags"]} == {"vehicle"}  # AppWithTags
 
 
 async def test_a_store_install_lands_in_apps_and_on_the_partitions(
@@ -86,8 +88,6 @@ async def test_update_install_record_fields(gateway: httpx.AsyncClient, auth: di
 @pytest.mark.parametrize(
     ("method", "path", "kwargs", "status", "code"),
     [
-        ("GET", "/apps", {"params": {"page_size": 0}}, 400, 1004),
-        ("GET", "/apps", {"params": {"page_size": 101}}, 400, 1004),
         ("POST", "/apps/people-counter/install", {"json": {"version": 1}}, 400, 1001),
         ("POST", "/apps/people-counter/install", {"content": b"{broken"}, 400, 1001),
         ("POST", "/apps/people-counter/install", {"content": b"[]"}, 400, 1001),
@@ -125,12 +125,48 @@ async def test_update_with_wrong_types_changes_nothing(
     assert rec["message"] == "" and rec["status"] == "installing"
 
 
-@pytest.mark.parametrize("params", [{"page": "abc"}, {"page_size": "x"}, {"featured": "maybe"}])
-async def test_bad_query_values_are_bad_requests(
+async def test_install_records_in_the_app_install_shape(
+    gateway: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    body = {"app_id": "custom", "name": "Custom", "store_app_id": 2}
+    await gateway.post(f"{STORE}/installs", headers=auth, json=body)
+    await gateway.post(f"{STORE}/installs", headers=auth, json={"app_id": "bare", "name": "Bare"})
+    listed = (await gateway.get(f"{STORE}/installs", headers=auth)).json()["data"]
+    assert hs.mismatches(listed, hs.STORE["GET /api/v1/store/installs"]) == [] and listed["total"] == 2
+    bare, custom = listed["installs"]
+    assert (
+        bare["store_app_id"] is None
+        and "store_app" not in bare
+        and bare["started_at"] == "0001-01-01T00:00:00Z"
+    )
+    assert custom["store_app"]["key"] == "vehicle-counter"
+    one = (await gateway.get(f"{STORE}/installs/bare", headers=auth)).json()["data"]
+    assert one["store_app"] is None and one["install"]["app_id"] == "bare"
+    gone = await gateway.delete(f"{STORE}/installs/bare", headers=auth)
+    assert gone.json()["data"] == {"message": "install deleted"}
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"page": "abc"},
+        {"page": "0"},
+        {"page_size": "x"},
+        {"page_size": "0"},
+        {"page_size": "101"},
+        {"featured": "no"},
+    ],
+)
+async def test_odd_query_values_fall_back_to_the_defaults(
     gateway: httpx.AsyncClient, auth: dict[str, str], params: dict
 ) -> None:
+    """ListApps reads them with strconv.Atoi and no error: out of range is page 1, 20 a page, and
+    only ``featured=true`` filters."""
     resp = await gateway.get(f"{STORE}/apps", headers=auth, params=params)
-    assert resp.status_code == 400 and resp.json()["code"] in (1001, 1004), resp.text
+    data = resp.json()["data"]
+    assert (data["page"], data["page_size"], len(data["apps"])) == (1, 20, 4), resp.text
+    featured = (await gateway.get(f"{STORE}/apps", headers=auth, params={"featured": "true"})).json()["data"]
+    assert {a["key"] for a in featured["apps"]} == {"people-counter", "intrusion-alarm"}
 
 
 ROUTES = [

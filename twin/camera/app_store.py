@@ -70,6 +70,16 @@ CATALOGUE = (
 )  # fmt: skip
 
 
+ZERO_TIME = "0001-01-01T00:00:00Z"
+"""Go's zero ``time.Time`` as JSON."""
+INSTALL_ZERO: dict[str, Any] = {
+    **dict.fromkeys(("container_id", "message", "manifest_path"), ""),
+    "pid": 0,
+    **dict.fromkeys(("installed_at", "started_at", "stopped_at", "created_at"), ZERO_TIME),
+}
+"""``model.AppInstall``'s fields a record may lack (no omitempty: zero values are sent)."""
+
+
 def _store_app(a: StoreApp, now: str) -> dict[str, Any]:
     return {
         "id": a.id,
@@ -142,8 +152,8 @@ class AppStore:
     def apps(
         self, category: str, search: str, featured: bool | None, page: int, page_size: int
     ) -> dict[str, Any]:
-        if page < 1 or not 1 <= page_size <= 100:
-            raise InvalidInput("page must be >= 1 and page_size 1..100", resource="parameter")
+        page = max(page, 1)  # ListApps: out of range means page 1, 20 a page
+        page_size = page_size if 1 <= page_size <= 100 else 20
         rows = [
             a
             for a in CATALOGUE
@@ -153,7 +163,11 @@ class AppStore:
         ]
         now = self._now()
         start = (page - 1) * page_size
-        page_rows = [_store_app(a, now) for a in rows[start : start + page_size]]
+        tags = self.tags()
+        page_rows = [
+            _store_app(a, now) | {"tags": [t for t in tags if t["key"] in a.tags]}
+            for a in rows[start : start + page_size]
+        ]
         return {"apps": page_rows, "total": len(rows), "page": page, "page_size": page_size}
 
     def app(self, key: str) -> dict[str, Any]:
@@ -169,6 +183,8 @@ class AppStore:
                 "changelog": f"{a.name} {version}",
                 "status": "published",
                 "release_date": now,
+                "created_at": now,
+                "updated_at": now,
             }
             for detail_id, version, _ in a.versions
         ]
@@ -179,14 +195,25 @@ class AppStore:
         }
 
     def categories(self) -> list[dict[str, Any]]:
+        now = self._now()
         return [
-            {"id": i, "key": k, "name": n, "name_zh": z, "icon": ic, "sort": s}
+            {
+                "id": i,
+                "key": k,
+                "name": n,
+                "name_zh": z,
+                "icon": ic,
+                "sort": s,
+                "created_at": now,
+                "updated_at": now,
+            }
             for i, k, n, z, ic, s in CATEGORIES
         ]
 
     def tags(self) -> list[dict[str, Any]]:
         fields = ("id", "key", "name", "name_zh", "sort")
-        return [dict(zip(fields, row, strict=True)) for row in TAGS]
+        now = self._now()
+        return [dict(zip(fields, row, strict=True)) | {"created_at": now, "updated_at": now} for row in TAGS]
 
     # Installing ----------------------------------------------------------------------------------
     def install(self, key: str, version: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -242,8 +269,8 @@ class AppStore:
         old = self.installs.get(app_id, {})
         rec = {
             "id": old.get("id") or self._take_id(),
-            "store_app_id": fields.get("store_app_id") or 0,
-            "app_detail_id": fields.get("app_detail_id") or 0,
+            "store_app_id": fields.get("store_app_id"),
+            "app_detail_id": fields.get("app_detail_id"),
             "app_id": app_id,
             "name": name,
             "version": fields.get("version") or "",
@@ -253,6 +280,7 @@ class AppStore:
             "message": "",
             "config": fields.get("config") or "{}",
             "installed_at": self._now(),
+            "created_at": self._now(),
         }
         self.installs[app_id] = rec
         self._docs.put(self._prefix + app_id, rec)
@@ -266,7 +294,9 @@ class AppStore:
         rec = self.installs.get(app_id)
         if rec is None:
             raise NotFound(f"install record not found: {app_id}")
-        out = dict(rec)
+        out = {**INSTALL_ZERO, "updated_at": rec.get("created_at", ZERO_TIME), **rec}
+        for key in ("store_app_id", "app_detail_id"):
+            out[key] = out[key] or None  # *uint: null when not linked
         app = self.installer.apps.get(app_id)
         if app is not None:
             info = self.installer.info(app_id)
@@ -276,6 +306,9 @@ class AppStore:
                 pid=info.pid,
                 manifest_path=info.manifest_path,
             )
+        store_app = next((a for a in CATALOGUE if a.id == out["store_app_id"]), None)
+        if store_app is not None:  # ListInstalls' store_app, omitempty
+            out["store_app"] = _store_app(store_app, self._now())
         return out
 
     def list(self) -> list[dict[str, Any]]:

@@ -19,11 +19,15 @@ async def store_apps(
     backend: Backend,
     category: str = "",
     search: str = "",
-    featured: bool | None = None,
-    page: int = 1,
-    page_size: int = 20,
+    featured: str = "",
+    page: str = "1",
+    page_size: str = "20",
 ) -> JSONResponse:
-    return schemas.ok(backend.apps.store_apps(category, search, featured, page, page_size))
+    """``ListApps``: ``featured=true`` filters, anything else does not; a page or size that is not a
+    number is 0 (strconv.Atoi), then out of range means page 1, 20 a page."""
+    numbers = [int(v) if v.lstrip("-").isdigit() else 0 for v in (page, page_size)]
+    only_featured = True if featured == "true" else None
+    return schemas.ok(backend.apps.store_apps(category, search, only_featured, *numbers))
 
 
 @router.get("/apps/{key}")
@@ -53,7 +57,8 @@ async def tags(backend: Backend) -> JSONResponse:
 
 @router.get("/installs")
 async def installs(backend: Backend) -> JSONResponse:
-    return schemas.ok({"installs": backend.apps.install_records()})
+    records = backend.apps.install_records()
+    return schemas.ok({"installs": records, "total": len(records)})
 
 
 @router.post("/installs")
@@ -63,7 +68,8 @@ async def create_install(request: Request, backend: Backend) -> JSONResponse:
 
 @router.get("/installs/{app_id}")
 async def get_install(app_id: str, backend: Backend) -> JSONResponse:
-    return schemas.ok({"install": backend.apps.install_record(app_id)})
+    install = backend.apps.install_record(app_id)
+    return schemas.ok({"install": install, "store_app": install.pop("store_app", None)})
 
 
 @router.put("/installs/{app_id}")
@@ -75,4 +81,4 @@ async def update_install(app_id: str, request: Request, backend: Backend) -> JSO
 @router.delete("/installs/{app_id}")
 async def delete_install(app_id: str, backend: Backend) -> JSONResponse:
     backend.apps.delete_install_record(app_id)
-    return schemas.ok({"message": f"Install record {app_id} deleted"})
+    return schemas.ok({"message": "install deleted"})
