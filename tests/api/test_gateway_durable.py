@@ -165,3 +165,28 @@ async def test_the_file_manager_opens_at_the_install_prefix(settings: Settings) 
         prefix = (await read_all(gateway, auth, ("/device-info",)))[0]["install_prefix"]
         listing = await gateway.get("/api/v1/files", params={"path": prefix}, headers=auth)
     assert listing.status_code == 200, listing.text
+
+
+async def test_uploads_renames_and_deletes_survive_a_restart(durable: Settings) -> None:
+    """Including those of files the tree ships with: a deleted or renamed one stays gone."""
+    async with started(durable) as (gateway, auth):
+        upload = {"files": {"file": ("a.txt", b"alpha")}, "data": {"path": "/data/aipc"}}
+        for method, path, kwargs in (
+            ("POST", "/files/upload", upload),
+            ("POST", "/files/rename", {"json": {"old_path": "/data/aipc/a.txt", "new_path": "/tmp/b.txt"}}),
+            ("POST", "/files/rename", {"json": {"old_path": "/data/aipc/README.txt", "new_path": "/tmp/r"}}),
+            ("DELETE", "/files", {"params": {"path": "/data/aipc/config"}}),
+        ):
+            resp = await gateway.request(method, "/api/v1" + path, headers=auth, **kwargs)
+            assert resp.status_code == 200, (path, resp.text)
+        before = await read_all(gateway, auth, ("/files?path=/data/aipc", "/files?path=/tmp"))
+    names = [f["name"] for f in before[0]["files"]]
+    assert not {"a.txt", "README.txt", "config"} & set(names)
+
+    async with started(durable) as (gateway, auth):
+        assert await read_all(gateway, auth, ("/files?path=/data/aipc", "/files?path=/tmp")) == before
+        again = await gateway.post("/api/v1/files/mkdir", json={"path": "/data/aipc/config"}, headers=auth)
+        assert again.status_code == 200
+    async with started(durable) as (gateway, auth):
+        listing = (await read_all(gateway, auth, ("/files?path=/data/aipc",)))[0]
+    assert "config" in [f["name"] for f in listing["files"]]  # made again after the delete: back

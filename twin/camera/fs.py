@@ -132,11 +132,13 @@ class DurableFiles:
             self._docs.put(self._prefix + path, {"link": node.target})
 
     def drop(self, path: str) -> None:
-        """Forget ``path`` and everything under it."""
+        """Forget ``path`` and everything under it, and remember that it is gone (a file the tree
+        ships with would otherwise be back after a restart)."""
         key = self._prefix + path
         for doc_id, _ in self._docs.items():
             if doc_id == key or doc_id.startswith(key.rstrip("/") + "/"):
                 self._docs.delete(doc_id)
+        self._docs.put(key, {"deleted": True})
 
     def replay(self) -> None:
         """Write every recorded entry into the tree, parents first."""
@@ -145,7 +147,9 @@ class DurableFiles:
         ]
         for path, doc in sorted(entries, key=lambda e: e[0].count("/")):
             try:
-                if doc.get("dir"):
+                if doc.get("deleted"):
+                    self._fs.remove(path)
+                elif doc.get("dir"):
                     self._fs.mkdir(path, perm=doc["perm"])
                 elif "link" in doc:
                     self._fs.symlink(path, doc["link"])
