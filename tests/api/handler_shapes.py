@@ -584,6 +584,37 @@ STORE: dict[str, Shape] = {
 }
 
 
+# handlers/dev.go over model/dev.go's gorm structs (no omitempty; a build's started/finished *time.Time)
+BASE_IMAGE: Shape = {
+    "id": int,
+    **dict.fromkeys(("name", "tag", "image", "language", "description", "desc_zh", "sdk_version"), str),
+    **dict.fromkeys(("features", "build_cmd", "entry_point", "status"), str),
+    **STAMPS,
+}
+PROJECT: Shape = {
+    "id": int,
+    **dict.fromkeys(("name", "key", "description"), str),
+    "base_image_id": int,
+    **dict.fromkeys(("language", "source_path", "entry_file", "build_config", "app_config", "volumes"), str),
+    **dict.fromkeys(("status", "build_image", "message"), str),
+    **STAMPS,
+}
+BUILD: Shape = {
+    "id": int,
+    "project_id": int,
+    **dict.fromkeys(("version", "status", "log", "image"), str),
+    "image_size": int,
+    "started_at": OrNull(str),
+    "finished_at": OrNull(str),
+    "created_at": str,
+}
+DEV: dict[str, Shape] = {
+    "GET /api/v1/dev/base-images": {"images": OrNull([BASE_IMAGE])},
+    "GET /api/v1/dev/projects": {"projects": OrNull([PROJECT])},
+}
+DEV_PROJECT: Shape = {"project": PROJECT, "base_image": OrNull(BASE_IMAGE), "builds": OrNull([BUILD])}
+
+
 def mismatches(value: Any, shape: Any, path: str = "data") -> list[str]:
     """Every way ``value`` differs from ``shape`` (empty when it matches)."""
     if isinstance(shape, OrNull):

@@ -30,7 +30,7 @@ async def new_project(gateway: httpx.AsyncClient, auth: dict[str, str], key: str
         f"{DEV}/projects", headers=auth, json={"name": key.title(), "key": key, **extra}
     )
     assert made.status_code == 200, made.text
-    return made.json()["data"]["project"]["id"]
+    return made.json()["data"]["id"]
 
 
 def tar_gz(files: dict[str, bytes]) -> bytes:
@@ -135,7 +135,7 @@ async def test_update_project_and_its_app_config_drives_the_build(
         headers=auth,
         json={"name": "Demo app", "base_image_id": 3, "entry_file": "index.js", "app_config": manifest},
     )
-    project = changed.json()["data"]["project"]
+    project = changed.json()["data"]
     assert (project["name"], project["base_image_id"], project["entry_file"]) == ("Demo app", 3, "index.js")
     await gateway.post(f"{DEV}/projects/{pid}/file", headers=auth, json={"path": "index.js", "content": "1"})
     await gateway.post(f"{DEV}/projects/{pid}/build", headers=auth, json={"version": "2.0.0"})

@@ -31,6 +31,7 @@ FAMILIES = {
     "processes": hs.PROCESSES,
     "network, settings, ssh": hs.NETWORK_SETTINGS_SSH,
     "store": hs.STORE,
+    "dev": hs.DEV,
 }
 ROUTES = [(family, route) for family, table in FAMILIES.items() for route in table]
 
@@ -111,6 +112,18 @@ async def test_file_manager_writes(gateway: httpx.AsyncClient, auth: dict[str, s
         assert resp.status_code == 200, (path, resp.text)
         assert hs.mismatches(resp.json()["data"], hs.FILE_WRITES[f"{method} {path}"]) == [], path
     assert resp.json()["data"] == {"deleted": ["/data/b.txt", "/data/d"], "count": 2}
+
+
+async def test_dev_project_answers(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    made = await gateway.post(
+        "/api/v1/dev/projects", headers=auth, json={"name": "D", "key": "d", "base_image_id": 1}
+    )
+    project = made.json()["data"]  # CreateProject answers the bare AppProject
+    assert hs.mismatches(project, hs.PROJECT) == [] and project["status"] == "draft"
+    detail = (await gateway.get(f"/api/v1/dev/projects/{project['id']}", headers=auth)).json()["data"]
+    assert hs.mismatches(detail, hs.DEV_PROJECT) == [] and detail["builds"] == []
+    gone = await gateway.delete(f"/api/v1/dev/projects/{project['id']}", headers=auth)
+    assert gone.json()["data"] == {"deleted": project["id"]}
 
 
 def test_the_checker_catches_what_it_should() -> None:

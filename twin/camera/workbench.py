@@ -53,7 +53,8 @@ class BaseImage:
     def image(self) -> str:
         return f"aipc/{self.name}:{self.tag}"
 
-    def view(self) -> dict[str, object]:
+    def view(self, seeded: str) -> dict[str, object]:
+        """A ``model.BaseImage`` row; ``seeded`` is when the platform seeded the table."""
         return {
             "id": self.id,
             "name": self.name,
@@ -67,6 +68,8 @@ class BaseImage:
             "build_cmd": self.build_cmd,
             "entry_point": self.entry_point,
             "status": "active",
+            "created_at": seeded,
+            "updated_at": seeded,
         }
 
 
@@ -127,7 +130,7 @@ class Build:
             "image_path": self.image_path,
             "manifest_path": self.manifest_path,
             "started_at": _rfc3339(self.created_at),
-            "finished_at": _rfc3339(self.finished_at) if self.finished_at else "",
+            "finished_at": _rfc3339(self.finished_at) if self.finished_at else None,  # *time.Time
             "created_at": _rfc3339(self.created_at),
         }
 
@@ -145,7 +148,7 @@ class Project:
     updated_at: float
     app_config: str = ""
     volumes: str = ""
-    status: str = "created"
+    status: str = "draft"  # CreateProject's status
     build_image: str = ""
     message: str = ""
     files: dict[str, int] = field(default_factory=dict)
@@ -195,6 +198,7 @@ class Workbench:
     ) -> None:
         self.env = world.env
         self.clock, self.fs, self.installer = clock, fs, installer
+        self._seeded = _rfc3339(clock.now())  # the platform seeds its base images as it starts
         self.projects: dict[int, Project] = {}
         self._docs = world.store.collection(PROJECTS_KIND)
         self._prefix = f"{camera_id}:"
@@ -221,7 +225,7 @@ class Workbench:
         return self.clock.now()
 
     def base_images(self) -> list[dict[str, object]]:
-        return [b.view() for b in BASE_IMAGES]
+        return [b.view(self._seeded) for b in BASE_IMAGES]
 
     # Projects ------------------------------------------------------------------------------------
     def project(self, project_id: str | int) -> Project:
@@ -236,7 +240,13 @@ class Workbench:
 
     def detail(self, project_id: str | int) -> dict[str, object]:
         project = self.project(project_id)
-        return {"project": project.view(), "base_image": base_image(project.base_image_id).view()}
+        """``GetProject``: the project, its base image (null when none) and its builds."""
+        image = base_image(project.base_image_id) if project.base_image_id else None
+        return {
+            "project": project.view(),
+            "base_image": image.view(self._seeded) if image else None,
+            "builds": [b.view() for b in reversed(project.builds)],
+        }
 
     def create(self, fields: dict[str, Any]) -> Project:
         name, key = fields.get("name"), fields.get("key")

@@ -22,8 +22,7 @@ async def base_images(backend: Backend) -> JSONResponse:
 
 @router.get("/projects")
 async def projects(backend: Backend) -> JSONResponse:
-    items = backend.workbench.projects()
-    return schemas.ok({"projects": items, "total": len(items)})
+    return schemas.ok({"projects": backend.workbench.projects()})
 
 
 @router.post("/projects")
@@ -31,7 +30,7 @@ async def create_project(request: Request, backend: Backend) -> JSONResponse:
     body = json_object(await request.body())
     field(body, "name", str, required=True)
     field(body, "key", str, required=True)
-    return schemas.ok({"project": backend.workbench.create(body)})
+    return schemas.ok(backend.workbench.create(body))  # CreateProject answers the bare AppProject
 
 
 @router.get("/projects/{project_id}")
@@ -41,13 +40,13 @@ async def get_project(project_id: str, backend: Backend) -> JSONResponse:
 
 @router.put("/projects/{project_id}")
 async def update_project(project_id: str, request: Request, backend: Backend) -> JSONResponse:
-    return schemas.ok({"project": backend.workbench.update(project_id, json_object(await request.body()))})
+    return schemas.ok(backend.workbench.update(project_id, json_object(await request.body())))
 
 
 @router.delete("/projects/{project_id}")
 async def delete_project(project_id: str, backend: Backend) -> JSONResponse:
     backend.workbench.delete(project_id)
-    return schemas.ok({"message": f"Project {project_id} deleted"})
+    return schemas.ok({"deleted": int(project_id)})  # the id parsed as a uint
 
 
 @router.post("/projects/{project_id}/upload")
