@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import _client, gateway_token
+from twin.camera.video.backend import MEDIA_KIND
 from twin.serve import build
 from twin.settings import Settings
 
@@ -190,3 +191,27 @@ async def test_uploads_renames_and_deletes_survive_a_restart(durable: Settings) 
     async with started(durable) as (gateway, auth):
         listing = (await read_all(gateway, auth, ("/files?path=/data/aipc",)))[0]
     assert "config" in [f["name"] for f in listing["files"]]  # made again after the delete: back
+
+
+async def test_the_rtsp_port_follows_the_port_served_now_and_an_unreadable_document_is_skipped(
+    durable: Settings,
+) -> None:
+    first = build(durable)
+    media = first.gateways["cam-01"].media
+    media.use_rtsp_port(20000)
+    media.set_rtsp(False)
+    assert media.config()["rtsp"] == {"enabled": False, "port": 20000}
+    first.world.store.close()
+
+    again = build(durable)
+    media = again.gateways["cam-01"].media
+    media.use_rtsp_port(21000)  # this start's server got another port
+    assert media.config()["rtsp"] == {"enabled": False, "port": 21000}
+    broken = {"config": {"streams": []}, "profiles": {}, "rtsp_served": 21000}
+    again.world.store.collection(MEDIA_KIND).put("cam-01", broken)
+    again.world.store.close()
+
+    third = build(durable)
+    assert third.gateways["cam-01"].media.config()["rtsp"]["enabled"] is True  # the defaults
+    assert (MEDIA_KIND, "cam-01") in third.world.store.unreadable
+    third.world.store.close()

@@ -126,10 +126,16 @@ class TwinGatewayMedia(MediaConfiguration):
         doc = self._world.store.collection(MEDIA_KIND).get(self._id)
         if doc is None:
             return None
-        settings = cfg.MediaSettings([], {}, profiles=doc["profiles"])
-        for name, value in cfg.parse_document(doc["config"]).items():
+        try:
+            parsed = cfg.parse_document(doc["config"])
+            settings = cfg.MediaSettings([], {}, profiles=dict(doc["profiles"]))
+            served = int(doc["rtsp_served"])
+        except (InvalidInput, KeyError, TypeError, ValueError) as err:
+            self._world.store.skip_unreadable(MEDIA_KIND, self._id, str(err))
+            return None  # an older twin's document: boot with the defaults
+        for name, value in parsed.items():
             setattr(settings, name, value)
-        _move_rtsp_port(settings, doc["rtsp_served"], self._rtsp_port)
+        _move_rtsp_port(settings, served, self._rtsp_port)
         return settings
 
     def _save(self) -> None:
