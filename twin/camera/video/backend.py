@@ -2,7 +2,7 @@
 
 Streams and the camera daemon's configuration belong to the world's current SimPy environment:
 after a reset or restore (a new environment) the old streams' viewers are closed and fresh
-streams and default settings are made on next use.
+streams are made on next use, with the settings the store holds (see below).
 
 Every frame is rendered through a :class:`~twin.camera.video.render.View` captured on the world's thread at
 the frame's tick: the lens (zoom, focus error, iris), the peripherals (PTZ, day/night, IR, light) and
