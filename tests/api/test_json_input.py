@@ -139,7 +139,7 @@ async def test_gateway_reads_text_as_go_does(gateway: httpx.AsyncClient) -> None
     raw = b'{"name":"cam\\ud800\xff","key":"p1","description":"\\udc00"}'
     resp = await gateway.post("/api/v1/dev/projects", content=raw, headers=auth)
     assert resp.status_code == 200, resp.text
-    assert resp.json()["data"]["project"]["name"] == "cam\ufffd\ufffd"
+    assert resp.json()["data"]["name"] == "cam\ufffd\ufffd"
     listed = await gateway.get("/api/v1/dev/projects", headers=auth)
     assert listed.status_code == 200
     assert [(p["name"], p["description"]) for p in listed.json()["data"]["projects"]] == [
