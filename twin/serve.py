@@ -31,7 +31,8 @@ from api.gateway.app import create_app as create_gateway_app
 from api.gateway.rtsp import RtspServer
 from api.gateway.tls import write_self_signed
 from api.journal import JournalMiddleware
-from api.realtime.mqtt import EmbeddedBroker, MqttBridge
+from api.realtime.mqtt import DEVICE_FILTERS, EmbeddedBroker, MqttBridge
+from api.realtime.mqtt_link import BridgeLink
 from hardware.adapters.gates import AutomationGate, Gate, GatewayGate
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from hardware.adapters.passthrough import Passthrough
@@ -40,6 +41,7 @@ from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
 from twin.automation.backend import TwinAutomation
 from twin.automation.delivery import run_worker
+from twin.automation.links import run_links
 from twin.automation.network import network_info
 from twin.camera.gateway import TwinGateway
 from twin.camera.video.source import parse_video_sources
@@ -73,6 +75,7 @@ class Twin:
     control_app: FastAPI
     bridge: MqttBridge | None = None
     publisher: FleetPublisher | None = None
+    mqtt_link: BridgeLink | None = None
     journal: RequestJournal | None = None
     rtsp: dict[str, RtspServer] = field(default_factory=dict)
     real: dict[str, Passthrough] = field(default_factory=dict)
@@ -184,6 +187,8 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
     twin.bridge = bridge = MqttBridge(automation, mqtt_url)
     automation.mqtt_ready = lambda: bridge.connected
+    twin.mqtt_link = BridgeLink(bridge, settings.mqtt_host, settings.mqtt_port, settings.mqtt_url)
+    automation.mqtt.attach(twin.mqtt_link, DEVICE_FILTERS)
     if (out := settings.publish_fleet) is not None:  # the simulated sensors on an outside broker
         twin.publisher = FleetPublisher(automation, out.url, out.login, buffer=out.buffer, seed=world.seed)
         twin.control_app.state.publisher = twin.publisher
@@ -288,16 +293,17 @@ async def start(twin: Twin, cert_dir: Path) -> Running:
     """Start everything; returns once every listener is bound. Raises ``OSError`` if one cannot bind."""
     s = twin.settings
     running = Running(twin)
-    if s.mqtt_url is None:
-        running.broker = EmbeddedBroker(s.mqtt_host, s.mqtt_port)
-        await running.broker.start()
-        if s.mqtt_port == 0:
-            twin.bridge.url = f"mqtt://127.0.0.1:{running.broker.port}"
+    if s.mqtt_url is None:  # on the stored configuration, if any; the link follows whichever broker runs
+        mqtt = twin.automation.mqtt
+        running.broker = await twin.mqtt_link.start_broker(*mqtt.startup(), mqtt.auth)
+        twin.mqtt_link.current = lambda: running.broker
     running.tasks.append(asyncio.create_task(twin.clock.run(), name="clock"))
     running.tasks.append(asyncio.create_task(twin.bridge.run(), name="mqtt-bridge"))
     if twin.publisher is not None:
         running.tasks.append(asyncio.create_task(twin.publisher.run(), name="fleet-publisher"))
     running.tasks.append(asyncio.create_task(run_worker(lambda: twin.world), name="delivery"))
+    links = run_links(lambda: twin.world, lambda: twin.automation.im_bridges)
+    running.tasks.append(asyncio.create_task(links, name="links"))
 
     listeners = [
         Listener("automation", _server(twin.automation_app, s.host, s.port)),

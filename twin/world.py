@@ -16,12 +16,14 @@ from hardware.ports.events import Event, EventKind
 from twin.automation.agents import AgentRegistry
 from twin.automation.apikeys import ApiKeyRing
 from twin.automation.automations import AutomationRegistry
+from twin.automation.brokers import ExternalBrokerRegistry
 from twin.automation.chat_sessions import ChatRegistry
 from twin.automation.components import ComponentStore
 from twin.automation.dashboards import DashboardRegistry
 from twin.automation.delivery import Outbox
 from twin.automation.device_types import DeviceTypeRegistry
 from twin.automation.extensions import ExtensionRegistry
+from twin.automation.im_bridges import ImBridgeRegistry
 from twin.automation.images import ImageStore
 from twin.automation.ingest import Ingest
 from twin.automation.instances import InstanceRegistry
@@ -30,6 +32,8 @@ from twin.automation.market import Marketplace
 from twin.automation.memory import SystemMemory
 from twin.automation.memory_context import MemoryContext
 from twin.automation.messages import MessageCenter
+from twin.automation.mqtt_admin import BrokerSettings
+from twin.automation.mqtt_inbound import Inbound
 from twin.automation.push import DataPush
 from twin.automation.registry import DeviceRegistry
 from twin.automation.retention import Retention
@@ -152,6 +156,10 @@ class World:
             extensions=self.extensions, dashboards=self.dashboards, llm=self.llm, chat=self.chat,
         )  # fmt: skip
         self.skills = SkillRegistry(self)
+        self.mqtt_broker = BrokerSettings(self)
+        self.mqtt_inbound = Inbound(ingest=self.ingest, devices=self.devices)
+        self.brokers = ExternalBrokerRegistry(self, inbound=self.mqtt_inbound)
+        self.im_bridges = ImBridgeRegistry(self, agents=self.agents, outbox=self.outbox)
 
     # Time ----------------------------------------------------------------------------------
     def now(self) -> float:

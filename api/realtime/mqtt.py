@@ -20,24 +20,28 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 from amqtt.broker import Broker
 from amqtt.client import MQTTClient
 from amqtt.errors import BrokerError
 from amqtt.mqtt.disconnect import DisconnectPacket
-from amqtt.plugins.base import BasePlugin
+from amqtt.plugins.base import BaseAuthPlugin, BasePlugin
 
 from api.tasks import first_failure
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.errors import DomainError
 from hardware.ports.events import Event, EventKind, Subscription
+from hardware.ports.mqtt import BrokerAuth
 
 log = logging.getLogger(__name__)
 
 
 UPLINK_FILTER = "device/+/+/uplink"
 DOWNLINK_FILTER = "device/+/+/downlink"
+DEVICE_FILTERS = {UPLINK_FILTER: 0, DOWNLINK_FILTER: 1}
+"""The bridge's own subscriptions and their QoS."""
 BRIDGE_CLIENT_ID = "twin-bridge"
 """The bridge's own client id: its sessions are the twin's, not a client's, and are not logged."""
 MAX_SESSIONS = 10_000
@@ -165,23 +169,73 @@ class _Broker(Broker):
         await super()._handle_disconnect(client_session, *args)
 
 
+class BrokerLogin(BaseAuthPlugin):
+    """amqtt plugin: asks the server's :class:`~hardware.ports.mqtt.BrokerAuth` on every connection
+    (authentication can be turned on and off without a restart)."""
+
+    @dataclass
+    class Config:
+        auth: Any = None
+
+    async def authenticate(self, *, session: Any) -> bool:
+        auth: BrokerAuth = self.config.auth
+        return not auth.required() or auth.check(session.username, session.password)
+
+
 class EmbeddedBroker:
     """An amqtt broker on ``host:port`` (port 0 picks a free one; :attr:`port` tells which).
-    ``sessions`` (settable later) logs its clients' connections and its own outages."""
+    ``sessions`` (settable later) logs its clients' connections and its own outages. ``auth``: who
+    may connect (anyone without it); ``tls``: the certificate and key files to listen with."""
 
-    def __init__(self, host: str = "0.0.0.0", port: int = 1883, sessions: SessionLog | None = None) -> None:
+    def __init__(
+        self,
+        host: str = "0.0.0.0",
+        port: int = 1883,
+        sessions: SessionLog | None = None,
+        *,
+        auth: BrokerAuth | None = None,
+        tls: tuple[str, str] | None = None,
+    ) -> None:
         self.host = host
         self._port = port
         self._watch = _Watch()
         self._watch.log = sessions
-        config = {
-            "listeners": {"default": {"type": "tcp", "bind": f"{host}:{port}"}},
-            "plugins": {
-                "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True},
-                f"{__name__}.SessionWatch": {"watch": self._watch},
-            },
+        self.auth = auth
+        self.tls = tls
+        self._broker = _Broker(self._config(), self._watch)
+
+    def _config(self) -> dict[str, Any]:
+        listener: dict[str, Any] = {"type": "tcp", "bind": f"{self.host}:{self._port}"}
+        if self.tls is not None:
+            listener.update(ssl=True, certfile=self.tls[0], keyfile=self.tls[1])
+        login = (
+            {f"{__name__}.BrokerLogin": {"auth": self.auth}}
+            if self.auth is not None
+            else {"amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}}
+        )
+        return {
+            "listeners": {"default": listener},
+            "plugins": {**login, f"{__name__}.SessionWatch": {"watch": self._watch}},
         }
-        self._broker = _Broker(config, self._watch)
+
+    @property
+    def running(self) -> Broker:
+        return self._broker
+
+    async def rebind(self, host: str, port: int, tls: tuple[str, str] | None) -> None:
+        """Stop and listen again on ``host:port`` (with TLS when ``tls`` is given); if that fails,
+        listen where it did before and raise ``OSError``."""
+        before = (self.host, self.port, self.tls)
+        await self.stop()
+        self.host, self._port, self.tls = host, port, tls
+        try:
+            self._broker = _Broker(self._config(), self._watch)
+            await self.start()
+        except (OSError, ValueError) as err:
+            self.host, self._port, self.tls = before
+            self._broker = _Broker(self._config(), self._watch)
+            await self.start()
+            raise OSError(str(err)) from err
 
     @property
     def sessions(self) -> SessionLog | None:
@@ -282,6 +336,12 @@ class MqttBridge:
         self.commands = 0
         self._sensors: set[str] = set()
         """Devices whose uplinks the bridge publishes itself: their echo from the broker is skipped."""
+        self.extra: dict[str, int] = {}
+        """Topic filters subscribed on request beyond the device topics (with their QoS), held across
+        reconnections; their messages are the backend's (:meth:`MqttAdmin.inbound`)."""
+        self.login: tuple[str, str] | None = None
+        """The username and password presented on the next connection (none: anonymous)."""
+        self._client: MQTTClient | None = None
 
     async def run(self) -> None:
         kinds = frozenset({EventKind.DEVICE_TELEMETRY, EventKind.DEVICE_COMMAND_RESULT})
@@ -289,24 +349,48 @@ class MqttBridge:
         try:
             while True:
                 # No client plugins: amqtt's default packet logger schedules a task for every packet.
-                config = {"auto_reconnect": False, "plugins": {}}
+                config: dict[str, Any] = {"auto_reconnect": False, "plugins": {}}
+                if self.url.startswith("mqtts://"):  # its own broker's certificate, whoever signed it
+                    config.update(check_hostname=False, verify_cert=False)
                 client = MQTTClient(client_id=BRIDGE_CLIENT_ID, config=config)
                 try:
-                    await client.connect(self.url)
-                    await client.subscribe([(UPLINK_FILTER, 0), (DOWNLINK_FILTER, 1)])
-                    self.connected = True
+                    await client.connect(self._login_url())
+                    await client.subscribe([*DEVICE_FILTERS.items(), *self.extra.items()])
+                    self.connected, self._client = True, client
                     await first_failure(self._send(client, sub), self._receive(client))
                 except asyncio.CancelledError:
                     raise
                 except Exception as err:  # broker down or connection lost: retry
                     log.warning("MQTT bridge disconnected (%s); retrying", type(err).__name__)
                 finally:
-                    self.connected = False
+                    self.connected, self._client = False, None
                     with contextlib.suppress(Exception):
                         await asyncio.shield(client.disconnect())
                 await asyncio.sleep(1.0)
         finally:
             sub.close()
+
+    def _login_url(self) -> str:
+        if self.login is None:
+            return self.url
+        scheme, _, rest = self.url.partition("://")
+        user, password = (quote(part, safe="") for part in self.login)
+        return f"{scheme}://{user}:{password}@{rest.rpartition('@')[2]}"
+
+    async def subscribe(self, topic: str, qos: int) -> None:
+        """Hold ``topic`` from now on (at once when connected); raises when the broker refuses it."""
+        client = self._client
+        if client is not None and self.connected:
+            codes = await client.subscribe([(topic, qos)])
+            if codes and codes[0] == 0x80:
+                raise ValueError(f"the broker refused the subscription to {topic}")
+        self.extra[topic] = qos
+
+    async def unsubscribe(self, topic: str) -> None:
+        self.extra.pop(topic, None)
+        client = self._client
+        if client is not None and self.connected:
+            await client.unsubscribe([topic])
 
     async def _send(self, client: MQTTClient, sub: Subscription) -> None:
         while True:
@@ -330,6 +414,10 @@ class MqttBridge:
                 self._command(target, bytes(message.data))
                 continue
             device_id = device_of_uplink(message.topic)
+            if device_id is None:  # one of the extra subscriptions
+                taken = self.backend.mqtt.inbound(message.topic, bytes(message.data or b""))
+                self.received, self.rejected = self.received + taken, self.rejected + (not taken)
+                continue
             if device_id in self._sensors:  # a simulated sensor's own sample coming back: not ingested
                 continue
             try:

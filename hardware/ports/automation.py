@@ -16,9 +16,11 @@ from hardware.ports.devices import AutomationDevices
 from hardware.ports.events import EventKind, Subscription
 from hardware.ports.extensions import Extensions
 from hardware.ports.guidance import Onboarding, Suggestions
+from hardware.ports.im_bridges import ImBridges
 from hardware.ports.llm_backends import ModelBackends
 from hardware.ports.market import Components, Market
 from hardware.ports.memory import Memory, Skills
+from hardware.ports.mqtt import ExternalBrokers, MqttAdmin
 from hardware.ports.provisioning import Provisioning
 from hardware.ports.rules import AutomationMessages, AutomationPush, AutomationRules
 from hardware.ports.system import AutomationSystem
@@ -48,6 +50,9 @@ class AutomationBackend(Protocol):
     automations: Automations
     instances: Instances
     chat: ChatSessions
+    mqtt: MqttAdmin
+    brokers: ExternalBrokers
+    im_bridges: ImBridges
     memory: Memory
     skills: Skills
 

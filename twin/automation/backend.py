@@ -8,6 +8,7 @@ from hardware.ports.events import EventKind, Subscription
 from hardware.ports.types import ApiKey, Login, Readiness, User
 from twin.automation.agents import AgentRegistry
 from twin.automation.automations import AutomationRegistry
+from twin.automation.brokers import ExternalBrokerRegistry
 from twin.automation.channel_filters import TwinChannelFilters
 from twin.automation.chat import TwinChat
 from twin.automation.components import ComponentStore
@@ -16,11 +17,13 @@ from twin.automation.dashboards import DashboardRegistry
 from twin.automation.data_catalog import TwinData
 from twin.automation.devices import TwinDevices
 from twin.automation.extensions import ExtensionRegistry
+from twin.automation.im_router import TwinImBridges, im_front
 from twin.automation.instances import InstanceRegistry
 from twin.automation.llm import ModelBackendRegistry
 from twin.automation.market import Marketplace
 from twin.automation.memory import SystemMemory
 from twin.automation.messages import MessageCenter
+from twin.automation.mqtt_service import TwinMqtt
 from twin.automation.onboarding import TwinOnboarding
 from twin.automation.provisioning import TwinProvisioning
 from twin.automation.push import DataPush
@@ -47,6 +50,8 @@ class TwinAutomation:
         self.channel_filters = TwinChannelFilters(world)
         self.mqtt_ready: Callable[[], bool] = lambda: False
         """Whether the MQTT side is connected; the composition root wires it to the bridge."""
+        self.mqtt = TwinMqtt(world)
+        self._im_bridges: TwinImBridges | None = None
 
     @property
     def rules(self) -> RuleEngine:
@@ -100,6 +105,15 @@ class TwinAutomation:
     @property
     def skills(self) -> SkillRegistry:
         return self.world.skills
+
+    @property
+    def brokers(self) -> ExternalBrokerRegistry:
+        return self.world.brokers
+
+    @property
+    def im_bridges(self) -> TwinImBridges:
+        self._im_bridges = im_front(self._im_bridges, self.world.im_bridges, self.chat)
+        return self._im_bridges
 
     def uptime(self) -> float:
         return self.world.uptime()
