@@ -14,6 +14,8 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import os
+import socket
 import ssl
 import tempfile
 import uuid
@@ -52,8 +54,10 @@ def describe(err: BaseException) -> str:
     cause = err.__cause__ if isinstance(err, ConnectError) and err.__cause__ is not None else err
     if isinstance(cause, ssl.SSLError):
         return f"TLS: {cause.reason or cause}"
+    if isinstance(cause, socket.gaierror):
+        return f"I/O: failed to lookup address information: {cause.strerror}"
     if isinstance(cause, OSError) and cause.errno is not None:
-        return f"I/O: {cause.strerror} (os error {cause.errno})"
+        return f"I/O: {os.strerror(cause.errno)} (os error {cause.errno})"
     return f"I/O: {cause}" if str(cause) else type(cause).__name__
 
 

@@ -147,7 +147,8 @@ class ExternalBrokerRegistry:
         warnings = security_warnings(doc)
         if not doc["enabled"]:
             return BrokerSaved(_view(doc), None, warnings)
-        return BrokerSaved(self.get_broker(broker_id), await self._connect(doc), warnings)
+        connected = await self._connect(doc)
+        return BrokerSaved(self.get_broker(broker_id), connected, warnings)
 
     async def update_broker(self, broker_id: str, spec: BrokerSpec) -> BrokerSaved:
         doc = self._doc(broker_id)
@@ -168,7 +169,8 @@ class ExternalBrokerRegistry:
             doc.update(connected=False, last_error=None)
             self.docs.put(broker_id, doc)
             return BrokerSaved(_view(doc), None)
-        return BrokerSaved(self.get_broker(broker_id), await self._connect(doc))
+        connected = await self._connect(doc)
+        return BrokerSaved(self.get_broker(broker_id), connected)
 
     async def delete_broker(self, broker_id: str) -> None:
         await self._disconnect(broker_id)
