@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -76,14 +77,19 @@ class BodyLimit:
 
 
 def install(app: FastAPI, limit_of: LimitOf, smallest: int) -> None:
-    """Add the middleware (inside the app's other middleware, so CORS headers still apply) and the
-    handler that answers :class:`BodyTooLarge`."""
+    """Add the middleware (inside the app's other middleware, so CORS headers still apply), the
+    handler that answers :class:`BodyTooLarge`, and one that ends a request whose client left while
+    its body was read without logging it as a server error."""
 
     async def answer(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, BodyTooLarge)
         return exc.response
 
+    async def gone(request: Request, exc: Exception) -> Response:
+        return Response(status_code=499)  # the client left while its body was read: nobody to answer
+
     app.add_exception_handler(BodyTooLarge, answer)
+    app.add_exception_handler(ClientDisconnect, gone)
     app.add_middleware(BodyLimit, limit_of=limit_of, smallest=smallest)
 
 

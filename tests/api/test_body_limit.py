@@ -157,3 +157,23 @@ async def test_a_multipart_upload_past_its_limit_is_413(
     files = {"file": ("ext.tar.gz", b"\0" * (3 * MiB), "application/gzip")}
     resp = await automation.post("/api/extensions/upload/file", files=files, headers=auth)
     assert (resp.status_code, resp.text) == (413, limits.EXTRACTOR_413)
+
+
+async def test_a_client_that_leaves_while_its_body_is_read_is_not_a_server_error() -> None:
+    app, reads = small_app(Limit(1024, on_read=refusal("read")))
+    sent: list[dict] = []
+    messages = iter([{"type": "http.request", "body": b"x", "more_body": True}, {"type": "http.disconnect"}])
+
+    async def receive() -> dict:
+        return next(messages)
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http", "http_version": "1.1", "method": "POST", "path": "/echo", "raw_path": b"/echo",
+        "query_string": b"", "headers": [], "scheme": "http", "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 1), "root_path": "",
+    }  # fmt: skip
+    await app(scope, receive, send)
+    assert reads == [] and sent[0]["status"] == 499
