@@ -134,3 +134,15 @@ def test_expired_automation_sessions_are_deleted_at_a_later_login(
         with pytest.raises(Unauthenticated):
             users.authenticate(token)
     assert users.authenticate(third).username == "ann"
+
+
+def test_the_store_keeps_at_most_max_remembered_document_texts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from twin import store as store_mod
+
+    monkeypatch.setattr(store_mod, "_MAX_REMEMBERED", 10)
+    store = store_mod.Store()
+    for i in range(25):
+        store._put("thing", f"t{i}", {"n": i})
+        store._delete("thing", f"gone{i}")
+        assert len(store._docs) <= 10
+    assert store._get("thing", "t3") == {"n": 3} and store._get("thing", "gone3") is None

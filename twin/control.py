@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 MAX_SNAPSHOTS = 32
 ACTION_LOG = 200
+ACTIONS_KEPT = 10_000  # actions remembered for reports and the log; older ones are forgotten
 """Actions the console's log shows at the most (the newest)."""
 MAX_POINTS = 240
 
@@ -182,6 +183,11 @@ class TwinControl:
         undo = action.run(self, parsed)
         action_id = next(self._action_ids)
         self.actions_run.append((self.world.env.now, action_id, name, parsed.model_dump()))
+        if len(self.actions_run) > ACTIONS_KEPT:
+            forgotten = self.actions_run.pop(0)[1]
+            self.actions_undone.pop(forgotten, None)
+            if forgotten not in self._undo:
+                self._undo_at.pop(forgotten, None)
         if self.world.trace is not None:
             line = f"{self.world.env.now:.6f} scenario.action {name} {parsed.model_dump()!r}"
             self.world.trace.append(line)

@@ -335,19 +335,24 @@ class Store:
             "ON CONFLICT (kind, id) DO UPDATE SET doc = excluded.doc",
             (kind, id_, self._seq, text.decode()),
         )
-        self._docs[(kind, id_)] = text
+        self._remember((kind, id_), text)
+
+    def _remember(self, key: tuple[str, str], text: bytes | None) -> None:
+        """Keep a document's text (``None``: known absent); the cache never passes its bound."""
+        if len(self._docs) >= _MAX_REMEMBERED:
+            self._docs.clear()
+        self._docs[key] = text
 
     def _get(self, kind: str, id_: str) -> dict[str, Any] | None:
         key = (kind, id_)
         if key in self._docs:
             text = self._docs[key]
         else:
-            if len(self._docs) >= _MAX_REMEMBERED:  # unknown ids asked for must not grow it forever
-                self._docs.clear()
             row = self._db.execute(
                 "SELECT CAST(doc AS BLOB) FROM documents WHERE kind = ? AND id = ?", key
             ).fetchone()
-            text = self._docs[key] = None if row is None else row[0]
+            text = None if row is None else row[0]
+            self._remember(key, text)
         return None if text is None else self._read(kind, id_, text)
 
     def _read(self, kind: str, id_: str, text: bytes) -> dict[str, Any] | None:
@@ -364,7 +369,7 @@ class Store:
     def _delete(self, kind: str, id_: str) -> bool:
         self._docs.pop((kind, id_), None)
         cur = self._db.execute("DELETE FROM documents WHERE kind = ? AND id = ?", (kind, id_))
-        self._docs[(kind, id_)] = None
+        self._remember((kind, id_), None)
         return cur.rowcount > 0
 
     def _iter(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
