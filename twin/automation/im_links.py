@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from twin.automation.transports import BOT_TOKEN, TRANSPORTS, payload_bytes
+from twin.automation.transports import BOT_TOKEN, TRANSPORTS, HttpTransport, answer, payload_bytes
 
 log = logging.getLogger(__name__)
 
@@ -146,21 +146,20 @@ class TelegramPoller:
                 await task
 
 
-class FeishuTransport:
-    """Implements :class:`twin.automation.transports.Transport` for a Feishu app's replies."""
+class FeishuTransport(HttpTransport):
+    """Implements :class:`twin.automation.transports.Transport` for a Feishu app's replies, over the
+    link's pooled HTTP client."""
 
     def __init__(self, name: str) -> None:
-        self.name = name
-        self.client: httpx.AsyncClient | None = None
+        super().__init__(name)
         self._token: tuple[str, float] | None = None
 
     async def _tenant_token(self, config: dict[str, Any]) -> str:
         now = time.monotonic()  # the platform's token lifetime runs on its clock, not the world's
         if self._token is not None and self._token[1] - now >= TOKEN_MARGIN_S:
             return self._token[0]
-        assert self.client is not None
         url = f"{config['domain']}/open-apis/auth/v3/tenant_access_token/internal"
-        resp = await self.client.post(
+        resp = await self.http().post(
             url, json={"app_id": config["app_id"], "app_secret": config["app_secret"]}
         )
         body = resp.json() if resp.content else {}
@@ -176,8 +175,6 @@ class FeishuTransport:
         return self._token[0]
 
     async def send(self, config: dict[str, Any], payload: Any) -> tuple[bool, str, int | None]:
-        if self.client is None:
-            self.client = httpx.AsyncClient(timeout=30, follow_redirects=False)
         token = await self._tenant_token(config)
         body = {
             "receive_id": payload["receive_id"],
@@ -185,25 +182,17 @@ class FeishuTransport:
             "content": json.dumps({"text": payload["text"]}, ensure_ascii=False),
         }
         url = f"{config['domain']}/open-apis/im/v1/messages?receive_id_type=chat_id"
-        resp = await self.client.post(
+        resp = await self.http().post(
             url,
             content=payload_bytes(body),
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
         )
-        text = resp.text[:500]
         code = (
             resp.json().get("code")
             if resp.content and resp.headers.get("content-type", "").startswith("application/json")
             else None
         )
-        if resp.is_success and code == 0:
-            return True, text, resp.status_code
-        return False, f"HTTP {resp.status_code}: {text}", resp.status_code
-
-    async def aclose(self) -> None:
-        client, self.client = self.client, None
-        if client is not None:
-            await client.aclose()
+        return answer(resp, resp.is_success and code == 0)
 
 
 TRANSPORTS.setdefault("feishu", FeishuTransport)

@@ -62,26 +62,33 @@ class HttpTransport:
         self.name = name
         self.client: httpx.AsyncClient | None = None
 
-    async def send(self, config: dict[str, Any], payload: Any) -> tuple[bool, str, int | None]:
+    def http(self) -> httpx.AsyncClient:
+        """The link's pooled client, made on first use."""
         if self.client is None:
             limits = httpx.Limits(max_connections=MAX_IN_FLIGHT, max_keepalive_connections=MAX_IN_FLIGHT)
             self.client = httpx.AsyncClient(timeout=SEND_TIMEOUT_S, follow_redirects=False, limits=limits)
+        return self.client
+
+    async def send(self, config: dict[str, Any], payload: Any) -> tuple[bool, str, int | None]:
         headers = {
             "Content-Type": "application/json",
             **{str(k): str(v) for k, v in (config.get("headers") or {}).items()},
         }
         method = str(config.get("method", "POST")).upper()
         body = payload_bytes(payload)
-        resp = await self.client.request(method, config["url"], content=body, headers=headers)
-        text = resp.text[:RESPONSE_PREVIEW]
-        if 200 <= resp.status_code < 300:
-            return True, text, resp.status_code
-        return False, f"HTTP {resp.status_code}: {text}", resp.status_code
+        resp = await self.http().request(method, config["url"], content=body, headers=headers)
+        return answer(resp, 200 <= resp.status_code < 300)
 
     async def aclose(self) -> None:
         client, self.client = self.client, None
         if client is not None:
             await client.aclose()
+
+
+def answer(resp: httpx.Response, delivered: bool) -> tuple[bool, str, int | None]:
+    """An HTTP attempt's outcome: the start of what the far end said, the status line on a failure."""
+    text = resp.text[:RESPONSE_PREVIEW]
+    return delivered, text if delivered else f"HTTP {resp.status_code}: {text}", resp.status_code
 
 
 def broker_url(config: dict[str, Any]) -> str:
