@@ -85,12 +85,7 @@ def start(sensors: int, workdir: Path) -> servers.Server:
     scenario = workdir / "chat.yaml"
     scenario.write_text(SCENARIO.format(sensors=sensors))
     port, control_port = servers.free_port(), servers.free_port()
-    twin = [str(servers.TWIN_SCRIPT)] if servers.TWIN_SCRIPT.exists() else [sys.executable, "-m", "twin.cli"]
-    argv = [
-        *twin, "run", "--scenario", str(scenario), "--rate-limit", str(servers.RATE_LIMIT),
-        "--host", servers.HOST, "--port", str(port), "--control-port", str(control_port), "--mqtt-port", "0",
-        "--gateway-addressing", "port", "--gateway-http-port", "0", "--gateway-https-port", "0",
-    ]  # fmt: skip
+    argv = servers.twin_run(scenario, port, control_port, "--rate-limit", str(servers.RATE_LIMIT))
     return servers.launch("twin", argv, port, control_port)
 
 

@@ -78,25 +78,14 @@ def cpu_seconds(pid: int) -> float:
 
 def start(state_dir: Path) -> servers.Server:
     port, control = servers.free_port(), servers.free_port()
-    twin = [str(servers.TWIN_SCRIPT)] if servers.TWIN_SCRIPT.exists() else [sys.executable, "-m", "twin.cli"]
-    argv = [
-        *twin, "run",
-        "--scenario", str(SCENARIO), "--speed", "1", "--state-dir", str(state_dir),
-        "--host", servers.HOST, "--port", str(port), "--control-port", str(control),
-        "--mqtt-port", "0", "--rtsp-port", "0",
-        "--gateway-addressing", "port", "--gateway-http-port", "0", "--gateway-https-port", "0",
-    ]  # fmt: skip
-    server = servers.launch("twin", argv, port, control)
+    flags = ("--speed", "1", "--state-dir", str(state_dir), "--rtsp-port", "0")
+    server = servers.launch("twin", servers.twin_run(SCENARIO, port, control, *flags), port, control)
     servers.wait_healthy(server, timeout=60)
     return server
 
 
 def log_in(server: servers.Server) -> dict[str, str]:
-    servers.initialize_admin(server, **ADMIN)
-    status, body = servers.http_json("POST", f"{server.url}/api/auth/login", ADMIN)
-    if status != 200 or not isinstance(body, dict) or not isinstance(body.get("token"), str):
-        raise servers.ServerError(f"POST /api/auth/login answered {status}: {body!r}")
-    return {"Authorization": f"Bearer {body['token']}"}
+    return {"Authorization": f"Bearer {servers.initialize_admin(server, **ADMIN)}"}
 
 
 def add_dead_targets(server: servers.Server, auth: dict[str, str], count: int) -> None:

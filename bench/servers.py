@@ -74,18 +74,27 @@ def start_bare() -> Server:
     return launch("bare", [sys.executable, "-m", "bench.bare", "--port", str(port)], port)
 
 
+def twin_run(
+    scenario: Path, port: int, control_port: int, *flags: str, command: list[str] | None = None
+) -> list[str]:
+    """The argv of ``twin run`` on loopback: ``scenario``, the automation API on ``port``, the control
+    plane on ``control_port``, the MQTT broker and each camera's gateway on a port of its own choosing;
+    then ``flags``. ``command`` starts the twin (default: its console script, else ``-m twin.cli``)."""
+    if command is None:
+        command = [str(TWIN_SCRIPT)] if TWIN_SCRIPT.exists() else [sys.executable, "-m", "twin.cli"]
+    return [
+        *command, "run", "--scenario", str(scenario),
+        "--host", HOST, "--port", str(port), "--control-port", str(control_port), "--mqtt-port", "0",
+        "--gateway-addressing", "port", "--gateway-http-port", "0", "--gateway-https-port", "0",
+        *flags,
+    ]  # fmt: skip
+
+
 def start_twin(scenario: Path = SCENARIO) -> Server:
     """``twin run`` on free ports with the bench's 1 000-device ``scenario``, step clock, no effective
     rate limit, state in memory, bound to loopback."""
     port, control_port = free_port(), free_port()
-    twin = [str(TWIN_SCRIPT)] if TWIN_SCRIPT.exists() else [sys.executable, "-m", "twin.cli"]
-    argv = [
-        *twin, "run",
-        "--scenario", str(scenario), "--step", "--rate-limit", str(RATE_LIMIT),
-        "--host", HOST, "--port", str(port), "--control-port", str(control_port),
-        "--mqtt-port", "0",
-        "--gateway-addressing", "port", "--gateway-http-port", "0", "--gateway-https-port", "0",
-    ]  # fmt: skip
+    argv = twin_run(scenario, port, control_port, "--step", "--rate-limit", str(RATE_LIMIT))
     return launch("twin", argv, port, control_port)
 
 

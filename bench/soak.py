@@ -221,16 +221,8 @@ async def run_load(
 
 
 def twin_argv(state_dir: Path, port: int, control_port: int, trace_dir: Path | None) -> list[str]:
-    prefix = [sys.executable, "-c", TRACED_BOOT, str(trace_dir)] if trace_dir else None
-    if prefix is None:
-        prefix = (
-            [str(servers.TWIN_SCRIPT)] if servers.TWIN_SCRIPT.exists() else [sys.executable, "-m", "twin.cli"]
-        )
-    return [
-        *prefix, "run", "--scenario", str(SCENARIO), "--state-dir", str(state_dir),
-        "--host", servers.HOST, "--port", str(port), "--control-port", str(control_port), "--mqtt-port", "0",
-        "--gateway-addressing", "port", "--gateway-http-port", "0", "--gateway-https-port", "0",
-    ]  # fmt: skip
+    command = [sys.executable, "-c", TRACED_BOOT, str(trace_dir)] if trace_dir else None
+    return servers.twin_run(SCENARIO, port, control_port, "--state-dir", str(state_dir), command=command)
 
 
 def gateway_of(twin: servers.Server, timeout: float = 30.0) -> str:

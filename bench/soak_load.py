@@ -300,17 +300,15 @@ class Load:
             return
         token = session.token
         sent = time.monotonic()
+        self.tally.requests += 1
         try:
             resp = await session.http.request(method, path, json=body, headers=session.headers())
         except httpx.TimeoutException as err:
-            self.tally.requests += 1
             self.tally.error(session.name, "timeout", f"{method} {path}: {err!r}", sent)
             return
         except httpx.TransportError as err:
-            self.tally.requests += 1
             self.tally.error(session.name, "transport", f"{method} {path}: {err!r}", sent)
             return
-        self.tally.requests += 1
         self.tally.latencies.append(time.monotonic() - sent)
         if resp.status_code == 200:
             if method == "POST" and path.startswith(("/api/dashboards", "/api/messages", "/api/rules")):
