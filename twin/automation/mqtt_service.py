@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from twin.world import World
 
 MAX_TOPIC = 200
-_PAGE = 1000
 
 
 class DetachedLink:
@@ -111,7 +110,7 @@ class TwinMqtt:
 
     # Status and subscriptions --------------------------------------------------------------------
     def status(self) -> MqttStatus:
-        config, devices = self.current(), self._devices()
+        config, devices = self.current(), self.world.devices.all_docs()
         clients = self.link.clients()
         return MqttStatus(
             connected=self.link.connected,
@@ -127,22 +126,13 @@ class TwinMqtt:
     def subscriptions(self) -> list[MqttSubscription]:
         held = {**self.device_filters, **self.link.topics()}
         subs = [MqttSubscription(topic, qos) for topic, qos in held.items()]
-        for doc in self._devices():
+        for doc in self.world.devices.all_docs():
             cfg = doc.get("connection_config") or {}
             kind, device_id = doc["device_type"], doc["device_id"]
             uplink = cfg.get("telemetry_topic") or f"device/{kind}/{device_id}/uplink"
             downlink = cfg.get("command_topic") or f"device/{kind}/{device_id}/downlink"
             subs += [MqttSubscription(uplink, 1, device_id), MqttSubscription(downlink, 1, device_id)]
         return subs
-
-    def _devices(self) -> list[dict]:
-        devices, docs, page = self.world.devices, [], 1
-        while True:
-            found = devices.list(page, _PAGE, None, None)
-            docs += [devices.doc(d.device_id) for d in found.devices]
-            if page * _PAGE >= found.total:
-                return docs
-            page += 1
 
     async def subscribe(self, topic: str, qos: int) -> SubscribeResult:
         _check_topic(topic)

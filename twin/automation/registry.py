@@ -166,7 +166,8 @@ class DeviceRegistry:
         doc = self.doc(device_id)
         return self._view(doc, self.device_type_of(doc))
 
-    def _all_docs(self) -> list[dict[str, Any]]:
+    def all_docs(self) -> list[dict[str, Any]]:
+        """Every live device's document, simulated sensors first (the listing's order)."""
         overlays = dict(self.overlays.items())
         docs = [
             self._sim_doc(d, overlays.get(d))
@@ -183,7 +184,7 @@ class DeviceRegistry:
         if status is not None and status not in DEVICE_STATUSES:
             raise InvalidInput(f"Invalid status '{status}'", field="status")
         page, limit = max(1, page), min(max(1, limit), 1000)
-        docs = self._all_docs()
+        docs = self.all_docs()
         if device_type is not None:
             docs = [d for d in docs if d["device_type"] == device_type]
         types: dict[str, DeviceType | None] = {}
