@@ -13,6 +13,8 @@ from typing import Protocol, runtime_checkable
 
 SYSTEM_USER = "__neomind_internal__"
 """The server's own broker login once authentication is on; names starting ``__neomind`` are reserved."""
+MASK = "*****"
+"""What a stored secret (a password, a client key) reads as; an update that sends it back keeps it."""
 
 
 @dataclass(frozen=True, slots=True)

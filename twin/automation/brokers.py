@@ -18,7 +18,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from hardware.ports.errors import InvalidInput, NotFound
-from hardware.ports.mqtt import BrokerSaved, BrokerSpec, BrokerTest, ExternalBroker, SecurityWarning
+from hardware.ports.mqtt import MASK, BrokerSaved, BrokerSpec, BrokerTest, ExternalBroker, SecurityWarning
 from twin.automation.broker_links import BrokerSession, test_connection
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_TOPICS = ("sensor/#", "device/#", "tele/#")
-MASK = "*****"
 
 
 def _view(doc: dict[str, Any]) -> ExternalBroker:

@@ -58,6 +58,10 @@ def telegram_base(api_base: str | None) -> str:
     return base.rstrip("/") if base.startswith(("http://", "https://")) else f"https://{base}"
 
 
+def _session_key(platform: str, chat_id: str) -> str:
+    return f"{platform}:{chat_id}"
+
+
 def _checked(platform: str, config: dict[str, Any]) -> dict[str, Any]:
     """The credentials a bridge needs, present and not blank (``InvalidInput`` naming the first missing)."""
     for field in REQUIRED[platform]:
@@ -170,11 +174,13 @@ class ImBridgeRegistry:
         ]
 
     def reset_session(self, platform: str, chat_id: str) -> None:
-        platform = self._checked(platform)
-        self.chat_sessions.delete(f"{platform}:{chat_id}")
+        self.drop_session(self._checked(platform), chat_id)
+
+    def drop_session(self, platform: str, chat_id: str) -> None:
+        self.chat_sessions.delete(_session_key(platform, chat_id))
 
     def session_of(self, platform: str, chat_id: str) -> dict[str, Any] | None:
-        return self.chat_sessions.get(f"{platform}:{chat_id}")
+        return self.chat_sessions.get(_session_key(platform, chat_id))
 
     def bind_session(self, platform: str, chat_id: str, session_id: str) -> dict[str, Any]:
         """The chat's session record, made with ``session_id`` if it has none (an existing one stays)."""
@@ -187,14 +193,14 @@ class ImBridgeRegistry:
                 "last_active": now,
                 "created_at": now,
             }
-            self.chat_sessions.put(f"{platform}:{chat_id}", doc)
+            self.chat_sessions.put(_session_key(platform, chat_id), doc)
         return doc
 
     def touch_session(self, platform: str, chat_id: str) -> None:
         doc = self.session_of(platform, chat_id)
         if doc is not None:
             doc["last_active"] = int(self.world.now())
-            self.chat_sessions.put(f"{platform}:{chat_id}", doc)
+            self.chat_sessions.put(_session_key(platform, chat_id), doc)
 
     # Replies -------------------------------------------------------------------------------------
     def reply(self, platform: str, chat_id: str, text: str) -> int:

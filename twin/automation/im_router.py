@@ -83,7 +83,7 @@ class ImRouter:
         while len(self.seen) > MAX_SEEN:
             del self.seen[next(iter(self.seen))]
         if _command(text, "/reset"):
-            reg.chat_sessions.delete(f"{m.platform}:{m.chat_id}")
+            reg.drop_session(m.platform, m.chat_id)
             reg.reply(m.platform, m.chat_id, RESET)
             return
         if _command(text, "/help"):

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.ports.mqtt import (
+    MASK,
     BrokerConfig,
     BrokerSaved,
     BrokerSpec,
@@ -23,7 +24,6 @@ from hardware.ports.mqtt import (
 
 U8 = Annotated[int, Field(ge=0, le=255)]
 U16 = Annotated[int, Field(ge=0, le=65535)]
-MASK = "*****"
 
 
 class _Body(BaseModel):
