@@ -28,6 +28,16 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
+async def read_request(reader: asyncio.StreamReader) -> Request:
+    """One HTTP/1.1 request off ``reader``: its head and a ``Content-Length`` body."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _ = lines[0].split(" ", 2)
+    headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return Request(method, path, headers, body)
+
+
 @dataclass
 class HttpReceiver:
     """Answers each request with the next status of ``statuses`` (then 200) and records it. ``port``:
@@ -55,14 +65,7 @@ class HttpReceiver:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            method, path, _ = lines[0].split(" ", 2)
-            headers = {
-                k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)
-            }
-            body = await reader.readexactly(int(headers.get("content-length", "0")))
-            self.requests.append(Request(method, path, headers, body))
+            self.requests.append(await read_request(reader))
             status = self.statuses.pop(0) if self.statuses else 200
             reply = b'{"ok":true}' if status < 300 else b'{"error":"scripted failure"}'
             writer.write(

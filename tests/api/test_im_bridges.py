@@ -17,7 +17,7 @@ import pytest
 
 from tests.api.test_mqtt_admin import assert_error
 from tests.conftest import _client, admin_token
-from tests.receivers import Request
+from tests.receivers import Request, read_request
 from tests.sockets import until
 from twin.automation import im_router
 from twin.automation.im_links import Incoming
@@ -86,17 +86,11 @@ class FakeChatPlatform:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            method, path, _ = lines[0].split(" ", 2)
-            headers = {
-                k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)
-            }
-            raw = await reader.readexactly(int(headers.get("content-length", "0")))
-            request = Request(method, path, headers, raw)
-            if not path.endswith(("/getMe", "/getUpdates")):
+            request = await read_request(reader)
+            if not request.path.endswith(("/getMe", "/getUpdates")):
                 self.sent.append(request)
-            reply = json.dumps(await self._answer(path, json.loads(raw) if raw else {})).encode()
+            answer = await self._answer(request.path, request.json() if request.body else {})
+            reply = json.dumps(answer).encode()
             writer.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
                 + f"Content-Length: {len(reply)}\r\n\r\n".encode()
