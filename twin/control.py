@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 MAX_SNAPSHOTS = 32
 ACTION_LOG = 200
-ACTIONS_KEPT = 10_000  # actions remembered for reports and the log; older ones are forgotten
 """Actions the console's log shows at the most (the newest)."""
+ACTIONS_KEPT = 10_000
+"""Actions remembered for reports and the log; older ones are forgotten."""
 MAX_POINTS = 240
 
 

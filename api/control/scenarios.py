@@ -51,22 +51,16 @@ def _scenario(s: Any, source: str) -> dict[str, Any]:
             for step in s.timeline
         ],
         "expectations": [
-            {"name": e.label, "expect": e.expect, "server": e.server, "optional": _optional(e)}
+            {"name": e.label, "expect": e.expect, "server": e.server, "optional": e.optional}
             for e in s.expectations
         ],
     }
 
 
 def _verdict(v: Any) -> dict[str, Any]:
-    """A verdict's outcome: ``passed``, ``failed`` or ``inconclusive`` (read from ``outcome`` where
-    the verdict has one)."""
-    outcome = getattr(v, "outcome", None) or ("passed" if v.passed else "failed")
-    return {"name": v.name, "outcome": str(outcome), "message": v.message, "optional": _optional(v)}
-
-
-def _optional(expectation_or_verdict: Any) -> bool:
-    """Whether a failed or inconclusive verdict leaves the run passing (where the scenario says so)."""
-    return bool(getattr(expectation_or_verdict, "optional", False))
+    """A verdict: its outcome (``passed``, ``failed`` or ``inconclusive``), and whether the scenario
+    lets the run pass while it is inconclusive (``optional``)."""
+    return {"name": v.name, "outcome": str(v.outcome), "message": v.message, "optional": v.optional}
 
 
 def _live(control: ConsoleControl) -> Scenarios:
@@ -92,7 +86,7 @@ def _status(control: ConsoleControl) -> dict[str, Any]:
             "stop_at": run.stop_at,
             "sim_time": result.record.end,
             "passed": result.passed,
-            "outcome": str(getattr(result, "outcome", None) or ("passed" if result.passed else "failed")),
+            "outcome": str(result.outcome),
             "verdicts": [_verdict(v) for v in result.verdicts],
             "errors": list(result.errors),
             "requests": len(result.record.journal),

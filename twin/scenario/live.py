@@ -23,7 +23,7 @@ from hardware.ports.types import ClockMode
 from twin.scenario.expectations import RunRecord, judge_all
 from twin.scenario.model import Scenario, ScenarioError, parse_scenario
 from twin.scenario.report import html_report
-from twin.scenario.runner import RunResult, _watched, schedule, trace_of
+from twin.scenario.runner import RunResult, schedule, trace_of, watched_series
 from twin.settings import DEFAULT_SCENARIO
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ class LiveScenarios:
             wall_s=time.monotonic() - run.wall0,
             mode=run.mode,
             fault_windows=[(t, c.actions_undone.get(i), name) for t, i, name, _ in actions],
-            watched=_watched(run.scenario, c.world, end) if watched and c.world.env is run.env else {},
+            watched=watched_series(run.scenario, c.world, end) if watched and c.world.env is run.env else {},
             events_published=c.world.events_emitted,
         )
 

@@ -340,7 +340,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         mode=clock.mode.value,
         client_output=log_text,
         fault_windows=windows,
-        watched=_watched(scenario, world, record.end),
+        watched=watched_series(scenario, world, record.end),
         events_published=world.events_emitted,
         client_verdict=scenario.client.judge(record),
         client_command=opts.client,
@@ -424,7 +424,9 @@ def trace_of(record: RunRecord, actions_run: list) -> list[str]:
     return lines
 
 
-def _watched(scenario: Scenario, world, end: float) -> dict[str, tuple[list[float], list[float]]]:
+def watched_series(scenario: Scenario, world, end: float) -> dict[str, tuple[list[float], list[float]]]:
+    """The scenario's watched metrics (``watch``) sampled from their signals at 200 times from 0 to
+    ``end``, for the report's plots: ``device.metric`` -> (times, values)."""
     out: dict[str, tuple[list[float], list[float]]] = {}
     points = 200
     for w in scenario.watch:
