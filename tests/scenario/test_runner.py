@@ -173,6 +173,58 @@ async def test_broker_switch_takes_the_broker_down_and_back_on_its_port() -> Non
     await running.broker.stop()
 
 
+class _OneLogin:
+    def required(self) -> bool:
+        return True
+
+    def check(self, username: str | None, password: str | None) -> bool:
+        return (username, password) == ("plant", "pw-1234")
+
+
+async def _connack(port: int, login: tuple[str, str] | None = None) -> int | None:
+    """The return code of the broker's CONNACK to an MQTT 3.1.1 CONNECT; ``None``: it closed."""
+    field = lambda text: len(text).to_bytes(2, "big") + text.encode()  # noqa: E731
+    flags, payload = 0x02, field("probe")
+    if login is not None:
+        flags, payload = flags | 0xC0, payload + field(login[0]) + field(login[1])
+    body = b"\x00\x04MQTT\x04" + bytes([flags]) + b"\x00\x3c" + payload
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(bytes([0x10, len(body)]) + body)
+        return (await reader.readexactly(4))[3]
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    finally:
+        writer.close()
+
+
+async def test_broker_switch_brings_the_broker_back_as_the_api_left_it() -> None:
+    """Moved to another port and with authentication on (as ``PUT /api/mqtt/broker-config`` does),
+    the broker comes back from an outage there, still asking for a login."""
+    from types import SimpleNamespace
+
+    from api.realtime.mqtt import EmbeddedBroker
+    from twin.scenario.runner import BrokerSwitch
+
+    broker = EmbeddedBroker("127.0.0.1", 0, auth=_OneLogin())
+    await broker.start()
+    running = SimpleNamespace(broker=broker)
+    switch = BrokerSwitch(running)
+    first = broker.port
+    await broker.rebind("127.0.0.1", 0, None)
+    moved = broker.port
+    assert moved != first
+    switch.down()
+    switch.up()
+    await switch.settle()
+    try:
+        assert running.broker is not broker and running.broker.port == moved
+        assert await _connack(moved) != 0
+        assert await _connack(moved, ("plant", "pw-1234")) == 0
+    finally:
+        await running.broker.stop()
+
+
 async def test_twin_run_puts_the_timeline_on_the_clock(tmp_path: Path) -> None:
     from tests.sockets import socket_settings
     from twin.scenario import load_scenario

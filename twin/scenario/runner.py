@@ -137,12 +137,14 @@ class _Recorder:
 
 
 class BrokerSwitch:
-    """Stops the run's embedded MQTT broker and starts a new one on the same port; each switch
-    waits for the previous one (they run on the event loop, outside the world step)."""
+    """Stops the run's embedded MQTT broker and starts a new one where it listened, as it was
+    configured (its bind, TLS and authentication, whatever the API changed since the start); each
+    switch waits for the previous one (they run on the event loop, outside the world step)."""
 
     def __init__(self, running) -> None:
         self.running = running
         self.port = running.broker.port
+        """Where the broker listened when it last went down (a broker bound to port 0 picked it)."""
         self._last: asyncio.Future | None = None
 
     def _then(self, make) -> None:
@@ -157,12 +159,17 @@ class BrokerSwitch:
         self._last = asyncio.ensure_future(chained())
 
     def down(self) -> None:
-        self._then(self.running.broker.stop)
+        async def stop() -> None:
+            broker = self.running.broker
+            self.port = broker.port or self.port  # a stopped broker knows only the port it was given
+            await broker.stop()
+
+        self._then(stop)
 
     def up(self) -> None:
         async def start() -> None:
-            host, log = self.running.twin.settings.mqtt_host, self.running.broker.sessions
-            broker = EmbeddedBroker(host, self.port, sessions=log)
+            old = self.running.broker
+            broker = EmbeddedBroker(old.host, self.port, old.sessions, auth=old.auth, tls=old.tls)
             await broker.start()
             self.running.broker = broker
 
