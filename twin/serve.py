@@ -16,7 +16,7 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,9 +202,6 @@ class _Server(uvicorn.Server):
     def capture_signals(self):
         yield
 
-    def install_signal_handlers(self) -> None:  # older uvicorn
-        pass
-
 
 @dataclass
 class Listener:
@@ -239,6 +236,10 @@ class Running:
 
     def url(self, name: str) -> str:
         return self.listeners[name].url
+
+    def spawn(self, work: Coroutine, name: str) -> None:
+        """A background task of the twin's, cancelled by :func:`stop`."""
+        self.tasks.append(asyncio.create_task(work, name=name))
 
 
 def _gateway_address(settings: Settings, index: int) -> tuple[str, int, int]:
@@ -291,39 +292,45 @@ def _bind(listener: Listener) -> socket.socket:
 
 async def start(twin: Twin, cert_dir: Path) -> Running:
     """Start everything; returns once every listener is bound. Raises ``OSError`` if one cannot bind."""
-    s = twin.settings
     running = Running(twin)
+    try:
+        await _start(running, cert_dir)
+    except OSError:
+        await stop(running)
+        raise
+    for name, app in twin.real.items():  # a warning, not a refusal: a device may come up later
+        key = twin.settings.real_automation_api_key if name == AUTOMATION else None
+        status = await app.probe(key)
+        if status is not None:
+            log.info("twin: real %s answers (HTTP %d%s)", name, status, " to its API key" if key else "")
+    return running
+
+
+async def _start(running: Running, cert_dir: Path) -> None:
+    twin, s = running.twin, running.twin.settings
     if s.mqtt_url is None:  # on the stored configuration, if any; the link follows whichever broker runs
         mqtt = twin.automation.mqtt
         running.broker = await twin.mqtt_link.start_broker(*mqtt.startup(), mqtt.auth)
         twin.mqtt_link.current = lambda: running.broker
-    running.tasks.append(asyncio.create_task(twin.clock.run(), name="clock"))
-    running.tasks.append(asyncio.create_task(twin.bridge.run(), name="mqtt-bridge"))
+    running.spawn(twin.clock.run(), "clock")
+    running.spawn(twin.bridge.run(), "mqtt-bridge")
     if twin.publisher is not None:
-        running.tasks.append(asyncio.create_task(twin.publisher.run(), name="fleet-publisher"))
-    running.tasks.append(asyncio.create_task(run_worker(lambda: twin.world), name="delivery"))
-    links = run_links(lambda: twin.world, lambda: twin.automation.im_bridges)
-    running.tasks.append(asyncio.create_task(links, name="links"))
-
+        running.spawn(twin.publisher.run(), "fleet-publisher")
+    running.spawn(run_worker(lambda: twin.world), "delivery")
+    running.spawn(run_links(lambda: twin.world, lambda: twin.automation.im_bridges), "links")
     listeners = [
         Listener("automation", _server(twin.automation_app, s.host, s.port)),
         Listener("control", _server(twin.control_app, s.control_host, s.control_port)),
     ]
-    hosts = ["localhost", "127.0.0.1"] + [
-        _gateway_address(s, c.index)[0] for c in twin.world.cameras.values()
-    ]
-    cert, key = write_self_signed(cert_dir, sorted(set(hosts)))
-    for camera_id, camera in twin.world.cameras.items():
+    cameras = twin.world.cameras
+    hosts = {"localhost", "127.0.0.1", *(_gateway_address(s, c.index)[0] for c in cameras.values())}
+    cert, key = write_self_signed(cert_dir, sorted(hosts))
+    tls = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
+    for camera_id, camera in cameras.items():
         host, http, https = _gateway_address(s, camera.index)
         app = twin.gateway_apps[camera_id]
         listeners.append(Listener(f"{camera_id}/http", _server(app, host, http)))
-        listeners.append(
-            Listener(
-                f"{camera_id}/https",
-                _server(app, host, https, ssl_certfile=str(cert), ssl_keyfile=str(key)),
-                scheme="https",
-            )
-        )
+        listeners.append(Listener(f"{camera_id}/https", _server(app, host, https, **tls), scheme="https"))
     sockets: list[socket.socket] = []
     try:
         for listener in listeners:
@@ -331,32 +338,31 @@ async def start(twin: Twin, cert_dir: Path) -> Running:
     except OSError:
         for sock in sockets:
             sock.close()
-        await stop(running)
         raise
     for listener, sock in zip(listeners, sockets, strict=True):
-        listener.task = asyncio.create_task(listener.server.serve(sockets=[sock]), name=listener.name)
+        _launch(listener, sock)
         running.listeners[listener.name] = listener
     for listener in listeners:
-        while not listener.server.started:
-            if listener.task.done():
-                await stop(running)
-                raise OSError(f"{listener.name}: server failed to start")
-            await asyncio.sleep(0.005)
+        if not await _serving(listener):
+            raise OSError(f"{listener.name}: server failed to start")
         listener.bound = listener.address
-    try:
-        for camera_id, rtsp in twin.rtsp.items():
-            twin.gateways[camera_id].media.use_rtsp_port(await rtsp.start())
-            await rtsp.reconcile()
-    except OSError:
-        await stop(running)
-        raise
+    for camera_id, rtsp in twin.rtsp.items():
+        twin.gateways[camera_id].media.use_rtsp_port(await rtsp.start())
+        await rtsp.reconcile()
     running.supervisor = asyncio.create_task(_supervise_power(running), name="gateway-power")
-    for name, app in twin.real.items():  # a warning, not a refusal: a device may come up later
-        key = s.real_automation_api_key if name == AUTOMATION else None
-        status = await app.probe(key)
-        if status is not None:
-            log.info("twin: real %s answers (HTTP %d%s)", name, status, " to its API key" if key else "")
-    return running
+
+
+def _launch(listener: Listener, sock: socket.socket) -> None:
+    listener.task = asyncio.create_task(listener.server.serve(sockets=[sock]), name=listener.name)
+
+
+async def _serving(listener: Listener) -> bool:
+    """Wait for a launched listener to serve: ``False`` if it ended or did not start in time."""
+    for _ in range(int(START_TIMEOUT_S / 0.005)):
+        if listener.server.started or listener.task.done():
+            break
+        await asyncio.sleep(0.005)
+    return listener.server.started
 
 
 _POWER_EVENTS = (
@@ -408,12 +414,8 @@ async def _reopen(listener: Listener) -> None:
     host, port = listener.address
     ssl = {"ssl_certfile": old.ssl_certfile, "ssl_keyfile": old.ssl_keyfile} if old.ssl_certfile else {}
     listener.server = _server(old.app, host, port, **ssl)
-    sock = _bind(listener)
-    listener.task = asyncio.create_task(listener.server.serve(sockets=[sock]), name=listener.name)
-    for _ in range(int(START_TIMEOUT_S / 0.005)):
-        if listener.server.started or listener.task.done():
-            break
-        await asyncio.sleep(0.005)
+    _launch(listener, _bind(listener))
+    await _serving(listener)
     log.info("twin: %s listening again", listener.name)
 
 
