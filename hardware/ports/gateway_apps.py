@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,7 +456,7 @@ class GatewayAdmin(Protocol):
         self, category: str, level: str, start: str, end: str, search: str, limit: int, offset: int
     ) -> dict[str, object]: ...
 
-    def add_event_log(self, fields: dict[str, object]) -> dict[str, object]: ...
+    def add_event_log(self, fields: dict[str, Any]) -> dict[str, object]: ...  # a bound LogRecord
 
     def event_log_statistics(self) -> dict[str, int]: ...
 

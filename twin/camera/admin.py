@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hardware.ports.errors import InvalidInput, NotFound
-from twin.camera.event_templates import TEMPLATES
+from twin.camera.event_templates import TEMPLATES, TEMPLATES_BY_CODE
 
 if TYPE_CHECKING:
     from twin.camera.clock import DeviceClock
@@ -44,13 +44,6 @@ FACTORY_ALIASES = {
 """``factoryeeprom.NormalizeField``: upper-cased, '-' as '_'."""
 FACTORY_VALUE = re.compile(r"^[A-Za-z0-9._:-]+$")
 MODEL = "NE503-AIPC"
-LOG_RECORD = {
-    **dict.fromkeys(("event_type", "level", "category", "source", "user", "message"), "string"),
-    "data": "map[string]interface {}",
-}
-"""``handlers.LogRecord``'s JSON fields and Go types."""
-JSON_KINDS = {str: "string", bool: "bool", list: "array", dict: "object"}
-"""encoding/json's name for a JSON value's kind (``number`` otherwise)."""
 ADMIN_KIND = "camera_admin"
 """Durable: one document per camera, keyed by its id (see :meth:`DeviceAdmin.save`)."""
 EVENT_LOGS_KIND = "camera_event_logs"
@@ -252,37 +245,21 @@ class DeviceAdmin:
         self._log_docs.put(self._log_id(entry), entry)
         return entry
 
-    def record(self, fields: dict[str, object]) -> dict[str, Any]:
-        """``EventLogHandler.Create`` binds ``LogRecord``: ``event_type``, ``source`` and ``message``
-        required, gin's validator texts on failure."""
-        for key, go_type in LOG_RECORD.items():
-            value = fields.get(key)
-            if value is not None and not isinstance(value, dict if key == "data" else str):
-                got = JSON_KINDS.get(type(value), "number")
-                raise InvalidInput(
-                    f"json: cannot unmarshal {got} into Go struct field LogRecord.{key} of type {go_type}"
-                )
-        missing = [
-            f"Key: 'LogRecord.{go}' Error:Field validation for '{go}' failed on the 'required' tag"
-            for key, go in (("event_type", "EventType"), ("source", "Source"), ("message", "Message"))
-            if not fields.get(key)
-        ]
-        if missing:
-            raise InvalidInput("\n".join(missing))
-        text = {k: v for k, v in fields.items() if isinstance(v, str)}
-        data: dict[str, Any] = fields.get("data") or {}  # type: ignore[assignment]
-        message, message_zh = text["message"], ""
-        template = next((t for t in TEMPLATES if t[0] == text["event_type"]), None)
+    def record(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A client's entry (``EventLogHandler.Create``; a bound ``LogRecord``: its strings, and
+        ``data`` an object)."""
+        message, message_zh, data = fields["message"], "", fields["data"]
+        template = TEMPLATES_BY_CODE.get(fields["event_type"])
         if template is not None:  # toModel: a known code's texts are rendered from its template
             message, message_zh = _render(template[4], data), _render(template[5], data)
         return self.log(
-            text["event_type"],
-            text.get("category", ""),
-            text.get("level", ""),
-            text["source"],
+            fields["event_type"],
+            fields.get("category", ""),
+            fields.get("level", ""),
+            fields["source"],
             message,
             message_zh,
-            user=text.get("user", ""),
+            user=fields.get("user", ""),
             data=data,
         )
 

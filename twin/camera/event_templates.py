@@ -225,3 +225,5 @@ TEMPLATES: tuple[Template, ...] = (
      "风扇故障: {{.fan_id}}"),
 )
 # fmt: on
+
+TEMPLATES_BY_CODE = {t[0]: t for t in TEMPLATES}

@@ -416,7 +416,7 @@ class TwinGatewayAdmin(_Area):
     ) -> dict[str, object]:
         return self.camera.admin.query(category, level, start, end, search, limit, offset)
 
-    def add_event_log(self, fields: dict[str, object]) -> dict[str, object]:
+    def add_event_log(self, fields: dict[str, Any]) -> dict[str, object]:
         return self.camera.admin.record(fields)
 
     def event_log_statistics(self) -> dict[str, int]:

@@ -12,8 +12,9 @@ from fastapi.responses import JSONResponse
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import is_json
+from api.gateway.schemas import system as shapes
 from api.gateway.schemas.files import field, json_object
-from hardware.ports.errors import InvalidInput, NotFound
+from hardware.ports.errors import NotFound
 
 router = APIRouter(prefix="/api/v1", tags=["device"], dependencies=[Depends(require_session)])
 
@@ -127,22 +128,13 @@ async def event_logs(
 
 @router.post("/event-logs")
 async def add_event_log(request: Request, backend: Backend) -> JSONResponse:
-    backend.admin.add_event_log(json_object(await request.body()))
+    backend.admin.add_event_log(shapes.parse_log_record(await request.body()))
     return schemas.ok({"message": "Event log created successfully"})
 
 
 @router.delete("/event-logs")
 async def cleanup_event_logs(request: Request, backend: Backend) -> JSONResponse:
-    """``CleanupRequest{days}``: required, 1-365 (gin's validator texts)."""
-    days = json_object(await request.body(), "EOF").get("days")
-    if days is not None and (not isinstance(days, int) or isinstance(days, bool)):
-        kind = {str: "string", bool: "bool", list: "array", dict: "object"}.get(type(days), f"number {days}")
-        field_type = "Go struct field CleanupRequest.days of type int"
-        raise InvalidInput(f"json: cannot unmarshal {kind} into {field_type}")
-    tag = "required" if not days else "gte" if days < 1 else "lte" if days > 365 else ""
-    if tag:
-        detail = f"Field validation for 'Days' failed on the '{tag}' tag"
-        raise InvalidInput(f"Key: 'CleanupRequest.Days' Error:{detail}")
+    days = shapes.parse_cleanup_days(await request.body())
     backend.admin.cleanup_event_logs(days)
     return schemas.ok({"message": "Old event logs cleaned up successfully", "days": days})
 

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi.responses import JSONResponse
 
 from api import json_input
+from api.gateway.schemas.files import json_object
 from hardware.ports.errors import InvalidInput
 from hardware.ports.types import (
     ClientTimeSync,
@@ -102,6 +103,57 @@ def parse_password(raw: bytes) -> tuple[str, str, int]:
             "failed on the 'required' tag"
         )
     return body.str("old_password"), body.str("new_password"), body.int("timestamp")
+
+
+GO_KINDS = {str: "string", bool: "bool", list: "array", dict: "object"}
+"""encoding/json's name for a JSON value's kind (``number`` otherwise)."""
+LOG_RECORD = {
+    **dict.fromkeys(("event_type", "level", "category", "source", "user", "message"), "string"),
+    "data": "map[string]interface {}",
+}
+"""``handlers.LogRecord``'s JSON fields and Go types."""
+LOG_RECORD_REQUIRED = {"event_type": "EventType", "source": "Source", "message": "Message"}
+
+
+def unmarshal_error(value: Any, struct_field: str, go_type: str) -> InvalidInput:
+    """encoding/json's ``UnmarshalTypeError``: a number meant for an int is named with its literal."""
+    kind = GO_KINDS.get(type(value)) or (f"number {value}" if go_type == "int" else "number")
+    field = f"Go struct field {struct_field} of type {go_type}"
+    return InvalidInput(f"json: cannot unmarshal {kind} into {field}")
+
+
+def validation_error(struct: str, field: str, tag: str) -> str:
+    """One line of gin's validator error."""
+    return f"Key: '{struct}.{field}' Error:Field validation for '{field}' failed on the '{tag}' tag"
+
+
+def parse_log_record(raw: bytes) -> dict[str, Any]:
+    """``EventLogHandler.Create`` binds ``LogRecord``: ``event_type``, ``source`` and ``message``
+    required; the strings and ``data`` (an object, ``{}`` when absent) that were sent."""
+    body = json_object(raw)
+    for key, go_type in LOG_RECORD.items():
+        value = body.get(key)
+        if value is not None and not isinstance(value, dict if key == "data" else str):
+            raise unmarshal_error(value, f"LogRecord.{key}", go_type)
+    missing = [
+        validation_error("LogRecord", go, "required")
+        for key, go in LOG_RECORD_REQUIRED.items()
+        if not body.get(key)
+    ]
+    if missing:
+        raise InvalidInput("\n".join(missing))
+    return {k: v for k, v in body.items() if isinstance(v, str)} | {"data": body.get("data") or {}}
+
+
+def parse_cleanup_days(raw: bytes) -> int:
+    """``CleanupRequest{days}``: required, 1-365 (gin's validator texts)."""
+    days = json_object(raw, "EOF").get("days")
+    if days is not None and (not isinstance(days, int) or isinstance(days, bool)):
+        raise unmarshal_error(days, "CleanupRequest.days", "int")
+    tag = "required" if not days else "gte" if days < 1 else "lte" if days > 365 else ""
+    if tag:
+        raise InvalidInput(validation_error("CleanupRequest", "Days", tag))
+    return days
 
 
 # Responses -------------------------------------------------------------------------------------
