@@ -95,19 +95,24 @@ class MqttUser(User):
         record(self, "MQTT", name, started, len(payload), error)
 
 
-class EventWsUser(AutomationUser):
-    """An event subscriber on the WebSocket ``/api/events/ws``: authenticates with its first frame
-    ``{"type": "Auth", "token"}``, answers the server's pings, and stays ``SUBSCRIBE_S`` seconds.
-    Recorded as ``ws /api/events/ws (connect)``, the time to the ``Authenticated`` answer, and
-    ``... (message)``, one entry per message of events (a batch or a single event) with its size and
-    the gap since the previous one as its time. An ``Error`` frame or an early close is a failure."""
+class EventSubscriber(AutomationUser):
+    """What both event subscribers share: their weight and pace, and a login at the start."""
 
+    abstract = True
     weight = 1
     think = (1.0, 3.0)
 
     def on_start(self) -> None:
         super().on_start()
         self.token = self.login()
+
+
+class EventWsUser(EventSubscriber):
+    """An event subscriber on the WebSocket ``/api/events/ws``: authenticates with its first frame
+    ``{"type": "Auth", "token"}``, answers the server's pings, and stays ``SUBSCRIBE_S`` seconds.
+    Recorded as ``ws /api/events/ws (connect)``, the time to the ``Authenticated`` answer, and
+    ``... (message)``, one entry per message of events (a batch or a single event) with its size and
+    the gap since the previous one as its time. An ``Error`` frame or an early close is a failure."""
 
     @tag("events")
     @task
@@ -147,18 +152,11 @@ class EventWsUser(AutomationUser):
                 record(self, "WS", entry, last, error=err)
 
 
-class EventSseUser(AutomationUser):
+class EventSseUser(EventSubscriber):
     """An event subscriber on the SSE stream ``/api/events/stream?token=``: stays ``SUBSCRIBE_S``
     seconds. Recorded as ``sse /api/events/stream (connect)``, the time to the response headers,
     and ``... (event)``, one entry per event with its size and the gap since the previous one as its
     time (``:keepalive`` comments are not events)."""
-
-    weight = 1
-    think = (1.0, 3.0)
-
-    def on_start(self) -> None:
-        super().on_start()
-        self.token = self.login()
 
     @tag("events")
     @task
