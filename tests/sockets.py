@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-from collections.abc import Callable
+import socket
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import uvicorn
 
 from tests.conftest import SCENARIOS
 from twin.settings import LOOPBACK, Settings
@@ -25,3 +30,22 @@ async def until(check: Callable, attempts: int = 250) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError("condition not reached")
+
+
+@contextlib.asynccontextmanager
+async def serving_app(app: Any, **config: Any) -> AsyncIterator[str]:
+    """An ASGI app alone on a free loopback port (uvicorn, no lifespan, ``config`` on top); yields
+    its base URL and stops the server on the way out."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", **config))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        assert not task.done(), "server failed to start"
+        await asyncio.sleep(0.005)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+        sock.close()

@@ -8,21 +8,18 @@ session that does not exist, answered ``cancelled`` at once) and reads every fra
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import socket
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from tests.api.test_events_ws import OPERATOR_KEY, api_key, live_twin, recv_json
+from tests.sockets import serving_app
 from twin.serve import Twin
 
 pytestmark = pytest.mark.socket
@@ -408,23 +405,6 @@ def streaming_stub(requests: list[dict]) -> FastAPI:
         )
 
     return app
-
-
-@contextlib.asynccontextmanager
-async def serving_app(app: FastAPI) -> AsyncIterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        assert not task.done(), "stub failed to start"
-        await asyncio.sleep(0.005)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
 
 
 async def test_http_backends_stream_through_the_world(live) -> None:

@@ -9,9 +9,8 @@ import dataclasses
 from pathlib import Path
 
 import httpx
-import pytest
 
-from tests.api.test_sessions import on_the_clock
+from tests.api.support import assert_error, assert_raw, on_the_clock
 from tests.conftest import SCENARIOS, _client, admin_token
 from twin.automation.memory import evict_to_limit, replace_marker
 from twin.automation.memory_context import fit_context
@@ -21,21 +20,6 @@ from twin.settings import Settings
 USER_DEFAULT = "# User Profile\n\n> Last updated: \n\n"
 T0 = 1767225600
 """The test scenario's epoch."""
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def assert_raw(resp: httpx.Response, status: int, error: str) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json() == {"error": error}
-
-
-def assert_envelope(resp: httpx.Response, status: int, code: str) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json()["success"] is False and resp.json()["error"]["code"] == code
 
 
 async def knowledge(client: httpx.AsyncClient, auth: dict) -> str:
@@ -70,20 +54,20 @@ async def test_file_refusals(automation: httpx.AsyncClient, auth: dict) -> None:
         await automation.put("/api/memory/file/notes", json={"content": ""}, headers=auth), 400, message
     )
 
-    assert_envelope(
+    assert_error(
         await automation.put("/api/memory/file/user", json={}, headers=auth), 422, "VALIDATION_ERROR"
     )
     for content in (5, None, ["a"], True):
         resp = await automation.put("/api/memory/file/user", json={"content": content}, headers=auth)
-        assert_envelope(resp, 422, "VALIDATION_ERROR")
+        assert_error(resp, 422, "VALIDATION_ERROR")
     bad = await automation.put(
         "/api/memory/file/user",
         content=b'{"content": "a"',
         headers={**auth, "Content-Type": "application/json"},
     )
-    assert_envelope(bad, 400, "BAD_REQUEST")
+    assert_error(bad, 400, "BAD_REQUEST")
     resp = await automation.request("DELETE", "/api/memory/file/user", headers=auth)
-    assert_envelope(resp, 405, "METHOD_NOT_ALLOWED")
+    assert_error(resp, 405, "METHOD_NOT_ALLOWED")
     assert (await automation.get("/api/memory/file/user", headers=auth)).json()["chars"] == 2000
 
 
@@ -133,7 +117,7 @@ async def test_custom_file_refusals(automation: httpx.AsyncClient, auth: dict) -
     message = "Invalid input: Custom file content exceeds big char limit: 20001 > 20000"
     assert_raw(resp, 400, f"Failed to write custom file 'big': {message}")
     resp = await automation.put("/api/memory/custom/big", json={"content": {"a": 1}}, headers=auth)
-    assert_envelope(resp, 422, "VALIDATION_ERROR")
+    assert_error(resp, 422, "VALIDATION_ERROR")
     assert (await automation.get("/api/memory/custom", headers=auth)).json()["files"] == []
 
 
@@ -161,7 +145,7 @@ async def test_config_round_trip_and_refusals(automation: httpx.AsyncClient, aut
     assert (await automation.get("/api/memory/config", headers=auth)).json() == expected
 
     for body in ({}, {"config": None}, {"config": "x"}):
-        assert_envelope(
+        assert_error(
             await automation.put("/api/memory/config", json=body, headers=auth), 422, "VALIDATION_ERROR"
         )
     for field, value in (
@@ -174,7 +158,7 @@ async def test_config_round_trip_and_refusals(automation: httpx.AsyncClient, aut
         ("summary_backend_id", 7),
     ):
         resp = await automation.put("/api/memory/config", json={"config": {field: value}}, headers=auth)
-        assert_envelope(resp, 422, "VALIDATION_ERROR")
+        assert_error(resp, 422, "VALIDATION_ERROR")
     assert (await automation.get("/api/memory/config", headers=auth)).json() == expected
     # An empty configuration is a whole one: every field back to its default.
     resp = await automation.put("/api/memory/config", json={"config": {}}, headers=auth)
@@ -250,9 +234,9 @@ async def test_categories_and_export(automation: httpx.AsyncClient, auth: dict, 
     resp = await automation.put("/api/memory/category/moods", json={"content": "x"}, headers=auth)
     assert_raw(resp, 400, "Invalid category: moods")
     resp = await automation.put("/api/memory/category/facts", json={"text": "x"}, headers=auth)
-    assert_envelope(resp, 422, "VALIDATION_ERROR")
+    assert_error(resp, 422, "VALIDATION_ERROR")
     resp = await automation.delete("/api/memory/category/facts", headers=auth)
-    assert_envelope(resp, 405, "METHOD_NOT_ALLOWED")
+    assert_error(resp, 405, "METHOD_NOT_ALLOWED")
 
 
 async def test_legacy_source_files(automation: httpx.AsyncClient, auth: dict, twin: Twin) -> None:
@@ -297,9 +281,7 @@ async def test_legacy_source_files(automation: httpx.AsyncClient, auth: dict, tw
     )
     resp = await automation.delete("/api/memory/system/system", headers=auth)
     assert_raw(resp, 500, "Failed to delete memory: Storage error: Cannot delete system memory")
-    assert_envelope(
-        await automation.put("/api/memory/chat/x", json=[], headers=auth), 422, "VALIDATION_ERROR"
-    )
+    assert_error(await automation.put("/api/memory/chat/x", json=[], headers=auth), 422, "VALIDATION_ERROR")
     assert (await automation.get("/api/memory", headers=auth)).json()["total"] == 2
 
 
@@ -371,11 +353,11 @@ async def test_auth_in_each_release(automation: httpx.AsyncClient, settings: Set
         ("POST", "/api/memory/compress"),
     ):
         resp = await automation.request(method, path, json={"content": "x"})
-        assert_envelope(resp, 401, "UNAUTHORIZED")
+        assert_error(resp, 401, "UNAUTHORIZED")
         resp = await automation.request(
             method, path, json={"content": "x"}, headers={"Authorization": "Bearer nope"}
         )
-        assert_envelope(resp, 401, "UNAUTHORIZED")
+        assert_error(resp, 401, "UNAUTHORIZED")
     earlier = build(dataclasses.replace(settings, release="0.9.17"))
     async with _client(earlier.automation_app, "http://automation") as client:
         resp = await client.get("/api/memory/stats")

@@ -4,23 +4,17 @@ the world clock, durable sessions across a restart, and the server's refusals.""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
 from pathlib import Path
 
 import httpx
-import pytest
 
-from tests.conftest import SCENARIOS, admin_token
+from tests.api.support import assert_error, on_the_clock
+from tests.conftest import SCENARIOS
 from twin.serve import Twin, build
 from twin.settings import Settings
 
 OPERATOR_KEY = "nmk_" + "cd" * 16
 GHOST = "00000000-0000-4000-8000-000000000000"
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
 
 
 async def new_session(client: httpx.AsyncClient, auth: dict, **kwargs) -> str:
@@ -29,26 +23,6 @@ async def new_session(client: httpx.AsyncClient, auth: dict, **kwargs) -> str:
     body = resp.json()
     assert body["success"] is True and set(body["data"]) == {"sessionId"}
     return body["data"]["sessionId"]
-
-
-async def on_the_clock(twin: Twin, request: Awaitable[httpx.Response], step: float = 0.25) -> httpx.Response:
-    """Await ``request``, moving world time on whenever it waits for the world."""
-    task = asyncio.ensure_future(request)
-    for _ in range(20_000):
-        if task.done():
-            break
-        if twin.clock.waiting:
-            twin.clock.advance(step)
-        await asyncio.sleep(0)
-    return await task
-
-
-def assert_error(resp: httpx.Response, status: int, code: str, message: str | None = None) -> None:
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert body["success"] is False and body["error"]["code"] == code, body
-    if message is not None:
-        assert body["error"]["message"] == message
 
 
 async def test_create_list_read_rename_toggle_delete(

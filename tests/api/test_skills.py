@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.api.support import assert_error, assert_raw
 from tests.conftest import SCENARIOS, _client, admin_token
 from twin.automation.skill_match import f32_shortest, match_skills, parse_skill, score_skill, tokenize
 from twin.automation.skills import builtin_skills
@@ -55,21 +56,6 @@ Then restart the pump.
 """
 
 
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def assert_raw(resp: httpx.Response, status: int, error: str) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json() == {"error": error}
-
-
-def assert_envelope(resp: httpx.Response, status: int, code: str) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json()["success"] is False and resp.json()["error"]["code"] == code
-
-
 async def ids(client: httpx.AsyncClient, auth: dict) -> list[str]:
     page = (await client.get("/api/skills?page_size=100", headers=auth)).json()
     return [s["id"] for s in page["skills"]]
@@ -114,9 +100,9 @@ async def test_builtin_skills_list_and_detail(automation: httpx.AsyncClient, aut
 
     assert_raw(await automation.get("/api/skills/nope", headers=auth), 404, "Skill 'nope' not found")
     for method, path in (("GET", "/api/skills/match"), ("DELETE", "/api/skills/reload")):  # POST only
-        assert_envelope(await automation.request(method, path, headers=auth), 405, "METHOD_NOT_ALLOWED")
+        assert_error(await automation.request(method, path, headers=auth), 405, "METHOD_NOT_ALLOWED")
     for query in ("page=abc", "page=-1", f"page_size={2**32}"):
-        assert_envelope(await automation.get(f"/api/skills?{query}", headers=auth), 422, "VALIDATION_ERROR")
+        assert_error(await automation.get(f"/api/skills?{query}", headers=auth), 422, "VALIDATION_ERROR")
 
 
 async def test_create_update_delete_and_reload(automation: httpx.AsyncClient, auth: dict) -> None:
@@ -176,15 +162,13 @@ async def test_write_refusals(automation: httpx.AsyncClient, auth: dict) -> None
     resp = await automation.put("/api/skills/nope", json={"content": PUMPS}, headers=auth)
     assert_raw(resp, 404, "Skill 'nope' not found")
     for body in ({}, {"content": 5}, {"content": None}, {"text": PUMPS}):
-        assert_envelope(
-            await automation.post("/api/skills", json=body, headers=auth), 422, "VALIDATION_ERROR"
-        )
+        assert_error(await automation.post("/api/skills", json=body, headers=auth), 422, "VALIDATION_ERROR")
         resp = await automation.put("/api/skills/rule-management", json=body, headers=auth)
-        assert_envelope(resp, 422, "VALIDATION_ERROR")
+        assert_error(resp, 422, "VALIDATION_ERROR")
     bad = await automation.post(
         "/api/skills", content=b"{", headers={**auth, "Content-Type": "application/json"}
     )
-    assert_envelope(bad, 400, "BAD_REQUEST")
+    assert_error(bad, 400, "BAD_REQUEST")
     assert await ids(automation, auth) == BUILTIN_IDS
 
 
@@ -229,7 +213,7 @@ async def test_match_on_the_text_given(automation: httpx.AsyncClient, auth: dict
 
     for body in ({}, {"query": 5}, {"query": "x", "context_size": -1}, {"query": "x", "context_size": "8k"}):
         resp = await automation.post("/api/skills/match", json=body, headers=auth)
-        assert_envelope(resp, 422, "VALIDATION_ERROR")
+        assert_error(resp, 422, "VALIDATION_ERROR")
 
 
 def test_each_builtin_skill_is_found_by_its_own_example_request() -> None:
@@ -298,9 +282,9 @@ def test_matching_follows_the_server() -> None:
 
 async def test_auth_is_required(automation: httpx.AsyncClient) -> None:
     for method, path in (("GET", "/api/skills"), ("POST", "/api/skills/match"), ("DELETE", "/api/skills/x")):
-        assert_envelope(await automation.request(method, path, json={"query": "x"}), 401, "UNAUTHORIZED")
+        assert_error(await automation.request(method, path, json={"query": "x"}), 401, "UNAUTHORIZED")
         resp = await automation.request(method, path, headers={"X-API-Key": "nmk_" + "0" * 32})
-        assert_envelope(resp, 401, "UNAUTHORIZED")
+        assert_error(resp, 401, "UNAUTHORIZED")
 
 
 async def test_stored_skills_survive_a_restart(tmp_path: Path) -> None:
