@@ -10,6 +10,7 @@ more than an hour old.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -78,7 +79,7 @@ class ChatRegistry:
             "title": None,
             "preview": None,
             "memory_enabled": False,
-            "options": {k: v for k, v in vars_of(opts).items() if v is not None},
+            "options": {k: v for k, v in dataclasses.asdict(opts).items() if v is not None},
             "message_count": 0,
         }
         self.docs.put(session_id, doc)
@@ -128,7 +129,7 @@ class ChatRegistry:
         stale = [
             d["id"]
             for d in self.docs.values()
-            if not self.conversation(d["id"]) and now - d["created_at"] > EMPTY_SESSION_MAX_AGE_S
+            if not d["message_count"] and now - d["created_at"] > EMPTY_SESSION_MAX_AGE_S
         ]
         for session_id in stale:
             self.delete_session(session_id)
@@ -189,8 +190,10 @@ class ChatRegistry:
     def turn_ended(self, session_id: str) -> None:
         """The history is kept: the session's preview is its first user message, once set."""
         doc = self.docs.get(session_id)
+        if doc is None or doc.get("preview"):
+            return
         first = next((m for m in self.conversation(session_id) if m["role"] == "user"), None)
-        if doc is None or doc.get("preview") or first is None or not first["content"].strip():
+        if first is None or not first["content"].strip():
             return
         text = first["content"].strip()
         doc["preview"] = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "..."
@@ -208,10 +211,6 @@ class ChatRegistry:
         if doc is None:
             raise not_found(session_id)
         return doc
-
-
-def vars_of(options: SessionOptions) -> dict[str, Any]:
-    return {f: getattr(options, f) for f in ("system_prompt", "temperature", "model", "enable_tools")}
 
 
 def _message_of(m: Mapping[str, Any]) -> ChatMessage:

@@ -154,6 +154,8 @@ class Turn:
         self._pending: _Pending | None = None
         self._progressed = self.env.now
         self._running = self._cancelled = False
+        self._options: Mapping[str, Any] = {}
+        """The session's options, read when the turn starts conversing."""
         backend = request.backend_id if request.backend_id and host.llm.exists(request.backend_id) else None
         self.model: Any = (
             SimChatModel(host.world.streams.key("llm:chat"))
@@ -215,12 +217,13 @@ class Turn:
 
     def _converse(self) -> Generator[Any, Any, None]:
         host, sid, request = self.host, self.session_id, self.request
+        self._options = host.options(sid)
         messages = self._prompt()
         host.record(sid, _message("user", request.message, host.world.now(), images=request.images or None))
         doc = _pending_doc(sid, request.user_message or request.message, host.world.now())
         self._pending = _Pending(doc, self.env.now)
         host.save_pending(sid, doc)
-        tools = host.tools.defs() if host.options(sid).get("enable_tools", True) else []
+        tools = host.tools.defs() if self._options.get("enable_tools", True) else []
         prompt_tokens = None
         for number in range(1, MAX_ROUNDS + 1):
             result = yield from self._ask(messages, tools if number < MAX_ROUNDS else [])
@@ -244,7 +247,7 @@ class Turn:
 
     def _prompt(self) -> list[dict[str, Any]]:
         """System prompt, the stored conversation and the user's message, in the model's dialect."""
-        system = self.host.options(self.session_id).get("system_prompt") or SYSTEM_PROMPT
+        system = self._options.get("system_prompt") or SYSTEM_PROMPT
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         calls: deque[ToolCall] = deque()
         for m in self.host.conversation(self.session_id)[-40:]:
@@ -305,7 +308,7 @@ class Turn:
         if self.host.faults.slow_first_token_s:
             yield env.timeout(self.host.faults.slow_first_token_s)
         inbox = simpy.Store(env)
-        options = self.host.options(self.session_id)
+        options = self._options
         overrides = {k: options[k] for k in ("model", "temperature") if options.get(k) is not None}
         try:
             loop = asyncio.get_running_loop()

@@ -151,15 +151,11 @@ class _Ask:
 
 
 class SimChatModel:
-    """Implements :class:`twin.automation.chat_models.ChatModel` for chat, without awaiting."""
+    """The chat's simulated model: a turn calls :meth:`reply` directly (nothing to await) and writes
+    the conversation's tool messages with :meth:`tool_message`, as for an HTTP model."""
 
     def __init__(self, seed_key: int) -> None:
         self.seed_key = seed_key
-
-    async def chat(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], hints: Any = None
-    ) -> Reply:
-        return self.reply(messages, {t.get("function", {}).get("name") for t in tools})
 
     def tool_message(self, call: ToolCall, content: str) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": call.call_id, "name": call.name, "content": content}

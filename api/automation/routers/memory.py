@@ -82,8 +82,7 @@ async def update_memory_file(target: str, body: wire.ContentBody, backend: Backe
 
 @router.get("/memory/custom")
 async def list_custom_files(backend: Backend) -> Json:
-    files = [{"name": f.name, "chars": f.chars} for f in backend.memory.custom_files()]
-    return Json({"success": True, "files": files})
+    return Json({"success": True, "files": [wire.custom_file(f) for f in backend.memory.custom_files()]})
 
 
 @router.get("/memory/custom/{name}")

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hardware.ports.memory import (
     MEMORY_TARGETS,
     CategoryContent,
+    CustomFile,
     MemoryConfig,
     MemoryFile,
     MemoryStats,
@@ -63,10 +64,14 @@ def category(c: CategoryContent) -> dict[str, Any]:
     return {"category": c.category, "content": c.content, "stats": stats}
 
 
+def custom_file(f: CustomFile) -> dict[str, Any]:
+    return {"name": f.name, "chars": f.chars}
+
+
 def stats(s: MemoryStats) -> dict[str, Any]:
     return {
         "files": {t: {"chars": s.chars[t], "modified_at": 0} for t in MEMORY_TARGETS},
-        "custom_files": [{"name": f.name, "chars": f.chars} for f in s.custom_files],
+        "custom_files": [custom_file(f) for f in s.custom_files],
     }
 
 
