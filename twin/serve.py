@@ -95,9 +95,7 @@ def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
         )
     if settings.video_sources:
         cameras = [camera_id for camera_id, _ in config.camera_specs()]
-        config = dataclasses.replace(
-            config, videos=parse_video_sources(tuple(settings.video_sources), cameras)
-        )
+        config = dataclasses.replace(config, videos=parse_video_sources(settings.video_sources, cameras))
     if settings.sensors is not None:
         groups = config.sensors or (default_sensor_group(settings.sensors),)
         first = dataclasses.replace(groups[0], count=settings.sensors)

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from hardware.ports.types import ClockMode
-
 DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "default.yaml"
 AUTOMATION = "automation"
 
@@ -107,10 +105,9 @@ class Settings:
             members[AUTOMATION] = RealMember(
                 AUTOMATION, self.real_automation, AUTOMATION in self.insecure, self.real_automation_api_key
             )
-        named = [spec.partition("=") for spec in self.real_cameras if "=" in spec.split("://")[0]]
-        free = iter(c for c in camera_ids if c not in {name for name, _, _ in named})
-        for spec in self.real_cameras:
-            name, _, url = spec.partition("=") if "=" in spec.split("://")[0] else ("", "", spec)
+        specs = [camera_spec(spec) for spec in self.real_cameras]
+        free = iter(c for c in camera_ids if c not in {name for name, _ in specs})
+        for name, url in specs:
             if not name:
                 name = next(free, "")
                 if not name:
@@ -124,10 +121,6 @@ class Settings:
         if unknown:
             raise RealMemberError(f"--insecure: {', '.join(unknown)} is not a real member")
         return members
-
-    @property
-    def clock_mode(self) -> ClockMode | None:
-        return ClockMode.STEP if self.step else None
 
 
 LOOPBACK = {
@@ -264,19 +257,25 @@ def _publish_checks(parser: argparse.ArgumentParser, values: dict, environ: Mapp
     values["publish_fleet"] = FleetPublishing(url, login, **({"buffer": buffer} if buffer else {}))
 
 
+def camera_spec(spec: str) -> tuple[str | None, str]:
+    """``ID=URL`` or ``URL`` (the id ``None``): an ``=`` before any ``://`` ends a camera id."""
+    name, sep, rest = spec.partition("=")
+    return (name, rest) if sep and "://" not in name else (None, spec)
+
+
 def _camera_endpoint(value: str) -> str:
-    name, sep, url = value.partition("=")
-    if sep and "://" not in name:
-        if not name:
-            raise argparse.ArgumentTypeError("expected ID=URL or URL")
-        return f"{name}={_endpoint(url)}"
-    return _endpoint(value)
+    name, url = camera_spec(value)
+    if name is None:
+        return _endpoint(value)
+    if not name:
+        raise argparse.ArgumentTypeError("expected ID=URL or URL")
+    return f"{name}={_endpoint(url)}"
 
 
 def _real_names(values: Mapping[str, object]) -> str:
     names = ["the automation server"] if values.get("real_automation") else []
     for spec in values.get("real_cameras", ()):
-        name = spec.partition("=")[0] if "=" in spec.split("://")[0] else ""
+        name, _ = camera_spec(spec)
         names.append(f"camera {name}" if name else "a camera")
     return ", ".join(names)
 
@@ -290,10 +289,6 @@ def _real_checks(parser: argparse.ArgumentParser, values: dict, environ: Mapping
         if not environ.get(variable):
             parser.error(f"--real-automation-api-key-env: the environment variable {variable} is not set")
         values["real_automation_api_key"] = environ[variable]
-    if "real_cameras" in values:
-        values["real_cameras"] = tuple(values["real_cameras"])
-    if "insecure" in values:
-        values["insecure"] = tuple(values["insecure"])
     if not (values.get("real_automation") or values.get("real_cameras")):
         if "insecure" in values:
             parser.error("--insecure names a real member; there is none")
@@ -311,7 +306,7 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     parser = _parser()
     args = vars(parser.parse_args(argv))
     command = args.pop("command")
-    values = {key: value for key, value in args.items() if value is not None}
+    values = {key: tuple(v) if isinstance(v, list) else v for key, v in args.items() if v is not None}
     _real_checks(parser, values, environ)
     _publish_checks(parser, values, environ)
     port_variable = "PORT" if values.get("release") == "0.9.17" else "NEOMIND_PORT"  # renamed after 0.9.17
