@@ -372,10 +372,18 @@ class Store:
         self._remember((kind, id_), None)
         return cur.rowcount > 0
 
-    def _iter(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        rows = self._db.execute(
-            "SELECT CAST(id AS BLOB), CAST(doc AS BLOB) FROM documents WHERE kind = ? ORDER BY seq", (kind,)
-        )
+    def _iter(self, kind: str, prefix: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+        if prefix:  # the ids from prefix up to its successor: a range of the primary key
+            rows = self._db.execute(
+                "SELECT CAST(id AS BLOB), CAST(doc AS BLOB) FROM documents "
+                "WHERE kind = ? AND id >= ? AND id < ? ORDER BY seq",
+                (kind, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)),
+            )
+        else:
+            rows = self._db.execute(
+                "SELECT CAST(id AS BLOB), CAST(doc AS BLOB) FROM documents WHERE kind = ? ORDER BY seq",
+                (kind,),
+            )
         for raw_id, text in rows.fetchall():
             id_ = raw_id.decode(errors="replace")
             doc = self._read(kind, id_, text)
@@ -404,6 +412,11 @@ class Collection:
 
     def items(self) -> list[tuple[str, dict[str, Any]]]:
         return list(self._store._iter(self.kind))
+
+    def items_under(self, prefix: str) -> list[tuple[str, dict[str, Any]]]:
+        """The documents whose id starts with ``prefix`` (e.g. one owner's ``"<owner>:"``), ids
+        without the prefix, in insertion order; the others are not read."""
+        return [(id_[len(prefix) :], doc) for id_, doc in self._store._iter(self.kind, prefix)]
 
     def values(self) -> list[dict[str, Any]]:
         return [doc for _, doc in self._store._iter(self.kind)]

@@ -18,6 +18,15 @@ def test_collection_round_trip() -> None:
     assert store.collection("other").values() == []
 
 
+def test_items_under_one_prefix_in_insertion_order() -> None:
+    docs = Store().collection("owned")
+    for id_ in ("cam-1:b", "cam-10:a", "cam-1:a", "cam-1", "cam-1;x", "other:cam-1:c"):
+        docs.put(id_, {"id": id_})
+    docs.put("cam-1:b", {"id": "again"})
+    assert docs.items_under("cam-1:") == [("b", {"id": "again"}), ("a", {"id": "cam-1:a"})]
+    assert docs.items_under("none:") == []
+
+
 def test_state_dir_survives_reopen(tmp_path: Path) -> None:
     path = tmp_path / "state" / "twin.sqlite3"
     store = Store(path)

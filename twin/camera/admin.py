@@ -101,7 +101,7 @@ class DeviceAdmin:
             self.settings = doc["settings"]
             self.interfaces = {name: Interface(**fields) for name, fields in doc["interfaces"].items()}
         self._log_docs = world.store.collection(EVENT_LOGS_KIND)
-        kept = [doc for doc_id, doc in self._log_docs.items() if doc_id.startswith(camera_id + ":")]
+        kept = [doc for _, doc in self._log_docs.items_under(camera_id + ":")]
         self.logs: deque[dict[str, Any]] = deque(kept[-MAX_EVENT_LOGS:], maxlen=MAX_EVENT_LOGS)
         self._seq = max((entry["id"] for entry in kept), default=0)
         self.log("system.boot", "system", "info", "system", "Device booted", "设备启动")

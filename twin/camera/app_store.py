@@ -130,11 +130,7 @@ class AppStore:
         self.clock, self.installer = clock, installer
         self._docs = world.store.collection(INSTALLS_KIND)
         self._prefix = f"{camera_id}:"
-        self.installs: dict[str, dict[str, Any]] = {
-            doc_id.removeprefix(self._prefix): doc
-            for doc_id, doc in self._docs.items()
-            if doc_id.startswith(self._prefix)
-        }
+        self.installs: dict[str, dict[str, Any]] = dict(self._docs.items_under(self._prefix))
         self._next_id = max((int(r["id"]) for r in self.installs.values()), default=0) + 1
         self._tasks: dict[str, str] = {}
         """Store key -> the task of its latest install: one install of an app at a time."""

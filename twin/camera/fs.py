@@ -135,16 +135,15 @@ class DurableFiles:
         """Forget ``path`` and everything under it, and remember that it is gone (a file the tree
         ships with would otherwise be back after a restart)."""
         key = self._prefix + path
-        for doc_id, _ in self._docs.items():
-            if doc_id == key or doc_id.startswith(key.rstrip("/") + "/"):
-                self._docs.delete(doc_id)
+        under = key.rstrip("/") + "/"
+        for rest, _ in self._docs.items_under(key):
+            if not rest or (key + rest).startswith(under):
+                self._docs.delete(key + rest)
         self._docs.put(key, {"deleted": True})
 
     def replay(self) -> None:
         """Write every recorded entry into the tree, parents first."""
-        entries = [
-            (k.removeprefix(self._prefix), d) for k, d in self._docs.items() if k.startswith(self._prefix)
-        ]
+        entries = self._docs.items_under(self._prefix)
         for path, doc in sorted(entries, key=lambda e: e[0].count("/")):
             try:
                 if doc.get("deleted"):

@@ -207,9 +207,7 @@ class Workbench:
         self._next_build = max((b.id for p in self.projects.values() for b in p.builds), default=0) + 1
 
     def _load(self) -> None:
-        for doc_id, doc in self._docs.items():
-            if not doc_id.startswith(self._prefix):
-                continue
+        for _, doc in self._docs.items_under(self._prefix):
             builds = [Build(**b) for b in doc.pop("builds", [])]
             project = Project(**doc, builds=builds)
             for b in builds:

@@ -151,10 +151,8 @@ class TwinGatewayMedia(MediaConfiguration):
             self._detector = Detector(self._world.streams.key(f"{self._id}/detections"))
             self._settings = self._stored() or self._defaults()
             self._osd_files, self._osd_pixels = {}, {}
-            for doc_id, doc in self._world.store.collection(OSD_IMAGES_KIND).items():
-                if doc_id.startswith(self._id + ":"):
-                    data = base64.b64decode(doc["data"])
-                    self._keep_osd_image(doc_id.removeprefix(self._id + ":"), doc["content_type"], data)
+            for name, doc in self._world.store.collection(OSD_IMAGES_KIND).items_under(self._id + ":"):
+                self._keep_osd_image(name, doc["content_type"], base64.b64decode(doc["data"]))
             self._streams = {c.stream_id: self._new_stream(c) for c in self._settings.streams}
             self._env = self._world.env
             if self._settings.overlay.enabled:
