@@ -101,8 +101,7 @@ def _validate(files: list[Path]) -> int:
             load_scenario(path)
             print(f"{path}: ok")
         except ScenarioError as err:
-            for problem in err.problems:
-                print(problem, file=sys.stderr)
+            _problems(err)
             status = INVALID
     return status
 
@@ -129,8 +128,7 @@ def scenario_main(argv: list[str]) -> int:
     try:
         result = asyncio.run(run(args.file, opts))
     except ScenarioError as err:
-        for problem in err.problems:
-            print(problem, file=sys.stderr)
+        _problems(err)
         return INVALID
     except OSError as err:
         print(f"twin: {err}", file=sys.stderr)
@@ -161,19 +159,26 @@ def _explain(result: RunResult) -> None:
         print(f"twin: {err}", file=sys.stderr)
 
 
+def _problems(err: ScenarioError, prefix: str = "") -> None:
+    for problem in err.problems:
+        print(f"{prefix}{problem}", file=sys.stderr)
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(level=level, format="%(message)s")
+    logging.getLogger("amqtt").setLevel(logging.CRITICAL)
+    logging.getLogger("transitions").setLevel(logging.ERROR)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["scenario"]:
-        logging.basicConfig(level="WARNING", format="%(message)s")
-        logging.getLogger("amqtt").setLevel(logging.CRITICAL)
-        logging.getLogger("transitions").setLevel(logging.ERROR)
+        _logging("WARNING")
         return scenario_main(argv[1:])
     if argv[:1] != ["run"]:
         _parser().parse_args(argv)  # help, or an error naming the commands; exits
     command, settings = settings_mod.parse(argv)
-    logging.basicConfig(level=settings.log_level.upper(), format="%(message)s")
-    logging.getLogger("amqtt").setLevel(logging.CRITICAL)
-    logging.getLogger("transitions").setLevel(logging.ERROR)
+    _logging(settings.log_level.upper())
     if command == "run":
         from twin.scenario.live import LiveScenarios
         from twin.scenario.model import load_scenario
@@ -187,13 +192,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             asyncio.run(serve(settings, on_start))
         except ScenarioError as err:
-            for problem in err.problems:
-                print(f"twin: {problem}", file=sys.stderr)
+            _problems(err, "twin: ")
             return 2
-        except settings_mod.RealMemberError as err:
-            print(f"twin: {err}", file=sys.stderr)
-            return 2
-        except SourceError as err:  # a camera's video source: its kind, or a file that cannot open
+        except (settings_mod.RealMemberError, SourceError) as err:  # SourceError: a camera's video source
             print(f"twin: {err}", file=sys.stderr)
             return 2
         except OSError as err:
