@@ -96,7 +96,7 @@ async def _lines(url: str, body: Mapping[str, Any], headers: Mapping[str, str]) 
             async for line in resp.aiter_lines():
                 if line.strip():
                     yield line.strip()
-    except (httpx.HTTPError, httpx.InvalidURL) as err:
+    except (httpx.HTTPError, httpx.InvalidURL, UnicodeEncodeError) as err:  # nor sent: a bad URL or header
         raise Unavailable(f"model backend unreachable: {type(err).__name__}", resource="llm") from err
 
 
