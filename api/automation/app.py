@@ -89,17 +89,17 @@ def create_app(
         telemetry.router,
         system.router,
         settings.router,
-        agents.router_for(release),
-        llm_backends.router_for(release),
+        agents.router,
+        llm_backends.router,
         dashboards.router_for(release),
         extensions.router_for(release),
-        market.router_for(release),
-        guidance.router_for(release),
-        admin.router_for(release),
-        data.router_for(release),
+        market.router,
+        guidance.router,
+        admin.router,
+        data.router,
         rules.router,
-        automations.router_for(release),
-        instances.router_for(release),
+        automations.router,
+        instances.router,
         messages.public,
         messages.router,
         data_push.router,
@@ -109,7 +109,7 @@ def create_app(
         brokers.router,
         im_bridges.router,
         events.router,
-        sessions.router_for(release),
+        sessions.router,
         chat.router,
         ws_upgrade.router,
     ):
@@ -119,7 +119,7 @@ def create_app(
         mount(app, messages.legacy, API)
         mount(app, events.legacy, API)
     mount(app, docs.router, API)
-    app.router.routes.extend(not_simulated.routes_for(app, release))
+    app.router.routes.extend(not_simulated.routes_for(app))
     finish(app, area_depth=2)  # areas are /api/<first segment>
     remember_routes(app, ("automation", release))
     return app

@@ -40,10 +40,6 @@ class VendorRoute:
     def is_wildcard(self) -> bool:
         return "*" in self.path
 
-    def auth(self, release: str) -> str:
-        """The class served in ``release``: the real router's, in both releases."""
-        return self.vendor_class
-
 
 @cache
 def vendor_routes() -> tuple[VendorRoute, ...]:

@@ -3,12 +3,14 @@
 ``current_user`` is the hybrid (JWT-or-API-key) check of every protected route: JWT first, then an
 API key (``X-API-Key``, or ``Bearer nmk_…``), then the key's scope, then the rate limiter, so an
 unauthenticated caller gets 401, never 429. ``admin_user`` is the JWT-only check. :func:`catalogued`
-puts a router's routes behind the check their catalogued class calls for.
+puts a router's routes behind the check their catalogued class calls for; :func:`catalogued_router`
+builds such a router from a list of routes.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.routing import APIRoute
@@ -96,19 +98,34 @@ async def admin_user(
     return principal
 
 
+AUTH_CHECKS = {HYBRID: [Depends(current_user)], JWT_ONLY: [Depends(admin_user)]}
+"""The dependencies each auth class calls for (none: public, webhook and WebSocket routes check
+their own way)."""
+
+Route = tuple[str, str, Callable[..., Any]]
+"""(method, FastAPI path without the ``/api`` prefix, endpoint)."""
+
+
 def catalogued(router: APIRouter) -> APIRouter:
     """``router`` with each of its routes behind the check of its class in the route catalogue (the
     real router's), so no route hard-codes its authentication; a route the catalogue lacks is
     protected. Call it once every route is added."""
     classes = {(r.method, shape_of(r.path)): r.vendor_class for r in vendor_routes()}
-    checks = {HYBRID: [Depends(current_user)], JWT_ONLY: [Depends(admin_user)]}
     for route in router.routes:
         if isinstance(route, APIRoute):
             shape = shape_of("/api" + route.path)
             method = min(route.methods)
             auth = classes.get((method, shape), classes.get(("ANY", shape), HYBRID))
-            route.dependencies = [*route.dependencies, *checks.get(auth, [])]
+            route.dependencies = [*route.dependencies, *AUTH_CHECKS.get(auth, [])]
     return router
+
+
+def catalogued_router(routes: Iterable[Route], tag: str) -> APIRouter:
+    """A router of ``routes``, each behind the check of its catalogued class (:func:`catalogued`)."""
+    router = APIRouter(tags=[tag])
+    for method, path, endpoint in routes:
+        router.add_api_route(path, endpoint, methods=[method])
+    return catalogued(router)
 
 
 def rate_limit_device(request: Request, device_id: str) -> None:

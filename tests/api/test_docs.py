@@ -68,7 +68,7 @@ async def test_every_vendor_route_is_served_with_its_auth_class(settings: Settin
     )
     assert {"/api/extensions/:id", "/api/tools/:name", "/api/extensions/dashboard-components"} <= set(public)
     assert {"/api/health", "/api/metrics", "/api/capabilities/:name", "/api/share/:token"} <= set(public)
-    catalogued = {(m, r.path): r.auth(release) for r in vendor_routes() for m in r.methods}
+    catalogued = {(m, r.path): r.vendor_class for r in vendor_routes() for m in r.methods}
     assert all(auth == catalogued.get(key, auth) for key, auth in served.items())  # the real router's
 
 

@@ -3,11 +3,10 @@ the download of the server's log files as a ZIP archive."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from fastapi.responses import JSONResponse, Response
 
-from api.automation.deps import Backend
-from api.automation.routers.agents import Route, release_router
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.schemas import ok
 from api.automation.schemas.admin import ConfigExport, ConfigImport, zip_headers
 
@@ -38,5 +37,4 @@ ROUTES: list[Route] = [
 ]
 
 
-def router_for(release: str) -> APIRouter:
-    return release_router(ROUTES, release, "administration")
+router = catalogued_router(ROUTES, "administration")

@@ -1,19 +1,13 @@
-"""AI agents (jwt-or-api-key): definitions, status, executions and their history. Enveloped.
-
-Also home of :func:`release_router`, which puts each route of the acting areas behind the auth
-class the route catalogue gives it in the served release.
-"""
+"""AI agents (jwt-or-api-key): definitions, status, executions and their history. Enveloped."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import Path
 from fastapi.responses import JSONResponse
 
-from api.automation.catalogue import HYBRID, JWT_ONLY, vendor_routes
-from api.automation.deps import Backend, admin_user, current_user
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.schemas import ok
 from api.automation.schemas.agents import (
     CreateAgent,
@@ -32,27 +26,10 @@ from api.automation.schemas.agents import (
     message_info,
     rfc3339,
 )
-from api.routing import shape_of
 from hardware.ports.errors import InternalError
 
 AgentId = Annotated[str, Path(alias="id")]
 """The ``:id`` of the vendor's path."""
-
-Route = tuple[str, str, Callable[..., Any]]
-"""(method, FastAPI path without the ``/api`` prefix, endpoint)."""
-
-
-def release_router(routes: list[Route], release: str, tag: str) -> APIRouter:
-    """A router whose routes carry the dependencies of their catalogued auth class in ``release``
-    (a route the catalogue lacks is protected)."""
-    classes = {(r.method, shape_of(r.path)): r.auth(release) for r in vendor_routes()}
-    router = APIRouter(tags=[tag])
-    for method, path, endpoint in routes:
-        shape = shape_of("/api" + path)
-        auth = classes.get((method, shape), classes.get(("ANY", shape), HYBRID))
-        deps = {HYBRID: [Depends(current_user)], JWT_ONLY: [Depends(admin_user)]}.get(auth, [])
-        router.add_api_route(path, endpoint, methods=[method], dependencies=deps)
-    return router
 
 
 # Routes ----------------------------------------------------------------------------------------
@@ -226,5 +203,4 @@ ROUTES: list[Route] = [
 ]
 
 
-def router_for(release: str) -> APIRouter:
-    return release_router(ROUTES, release, "agents")
+router = catalogued_router(ROUTES, "agents")

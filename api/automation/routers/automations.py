@@ -12,11 +12,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import Body, Path, Query
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend
-from api.automation.routers.agents import Route, release_router
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.routers.transforms import ROUTES as TRANSFORM_ROUTES
 from api.automation.schemas import automations as wire
 from api.automation.schemas import ok
@@ -123,5 +122,4 @@ ROUTES: list[Route] = [
 ]
 
 
-def router_for(release: str) -> APIRouter:
-    return release_router([*ROUTES, *TRANSFORM_ROUTES], release, "automations")
+router = catalogued_router([*ROUTES, *TRANSFORM_ROUTES], "automations")

@@ -11,8 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend
-from api.automation.routers.agents import Route, release_router
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.schemas import ok
 from api.automation.schemas.dashboards import (
     ComponentRef,
@@ -153,7 +152,7 @@ ROUTES: list[Route] = [
 
 def router_for(release: str) -> APIRouter:
     """The dashboards routes; release 0.9.17 also serves the earlier ``GET /dashboards/shared/:token``."""
-    router = release_router(ROUTES, release, "dashboards")
+    router = catalogued_router(ROUTES, "dashboards")
     if release == "0.9.17":
         router.add_api_route("/dashboards/shared/{token}", shared, methods=["GET"])
     return router

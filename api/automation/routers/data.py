@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import Body, Path, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from api.automation.deps import Backend
-from api.automation.routers.agents import Route, release_router
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.routers.extension_stream import ExtensionId
 from api.automation.schemas import ok
 from api.json_input import I64_MAX, I64_MIN
@@ -107,5 +106,4 @@ ROUTES: list[Route] = [
 ]
 
 
-def router_for(release: str) -> APIRouter:
-    return release_router(ROUTES, release, "data")
+router = catalogued_router(ROUTES, "data")

@@ -1,13 +1,13 @@
 """Data push targets (jwt-or-api-key): CRUD, start/stop, a real test push, delivery logs. Enveloped."""
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend, current_user
+from api.automation.deps import Backend, catalogued
 from api.automation.schemas import data_push as wire
 from api.automation.schemas import ok
 
-router = APIRouter(tags=["data-push"], dependencies=[Depends(current_user)])
+router = APIRouter(tags=["data-push"])
 
 
 @router.get("/data-push")
@@ -65,3 +65,6 @@ async def stop_target(target_id: str, backend: Backend) -> JSONResponse:
 async def target_logs(target_id: str, backend: Backend, limit: int = 100) -> JSONResponse:
     logs = backend.push.target_logs(target_id, limit)
     return ok({"logs": [wire.log(e) for e in logs], "total": len(logs)}, backend.clock.now())
+
+
+catalogued(router)

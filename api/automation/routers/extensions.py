@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from api.automation.deps import Backend, current_user
-from api.automation.routers.agents import Route, release_router
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.routers.extension_stream import ExtensionId, stream
 from api.automation.schemas import ok
 from api.automation.schemas.extensions import (
@@ -247,12 +246,10 @@ async def legacy_command(
 def router_for(release: str) -> APIRouter:
     """The extensions routes and the stream; release 0.9.17 also serves the earlier revision's
     ``POST /extensions/discover`` and ``POST /extensions/:id/commands/:cmd``."""
-    router = release_router(ROUTES, release, "extensions")
+    earlier: list[Route] = [
+        ("POST", "/extensions/discover", sync),
+        ("POST", "/extensions/{id}/commands/{cmd}", legacy_command),
+    ]
+    router = catalogued_router([*ROUTES, *(earlier if release == "0.9.17" else [])], "extensions")
     router.add_api_websocket_route("/extensions/{id}/stream", stream)
-    if release == "0.9.17":
-        auth = [Depends(current_user)]
-        router.add_api_route("/extensions/discover", sync, methods=["POST"], dependencies=auth)
-        router.add_api_route(
-            "/extensions/{id}/commands/{cmd}", legacy_command, methods=["POST"], dependencies=auth
-        )
     return router

@@ -6,11 +6,10 @@ probe (enveloped); errors in the envelope.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend
-from api.automation.routers.agents import Route, release_router
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.schemas import Json, ok
 from api.automation.schemas.guidance import SETUP_COMPLETED, LlmConfigBody
 from hardware.ports.guidance import SUGGESTION_CATEGORIES
@@ -72,5 +71,4 @@ ROUTES: list[Route] = [
 ]
 
 
-def router_for(release: str) -> APIRouter:
-    return release_router(ROUTES, release, "guidance")
+router = catalogued_router(ROUTES, "guidance")

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import Path
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend
-from api.automation.routers.agents import Route, release_router
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.schemas import instances as wire
 from api.automation.schemas import ok
 
@@ -57,5 +56,4 @@ ROUTES: list[Route] = [
 ]
 
 
-def router_for(release: str) -> APIRouter:
-    return release_router(ROUTES, release, "instances")
+router = catalogued_router(ROUTES, "instances")

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path
+from fastapi import Path
 from fastapi.responses import JSONResponse
 
-from api.automation.deps import Backend
-from api.automation.routers.agents import Route, release_router
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.schemas import ok
 from api.automation.schemas.llm_backends import (
     CapabilitiesPatch,
@@ -134,5 +133,4 @@ ROUTES: list[Route] = [
 ]
 
 
-def router_for(release: str) -> APIRouter:
-    return release_router(ROUTES, release, "llm-backends")
+router = catalogued_router(ROUTES, "llm-backends")

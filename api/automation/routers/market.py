@@ -8,11 +8,10 @@ release 0.9.24 and with 200 ``success: false`` in 0.9.17.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
-from api.automation.deps import Backend
-from api.automation.routers.agents import Route, release_router
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.routers.extension_stream import ExtensionId
 from api.automation.schemas import market as wire
 from api.automation.schemas import ok
@@ -156,5 +155,4 @@ ROUTES: list[Route] = [
 ]
 
 
-def router_for(release: str) -> APIRouter:
-    return release_router(ROUTES, release, "market")
+router = catalogued_router(ROUTES, "market")

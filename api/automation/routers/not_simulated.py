@@ -3,16 +3,14 @@ behind the same auth class as on the real server, so clients meet the right 401s
 
 from __future__ import annotations
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
-from api.automation.catalogue import HYBRID, JWT_ONLY, WS, vendor_routes
-from api.automation.deps import admin_user, current_user
+from api.automation.catalogue import WS, vendor_routes
+from api.automation.deps import AUTH_CHECKS
 from api.automation.errors import error_response
 from api.routing import fallback_routes
-
-AUTH_DEPENDENCIES = {HYBRID: [Depends(current_user)], JWT_ONLY: [Depends(admin_user)]}
 
 
 async def not_simulated(request: Request) -> JSONResponse:
@@ -23,10 +21,10 @@ async def not_simulated(request: Request) -> JSONResponse:
     )
 
 
-def routes_for(app: FastAPI, release: str) -> list[APIRoute]:
+def routes_for(app: FastAPI) -> list[APIRoute]:
     """501 routes for what ``app`` does not serve yet."""
     entries = [
-        (r.path, r.methods, AUTH_DEPENDENCIES.get(r.auth(release), []), not r.is_wildcard)
+        (r.path, r.methods, AUTH_CHECKS.get(r.vendor_class, []), not r.is_wildcard)
         for r in vendor_routes()
         if r.vendor_class != WS
     ]

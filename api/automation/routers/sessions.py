@@ -13,13 +13,12 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from api import json_input
-from api.automation.deps import Backend
-from api.automation.routers.agents import Route, release_router
+from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.schemas import Json, ok, request_id, rfc3339_nanos
 from api.automation.schemas import chat as wire
 from hardware.ports.chat import ChatEvent, ChatEventKind, SessionOptions
@@ -200,5 +199,4 @@ ROUTES: list[Route] = [
 ]
 
 
-def router_for(release: str) -> APIRouter:
-    return release_router(ROUTES, release, "sessions")
+router = catalogued_router(ROUTES, "sessions")
