@@ -94,12 +94,10 @@ class DeviceAdmin:
         }
         self.settings: dict[str, str] = {}
         self._docs, self._id = world.store.collection(ADMIN_KIND), camera_id
-        if (doc := self._docs.get(camera_id)) is not None:
-            self.device_name = doc["device_name"]
-            if set(doc["factory"]) <= set(FACTORY_FIELDS):
-                self.factory = doc["factory"]
-            self.settings = doc["settings"]
-            self.interfaces = {name: Interface(**fields) for name, fields in doc["interfaces"].items()}
+        if (stored := self._docs.get_as(camera_id, _stored)) is not None:
+            self.device_name, factory, self.settings, self.interfaces = stored
+            if set(factory) <= set(FACTORY_FIELDS):
+                self.factory = factory
         self._log_docs = world.store.collection(EVENT_LOGS_KIND)
         kept = [doc for _, doc in self._log_docs.items_under(camera_id + ":")]
         self.logs: deque[dict[str, Any]] = deque(kept[-MAX_EVENT_LOGS:], maxlen=MAX_EVENT_LOGS)
@@ -336,6 +334,12 @@ def _quad(label: str, value: str, *, required: bool = False) -> None:
 
 def _rfc3339(unix: float) -> str:
     return dt.datetime.fromtimestamp(unix, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _stored(doc: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, str], dict[str, Interface]]:
+    """The name, factory data, settings and interfaces a document holds (see :meth:`DeviceAdmin.save`)."""
+    interfaces = {name: Interface(**fields) for name, fields in doc["interfaces"].items()}
+    return doc["device_name"], doc["factory"], doc["settings"], interfaces
 
 
 def _render(template: str, data: dict[str, Any]) -> str:

@@ -76,8 +76,7 @@ class Camera:
         self.username = world.config.gateway_username
         self.password = world.config.gateway_password
         self._credentials = world.store.collection(CREDENTIALS_KIND)
-        if (doc := self._credentials.get(camera_id)) is not None:
-            self.password = doc["password"]
+        self.password = self._credentials.get_as(camera_id, lambda doc: doc["password"]) or self.password
         self._sessions: dict[str, str] = {}
         self.power = Power(world, camera_id)
         self.clock = DeviceClock(world, camera_id)

@@ -110,7 +110,7 @@ class TwinGatewayAudio:
 
     def _reset(self) -> None:
         self._docs = self._world.store.collection(AUDIO_KIND)
-        self.config = AudioConfig(**(self._docs.get(self._id) or {}))
+        self.config = self._docs.get_as(self._id, lambda doc: AudioConfig(**doc)) or AudioConfig()
         self.capture_running = False
         self.capture_device = ""
         self.playback_running = False
