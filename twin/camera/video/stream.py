@@ -365,7 +365,7 @@ class _Worker:
         self.stream = stream
         self.generation = generation
         self.loop = loop
-        self.encoder = H264Encoder(c.width, c.height, c.fps, c.bitrate_bps, c.gop)
+        self.encoder = self._new_encoder()
         self.renderer = Renderer(stream.scene, c.width, c.height, stream.camera_id, stream.source)
         self.jobs: queue.Queue[_Job | None] = queue.Queue()
         self.outbox: deque[tuple[float, list, bytes, float, Viewer | None]] = deque()
@@ -414,13 +414,16 @@ class _Worker:
         if self.stream._worker is self:
             self.stream._deliver()
 
+    def _new_encoder(self) -> H264Encoder:
+        c = self.config
+        return H264Encoder(c.width, c.height, c.fps, c.bitrate_bps, c.gop)
+
     def _encode(self, job: _Job) -> None:
         started = time.perf_counter()
         image = self.renderer.render(job.t, job.view)
         encoder = self.encoder
         if job.viewer is not None:  # a fresh session's first frame is an IDR
-            c = self.config
-            encoder = H264Encoder(c.width, c.height, c.fps, c.bitrate_bps, c.gop)
+            encoder = self._new_encoder()
         elif job.key:
             encoder.request_keyframe()
         units = encoder.encode(image)
