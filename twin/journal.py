@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -154,8 +155,8 @@ class RequestJournal:
     @property
     def entries(self) -> list[JournalEntry]:
         """Every kept entry, oldest first."""
-        first = self._next - len(self._rows)
-        return [self._entry(first + i, row) for i, row in enumerate(self._rows)]
+        first, rows = self._after(0)
+        return [self._entry(i, row) for i, row in enumerate(rows, first)]
 
     def select(
         self,
@@ -168,10 +169,9 @@ class RequestJournal:
         limit: int = 1000,
     ) -> list[JournalEntry]:
         """Entries with ``seq > since``, oldest first, filtered, at most ``limit``."""
-        first = self._next - len(self._rows)
-        skip = max(0, since + 1 - first)
+        first, rows = self._after(since)
         out: list[JournalEntry] = []
-        for i, row in enumerate(itertools.islice(self._rows, skip, None), first + skip):
+        for i, row in enumerate(rows, first):
             if server is not None and row[2] != server:
                 continue
             if route is not None and row[4] != route:
@@ -184,6 +184,23 @@ class RequestJournal:
             if len(out) >= limit:
                 break
         return out
+
+    def distinct(self, since: int = 0) -> dict[str, set]:
+        """The distinct ``server``, ``route``, ``status`` and ``client`` values of the entries with
+        ``seq > since``, read off the kept rows (no entry is made)."""
+        rows = list(self._after(since)[1])
+        return {
+            "server": {row[2] for row in rows},
+            "route": {row[4] for row in rows},
+            "status": {row[7] for row in rows},
+            "client": {row[8] for row in rows},
+        }
+
+    def _after(self, since: int) -> tuple[int, Iterator[tuple]]:
+        """The kept rows of the entries with ``seq > since``, oldest first, and the first one's ``seq``."""
+        oldest = self._next - len(self._rows)
+        skip = max(0, since + 1 - oldest)
+        return oldest + skip, itertools.islice(self._rows, skip, None)
 
     def clear(self) -> None:
         """Forget every entry; sequence numbers go on from where they were."""

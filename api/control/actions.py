@@ -97,11 +97,11 @@ async def journal_filters(request: Request) -> dict:
     if journal is None:
         return {"servers": [], "routes": [], "statuses": [], "clients": [], "last_seq": 0}
     last = journal.last_seq
-    entries = journal.select(since=max(0, last - FILTER_WINDOW), limit=FILTER_WINDOW)
+    values = journal.distinct(since=max(0, last - FILTER_WINDOW))
     return {
-        "servers": sorted({e.server for e in entries}),
-        "routes": sorted({e.route for e in entries}),
-        "statuses": sorted({e.status for e in entries}),
-        "clients": sorted({e.client for e in entries}),
+        "servers": sorted(values["server"]),
+        "routes": sorted(values["route"]),
+        "statuses": sorted(values["status"]),
+        "clients": sorted(values["client"]),
         "last_seq": last,
     }

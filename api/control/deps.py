@@ -116,6 +116,9 @@ class JournalView(Protocol):
         limit: int = 1000,
     ) -> list[Any]: ...
 
+    def distinct(self, since: int = 0) -> dict[str, set]:
+        """The distinct ``server``, ``route``, ``status`` and ``client`` of the entries after ``since``."""
+
 
 async def _control(request: Request) -> WorldControl:
     return request.app.state.control
