@@ -19,6 +19,7 @@ from hardware.ports.data import SourceFilter, SourcePage, StoredImage
 from hardware.ports.errors import InvalidInput
 from hardware.ports.events import EventKind
 from twin.automation import transforms
+from twin.automation.ingest import kind_of
 
 if TYPE_CHECKING:
     from hardware.ports.devices import DataType, Device
@@ -38,18 +39,6 @@ def source_row(kind: str, name: str, display: str, field: str, field_display: st
         "data_type": data_type, "unit": unit or None, "description": description, "current_value": None,
         "last_update": last_update, "quality": None,
     }  # fmt: skip
-
-
-def kind_of(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, list):
-        return "array"
-    return "null" if value is None else "string"
 
 
 def rule_type(t: DataType) -> Any:
@@ -148,12 +137,15 @@ class TwinData:
         offset = min(f.offset, len(rows))
         page = rows[offset : offset + f.limit]
         if not f.skip_telemetry:
+            current: dict[str, tuple[float | None, dict[str, Any]]] = {}
             for row in page:
-                self._fill(row)
+                self._fill(row, current)
         pairs = sorted(options.items(), key=lambda kv: kv[1])
         return SourcePage(tuple(page), len(rows), tuple(pairs))
 
-    def _fill(self, row: Row) -> None:
+    def _fill(self, row: Row, current: dict[str, tuple[float | None, dict[str, Any]]]) -> None:
+        """``current``: per device already read for this page, its ``last_seen`` and current values
+        (the rows of one device share one read)."""
         kind, name, field = row["source_type"], row["source_name"], row["field"]
         key = name if kind == "device" else f"{kind}:{name}"
         stored = self.world.store.latest_samples(key).get(field)
@@ -162,11 +154,12 @@ class TwinData:
             row.update(current_value="<binary>" if isinstance(value, bytes) else value, last_update=int(ts),
                        quality=quality)  # fmt: skip
         elif kind == "device" and self.world.devices.exists(name):
-            current = self.world.devices.current(name)
-            value = next((m.value for m in current.metrics if m.name == field), None)
-            if value is not None:
-                last = current.device.last_seen
-                row.update(current_value=value, last_update=int(last) if last is not None else None)
+            if name not in current:
+                read = self.world.devices.current(name)
+                current[name] = (read.device.last_seen, {m.name: m.value for m in reversed(read.metrics)})
+            last, values = current[name]
+            if values.get(field) is not None:
+                row.update(current_value=values[field], last_update=int(last) if last is not None else None)
         if row["data_type"] == "unknown" and row["current_value"] is not None:
             row["data_type"] = kind_of(row["current_value"])
 

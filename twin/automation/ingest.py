@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from twin.sensors import SensorFleet
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """A JSON value's type as the server names it: ``boolean``, ``integer``, ``float``, ``array``,
+    ``null`` or ``string`` (an object too)."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -33,7 +35,7 @@ def _kind(value: Any) -> str:
         return "float"
     if isinstance(value, list):
         return "array"
-    return "string"
+    return "null" if value is None else "string"
 
 
 def _draft(doc: dict[str, Any]) -> Draft:
@@ -162,7 +164,7 @@ class Ingest:
             self.world.emit(EventKind.DEVICE_DISCOVERED, device_id, via=via, timestamp=now)
         doc["sample_count"] += 1
         doc["updated_at"] = now
-        doc["metrics"].update({m: _kind(v) for m, v in data.items()})
+        doc["metrics"].update({m: "string" if v is None else kind_of(v) for m, v in data.items()})
         if doc["sample_count"] >= doc["max_samples"] and doc["status"] != "rejected":
             doc["status"] = "waiting_processing"
         self.drafts.put(device_id, doc)
