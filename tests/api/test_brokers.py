@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from api.realtime.mqtt import EmbeddedBroker
-from tests.api.test_mqtt_admin import assert_error, mqtt_client, running_twin
+from tests.api.support import assert_error
+from tests.api.test_mqtt_admin import mqtt_client, running_twin
 from tests.conftest import _client, admin_token
 from tests.receivers import closed_port
 from tests.sockets import until

@@ -7,26 +7,14 @@ import dataclasses
 from pathlib import Path
 
 import httpx
-import pytest
 
+from tests.api.support import assert_error
 from tests.conftest import _client, admin_token
 from tests.receivers import HttpReceiver
 from twin.serve import Twin, build
 from twin.settings import Settings
 
 ALERT = {"category": "alert", "title": "Door open", "message": "Back door open"}
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def assert_error(resp: httpx.Response, status: int, code: str, message: str | None = None) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json()["success"] is False and resp.json()["error"]["code"] == code
-    if message is not None:
-        assert resp.json()["error"]["message"] == message
 
 
 async def test_filters_decide_what_a_channel_receives(

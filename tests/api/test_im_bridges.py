@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.api.test_mqtt_admin import assert_error
+from tests.api.support import assert_error
 from tests.conftest import _client, admin_token
 from tests.receivers import Request, read_request
 from tests.sockets import until

@@ -19,11 +19,6 @@ from twin.settings import Settings
 MESSAGE = {"category": "alert", "severity": "critical", "title": "Door open", "message": "Back door open"}
 
 
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
 async def add_channel(client: httpx.AsyncClient, auth: dict[str, str], **body) -> httpx.Response:
     return await client.post("/api/messages/channels", json=body, headers=auth)
 

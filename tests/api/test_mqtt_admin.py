@@ -18,23 +18,10 @@ from amqtt.client import MQTTClient
 from amqtt.errors import ConnectError
 from cryptography import x509
 
-from tests.conftest import admin_token
+from tests.api.support import assert_error
 from tests.receivers import closed_port
 from tests.sockets import socket_settings, until
 from twin.serve import Running, Twin, build, start, stop
-
-
-def assert_error(resp: httpx.Response, status: int, code: str, message: str | None = None) -> None:
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert body["success"] is False and body["error"]["code"] == code, body
-    if message is not None:
-        assert body["error"]["message"] == message, body
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
 
 
 @contextlib.asynccontextmanager
