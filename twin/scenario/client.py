@@ -60,11 +60,9 @@ class ClientSpec(BaseModel):
         if status is None:
             return None
         if run.client_stopped:
-            how = "still running at the stop time, stopped by the runner"
-            ok = want in (0, "any")
+            how, ok = "still running at the stop time, stopped by the runner", want == 0
         else:
-            how = describe_exit(status)
-            ok = want == "any" or (status != 0 if want == "nonzero" else status == want)
+            how, ok = describe_exit(status), (status != 0 if want == "nonzero" else status == want)
         if want == "any":
             return Verdict(NAME, True, f"{how} (not judged: expect_exit any)")
         if ok:

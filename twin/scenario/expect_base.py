@@ -56,16 +56,16 @@ class Verdict:
     """Nothing in the run exercised the expectation: neither passed nor failed."""
     optional: bool = False
     """The scenario lets the run pass while this verdict is inconclusive."""
-    outcome: Outcome = field(init=False)
 
     def __post_init__(self) -> None:
         if self.passed and self.inconclusive:
             raise ValueError("a verdict is passed or inconclusive, not both")
+
+    @property
+    def outcome(self) -> Outcome:
         if self.inconclusive:
-            outcome = Outcome.INCONCLUSIVE
-        else:
-            outcome = Outcome.PASSED if self.passed else Outcome.FAILED
-        object.__setattr__(self, "outcome", outcome)
+            return Outcome.INCONCLUSIVE
+        return Outcome.PASSED if self.passed else Outcome.FAILED
 
     @property
     def fails_run(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections import Counter
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -19,11 +20,17 @@ from twin.scenario.runner import RunResult
 _W, _H, _PAD = 900, 220, 40
 
 
+def _kind(v: Verdict) -> str:
+    """``pass``, ``fail``, ``inconclusive``, or ``optional`` (inconclusive, and the run may do without)."""
+    if v.inconclusive:
+        return "optional" if v.optional else "inconclusive"
+    return "pass" if v.passed else "fail"
+
+
 def label(v: Verdict) -> str:
     """PASS, FAIL, INCONCLUSIVE, or INCONCLUSIVE (optional)."""
-    if v.inconclusive:
-        return "INCONCLUSIVE (optional)" if v.optional else "INCONCLUSIVE"
-    return "PASS" if v.passed else "FAIL"
+    kind = _kind(v)
+    return "INCONCLUSIVE (optional)" if kind == "optional" else kind.upper()
 
 
 def verdicts(result: RunResult) -> list[Verdict]:
@@ -72,27 +79,26 @@ def summary(result: RunResult) -> str:
 def junit(result: RunResult) -> str:
     root = ET.Element("testsuites")
     judged = verdicts(result)
-    failures = sum(v.outcome is Outcome.FAILED for v in judged)
-    needed = sum(v.inconclusive and not v.optional for v in judged)
-    skipped = sum(v.inconclusive and v.optional for v in judged)
+    kinds = Counter(_kind(v) for v in judged)
     suite = ET.SubElement(
         root,
         "testsuite",
         name=result.scenario.name,
         tests=str(len(judged) + len(result.errors)),
-        failures=str(failures),
-        errors=str(needed + len(result.errors)),
-        skipped=str(skipped),
+        failures=str(kinds["fail"]),
+        errors=str(kinds["inconclusive"] + len(result.errors)),
+        skipped=str(kinds["optional"]),
         time=f"{result.wall_s:.3f}",
     )
     classname = f"scenario.{result.scenario.name}"
     for v in judged:
         case = ET.SubElement(suite, "testcase", classname=classname, name=v.name)
-        if v.outcome is Outcome.FAILED:
+        kind = _kind(v)
+        if kind == "fail":
             ET.SubElement(case, "failure", message=v.message).text = v.message
-        elif v.inconclusive and v.optional:
+        elif kind == "optional":
             ET.SubElement(case, "skipped", message=f"inconclusive (optional): {v.message}")
-        elif v.inconclusive:
+        elif kind == "inconclusive":
             message = f"inconclusive: {v.message} (the scenario requires this expectation)"
             ET.SubElement(case, "error", type="inconclusive", message=message).text = message
         else:
@@ -181,15 +187,9 @@ def metric_svg(result: RunResult, name: str) -> str:
     )
 
 
-def _row_class(v: Verdict) -> str:
-    if v.inconclusive:
-        return "optional" if v.optional else "inconclusive"
-    return "pass" if v.passed else "fail"
-
-
 def html_report(result: RunResult) -> str:
     rows = "".join(
-        f"<tr class='{_row_class(v)}'><td>{label(v)}</td>"
+        f"<tr class='{_kind(v)}'><td>{label(v)}</td>"
         f"<td>{html.escape(v.name)}</td><td>{html.escape(v.message)}</td></tr>"
         for v in verdicts(result)
     )

@@ -17,9 +17,9 @@ from typing import Any
 from hardware.ports.events import EventKind
 from twin.scenario.actions import ACTIONS, CameraParams, SensorParams, ServerParams, SpikeParams
 from twin.scenario.expectations import Expectation
+from twin.settings import AUTOMATION
 
 EVENT_KINDS = tuple(k.value for k in EventKind)
-AUTOMATION = "automation"
 MAX_LISTED = 12
 
 
@@ -104,7 +104,7 @@ def _params(kind: type, params: dict, names: Names) -> list[Problem]:
         if isinstance(camera, str) and camera not in names.cameras:
             problems.append((("camera",), _unknown("camera", camera, names.cameras)))
     if issubclass(kind, ServerParams):
-        server = params.get("server", AUTOMATION)
+        server = params.get("server", kind.model_fields["server"].default)
         if isinstance(server, str) and server not in names.servers:
             problems.append((("server",), _unknown("server", server, names.servers)))
     if issubclass(kind, SensorParams):
