@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from typing import Any
 
 import httpx
 
@@ -36,3 +37,9 @@ async def on_the_clock(twin: Twin, request: Awaitable[httpx.Response], step: flo
             twin.clock.advance(step)
         await asyncio.sleep(0)
     return await task
+
+
+def data(resp: httpx.Response) -> Any:
+    """A success's ``data`` (200 asserted)."""
+    assert resp.status_code == 200, resp.text
+    return resp.json()["data"]

@@ -9,8 +9,8 @@ import zipfile
 from pathlib import Path
 
 import httpx
-import pytest
 
+from tests.api.support import assert_error, data
 from tests.conftest import _client, admin_token
 from twin.serve import Twin, build
 from twin.settings import Settings
@@ -22,21 +22,6 @@ RULE = {
                   "operator": ">", "threshold": 30},
     "actions": [{"type": "notify", "message": "hot"}],
 }  # fmt: skip
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def assert_error(resp: httpx.Response, status: int, code: str) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json()["success"] is False and resp.json()["error"]["code"] == code
-
-
-def data(resp: httpx.Response) -> dict:
-    assert resp.status_code == 200, resp.text
-    return resp.json()["data"]
 
 
 # Configuration ------------------------------------------------------------------------------------

@@ -12,25 +12,13 @@ import httpx
 import pytest
 
 from tests.api.lists import API_KEY, build_twin
-from tests.conftest import _client, admin_token
+from tests.api.support import assert_error
+from tests.conftest import _client
 from twin.serve import Twin, build
 from twin.settings import Settings
 
 CODE = "return {f: input.temperature * 9 / 5 + 32}"
 DEFINITION = {"scope": "global", "js_code": CODE, "output_prefix": "transform", "complexity": 3}
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def assert_error(resp: httpx.Response, status: int, code: str, message: str | None = None) -> None:
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert body["success"] is False and body["error"]["code"] == code, body
-    if message is not None:
-        assert body["error"]["message"] == message
 
 
 async def create(client: httpx.AsyncClient, headers: dict, name: str = "Fahrenheit", **extra) -> dict:

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import httpx
-import pytest
 
 from hardware.ports.events import EventKind
-from tests.conftest import admin_token
 from twin.serve import Twin
 
 SENSOR = "env_sensor-0001"
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
 
 
 async def create(client: httpx.AsyncClient, auth: dict[str, str], **fields) -> httpx.Response:

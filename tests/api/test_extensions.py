@@ -16,22 +16,13 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from hardware.ports.events import EventKind
+from tests.api.support import assert_error
 from tests.conftest import _client, admin_token
 from tests.sockets import socket_settings
 from twin.serve import Twin, build, start, stop
 from twin.settings import Settings
 
 JPEG = b"\xff\xd8"
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def assert_error(resp: httpx.Response, status: int, code: str) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json()["success"] is False and resp.json()["error"]["code"] == code
 
 
 # HTTP ------------------------------------------------------------------------------------------

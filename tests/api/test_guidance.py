@@ -15,22 +15,13 @@ import pytest
 import uvicorn
 from fastapi import FastAPI, Request
 
+from tests.api.support import assert_error
 from tests.conftest import _client, admin_token
 from tests.receivers import closed_port
 from twin.serve import Twin, build
 from twin.settings import Settings
 
 SENSOR = "env_sensor-0001"
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def assert_error(resp: httpx.Response, status: int, code: str) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json()["success"] is False and resp.json()["error"]["code"] == code
 
 
 # Setup --------------------------------------------------------------------------------------------

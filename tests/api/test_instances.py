@@ -10,10 +10,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.api.lists import API_KEY, build_twin
-from tests.conftest import _client, admin_token
+from tests.api.support import assert_error
+from tests.conftest import _client
 from tests.receivers import closed_port
 from twin.serve import Twin
 
@@ -21,19 +21,6 @@ KEY = "nmk_0123456789abcdef0123456789abcdef"
 CIPHER = b"NeoMind2024!@#"
 HOST = "127.0.0.2"
 """A loopback address the server's probe does not refuse (it refuses 127.0.0.1 and localhost)."""
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def assert_error(resp: httpx.Response, status: int, code: str, message: str | None = None) -> None:
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert body["success"] is False and body["error"]["code"] == code, body
-    if message is not None:
-        assert body["error"]["message"] == message
 
 
 def decrypt(hex_key: str) -> str:

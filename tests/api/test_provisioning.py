@@ -5,30 +5,12 @@ BLE provisioning, in the vendor's shapes and with its failures."""
 from __future__ import annotations
 
 import httpx
-import pytest
 
-from tests.conftest import admin_token
+from tests.api.support import assert_error, data
 from twin.serve import Twin
 
 BASE = "/api/devices/drafts"
 READING = {"temperature": 21.5, "humidity": 40, "battery": 90}
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def assert_error(resp: httpx.Response, status: int, code: str, message: str | None = None) -> None:
-    assert resp.status_code == status, resp.text
-    assert resp.json()["success"] is False and resp.json()["error"]["code"] == code
-    if message is not None:
-        assert resp.json()["error"]["message"] == message
-
-
-def data(resp: httpx.Response):
-    assert resp.status_code == 200, resp.text
-    return resp.json()["data"]
 
 
 async def upload(client: httpx.AsyncClient, auth: dict, device_id: str | None, samples: list) -> str:

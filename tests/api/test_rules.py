@@ -8,7 +8,6 @@ import uuid
 import httpx
 import pytest
 
-from tests.conftest import admin_token
 from twin.serve import Twin
 
 SENSOR = "env_sensor-0001"
@@ -27,11 +26,6 @@ RULE = {
     "tags": ["env"],
     "cooldown": 0,
 }
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
 
 
 async def create(client: httpx.AsyncClient, auth: dict[str, str], **overrides) -> dict:

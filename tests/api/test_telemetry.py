@@ -17,11 +17,6 @@ EPOCH = 1_767_225_600
 URL = f"/api/devices/{SENSOR}/telemetry"
 
 
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
 async def get(client: httpx.AsyncClient, auth: dict[str, str], url: str = URL, **params) -> httpx.Response:
     return await client.get(url, params=params, headers=auth)
 

@@ -8,25 +8,13 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.api.support import assert_error
 from tests.conftest import _client, admin_token
 from twin.serve import Twin, build
 from twin.settings import Settings
 
 DEVICE = "env_sensor-0001"
 FAHRENHEIT = "return {f: input.temperature * 9 / 5 + 32}"
-
-
-@pytest.fixture
-async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
-    return {"Authorization": f"Bearer {await admin_token(automation)}"}
-
-
-def assert_error(resp: httpx.Response, status: int, code: str, message: str | None = None) -> None:
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert body["success"] is False and body["error"]["code"] == code, body
-    if message is not None:
-        assert body["error"]["message"] == message
 
 
 async def create(client: httpx.AsyncClient, auth: dict, scope: object = None, **definition) -> str:
