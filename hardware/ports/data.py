@@ -46,9 +46,6 @@ class DataCatalog(Protocol):
         """Every source sorted by id (``<type>:<source>:<field>``), filtered, then paged; the page's
         current values filled in unless ``skip_telemetry``."""
 
-    def extension_data_sources(self, extension_id: str) -> list[Mapping[str, Any]]:
-        """``NotFound`` for an extension that is not installed."""
-
     def extension_metric_data(
         self, extension_id: str, metric: str, start: int | None, end: int | None, limit: int
     ) -> Mapping[str, Any]:

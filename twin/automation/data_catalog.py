@@ -164,24 +164,6 @@ class TwinData:
             row["data_type"] = kind_of(row["current_value"])
 
     # Extension metrics ----------------------------------------------------------------------------
-    def extension_data_sources(self, extension_id: str) -> list[Mapping[str, Any]]:
-        ext = self.world.extensions.get_extension(extension_id)
-        return [
-            {
-                "id": f"extension:{ext.id}:{m.name}",
-                "extension_id": ext.id,
-                "command": "",
-                "field": m.name,
-                "display_name": f"{ext.name}: {m.display_name}",
-                "data_type": m.data_type.capitalize(),
-                "unit": m.unit or None,
-                "description": m.display_name,
-                "aggregatable": True,
-                "default_agg_func": "last",
-            }
-            for m in ext.metrics
-        ]
-
     def extension_metric_data(
         self, extension_id: str, metric: str, start: int | None, end: int | None, limit: int
     ) -> Mapping[str, Any]:

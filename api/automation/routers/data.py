@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from api.automation.deps import Backend, Route, catalogued_router
 from api.automation.routers.extension_stream import ExtensionId
+from api.automation.schemas import data as wire
 from api.automation.schemas import ok
 from api.json_input import I64_MAX, I64_MIN
 from hardware.ports.data import SourceFilter
@@ -42,7 +43,8 @@ async def data_sources(
 
 
 async def extension_sources(extension_id: ExtensionId, backend: Backend) -> JSONResponse:
-    return ok([dict(r) for r in backend.data.extension_data_sources(extension_id)], backend.clock.now())
+    rows = wire.extension_data_sources(backend.extensions.get_extension(extension_id))
+    return ok(rows, backend.clock.now())
 
 
 Timestamp = Annotated[int | None, Query(ge=I64_MIN, le=I64_MAX)]
