@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from urllib.parse import parse_qsl
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.types import Scope
 
@@ -27,6 +26,7 @@ from api.automation import errors as automation_errors
 from api.automation.deps import API_KEY_PREFIX
 from api.automation.ratelimit import RateLimiter, client_key, limited_path
 from api.gateway import errors as gateway_errors
+from api.gateway.deps import request_token
 from hardware.ports.errors import DomainError, RateLimited, Unauthenticated
 
 MAX_TOKENS = 10_000
@@ -81,24 +81,13 @@ class Gate:
         return None
 
 
-def _headers(scope: Scope) -> dict[bytes, bytes]:
-    return {name.lower(): value for name, value in scope.get("headers", ())}
-
-
 class GatewayGate(Gate):
-    """The edge gateway: the Authorization header (with or without ``Bearer``) and, only when it is
-    absent, ``?token=`` then ``X-API-Key`` (where the device reads a token)."""
+    """The edge gateway: the token where the device reads one (:func:`api.gateway.deps.request_token`)."""
 
     probe_path = keyed_probe_path = "/api/v1/auth/public-key"
 
     def token(self, scope: Scope) -> str | None:
-        headers = _headers(scope)
-        if b"authorization" in headers:
-            value = headers[b"authorization"].decode("latin-1")
-        else:
-            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-            value = query.get("token") or headers.get(b"x-api-key", b"").decode("latin-1")
-        return value.removeprefix("Bearer ").strip() or None
+        return request_token(HTTPConnection(scope)) or None
 
     def unauthorized(self) -> Response:
         return gateway_errors.unauthorized()
@@ -116,7 +105,7 @@ class AutomationGate(Gate):
         self.release = release
 
     def token(self, scope: Scope) -> str | None:
-        scheme, _, value = _headers(scope).get(b"authorization", b"").decode("latin-1").partition(" ")
+        scheme, _, value = HTTPConnection(scope).headers.get("authorization", "").partition(" ")
         value = value.strip()
         if scheme.lower() != "bearer" or not value or value.startswith(API_KEY_PREFIX):
             return None
@@ -141,10 +130,10 @@ class AutomationGate(Gate):
         limiter = self.limiter
         if limiter is None or limiter.storm_until() is None or not limited_path(scope["path"]):
             return None
-        headers = _headers(scope)
-        if not (headers.get(b"authorization") or headers.get(b"x-api-key")):
+        request = HTTPConnection(scope)
+        if not (request.headers.get("authorization") or request.headers.get("x-api-key")):
             return None
-        retry_after = limiter.hit(client_key(Request(scope)))
+        retry_after = limiter.hit(client_key(request))
         if retry_after is None:
             return None
         exc = RateLimited("Rate limit exceeded", retry_after=retry_after)
