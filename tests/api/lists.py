@@ -147,3 +147,15 @@ async def failing_lists(api: Api, expected: set[str]) -> list[str]:
         if resp.status_code != 200:
             failures.append(f"{api.name} GET {path}: {resp.status_code} {resp.text[:200]}")
     return failures
+
+
+async def failing_after_restart(
+    twin: Twin, state_dir: Path, expected: dict[str, set[str]]
+) -> tuple[list[str], Twin]:
+    """Close ``twin``'s store and build a twin again on ``state_dir``: each API's ``expected`` lists
+    that do not answer 200 on it (:func:`failing_lists`), and the new twin."""
+    twin.world.store.close()
+    again = build_twin(state_dir)
+    async with apis(again, sign_up=False) as both:
+        failures = [f for api in both for f in await failing_lists(api, expected[api.name])]
+    return failures, again

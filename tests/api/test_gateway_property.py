@@ -19,12 +19,12 @@ import httpx
 import pytest
 import schemathesis
 import schemathesis.specs.openapi.checks as checks
-from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.openapi.checks import JsonSchemaError, UndefinedStatusCode
 
 from api.gateway.catalogue import device_routes
 from api.gateway.errors import CODES
 from api.routing import shape_of
+from tests.api.generated import examples, request_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -46,37 +46,9 @@ def _cases(twin: Twin) -> list:
     cases: list = []
     for result in schema.get_all_operations():
         operation = result.ok()
-        if shape_of("/api/v1" + operation.path) in STREAMS:
-            continue
-
-        @settings(
-            max_examples=EXAMPLES,
-            derandomize=True,
-            deadline=None,
-            database=None,
-            phases=[Phase.explicit, Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(case=operation.as_strategy())
-        def collect(case) -> None:
-            cases.append(case)
-
-        collect()
+        if shape_of("/api/v1" + operation.path) not in STREAMS:
+            cases += examples(operation, EXAMPLES)
     return cases
-
-
-def _bytes(value: object) -> object:
-    return value if isinstance(value, bytes | str) or hasattr(value, "read") else str(value).encode()
-
-
-def _sendable(files: object) -> list:
-    """Multipart parts as httpx takes them: generated file contents may be numbers or None."""
-    items = files.items() if isinstance(files, dict) else files
-    parts = []
-    for name, value in items:
-        is_file = isinstance(value, tuple)  # (filename, content, ...)
-        parts.append((name, (value[0], _bytes(value[1]), *value[2:]) if is_file else _bytes(value)))
-    return parts
 
 
 async def _exchanges(twin: Twin) -> AsyncIterator[tuple[Any, httpx.Response]]:
@@ -85,12 +57,7 @@ async def _exchanges(twin: Twin) -> AsyncIterator[tuple[Any, httpx.Response]]:
     async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
         token = ""
         for case in _cases(twin):
-            request = case.as_transport_kwargs(base_url="http://gateway/api/v1")
-            request.pop("cookies", None)
-            if request.get("files") is not None:
-                request["files"] = _sendable(request["files"])
-            if isinstance(request.get("data"), bytes | str):  # a raw body, as httpx wants it
-                request["content"] = request.pop("data")
+            request = request_of(case, "http://gateway/api/v1")
             for _ in range(2):  # a case that ended the session (restart, password...) logs in again
                 request["headers"]["Authorization"] = token
                 response = await asyncio.wait_for(http.request(**request), 10)

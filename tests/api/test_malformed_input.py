@@ -21,7 +21,16 @@ from fastapi.routing import APIRoute
 from api.automation import limits
 from api.body_limit import Limit
 from api.gateway import errors as gateway_errors
-from tests.api.lists import CORE_LISTS, Api, answering_lists, apis, build_twin, failing_lists, write_routes
+from tests.api.lists import (
+    CORE_LISTS,
+    Api,
+    answering_lists,
+    apis,
+    build_twin,
+    failing_after_restart,
+    failing_lists,
+    write_routes,
+)
 from tests.api.test_gateway_property import DOCUMENTED_5XX
 
 MiB = 1024 * 1024
@@ -183,9 +192,6 @@ async def test_malformed_input_on_every_write_route(tmp_path: Path) -> None:
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures)
     assert not twin.world.store.unreadable
 
-    twin.world.store.close()
-    again = build_twin(tmp_path)
-    async with apis(again, sign_up=False) as both:
-        failures = [f for api in both for f in await failing_lists(api, lists[api.name])]
+    failures, again = await failing_after_restart(twin, tmp_path, lists)
     assert not failures, "after a restart:\n" + "\n".join(failures)
     assert not again.world.store.unreadable

@@ -17,11 +17,20 @@ from pathlib import Path
 import httpx
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
 
 from api.routing import shape_of
-from tests.api.lists import CORE_LISTS, STREAMS, Api, answering_lists, apis, build_twin, failing_lists
-from tests.api.test_gateway_property import DOCUMENTED_5XX, _sendable
+from tests.api.generated import examples, request_of
+from tests.api.lists import (
+    CORE_LISTS,
+    STREAMS,
+    Api,
+    answering_lists,
+    apis,
+    build_twin,
+    failing_after_restart,
+    failing_lists,
+)
+from tests.api.test_gateway_property import DOCUMENTED_5XX
 from twin.serve import Twin
 
 DOCUMENTS = {"automation": ("/api/docs/openapi.json", ""), "gateway": ("/api/v1/swagger.yaml", "/api/v1")}
@@ -46,30 +55,12 @@ def cases(api: Api) -> list:
             continue
         if "not simulated" in (operation.tags or ()):
             continue
-
-        @settings(
-            max_examples=EXAMPLES[api.name],
-            derandomize=True,
-            deadline=None,
-            database=None,
-            phases=[Phase.explicit, Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        @given(case=operation.as_strategy())
-        def collect(case) -> None:
-            out.append((prefix, case))
-
-        collect()
+        out += [(prefix, case) for case in examples(operation, EXAMPLES[api.name])]
     return out
 
 
 async def send(api: Api, prefix: str, case) -> httpx.Response:
-    request = case.as_transport_kwargs(base_url=f"http://{api.name}{prefix}")
-    request.pop("cookies", None)
-    if request.get("files") is not None:
-        request["files"] = _sendable(request["files"])
-    if isinstance(request.get("data"), bytes | str):  # a raw body, as httpx wants it
-        request["content"] = request.pop("data")
+    request = request_of(case, f"http://{api.name}{prefix}")
     headers = {k: v for k, v in request.pop("headers", {}).items() if k.lower() not in CREDENTIALS}
     url = request.pop("url")
     return await api.request(request.pop("method"), url, headers=headers, **request)
@@ -113,9 +104,6 @@ async def test_lists_survive_a_property_based_run_and_a_restart(tmp_path: Path) 
     assert not crashes, f"{len(crashes)} server errors:\n" + "\n".join(sorted(set(crashes)))
     assert not twin.world.store.unreadable
 
-    twin.world.store.close()
-    again = build_twin(tmp_path)
-    async with apis(again, sign_up=False) as both:
-        failures = [f for api in both for f in await failing_lists(api, lists[api.name])]
+    failures, again = await failing_after_restart(twin, tmp_path, lists)
     assert not failures, "after a restart on the same state directory:\n" + "\n".join(failures)
     assert not again.world.store.unreadable
