@@ -85,6 +85,10 @@ DOMAIN_CODES: dict[tuple[ErrorCode, str | None], int] = {
     (ErrorCode.TIMEOUT, None): 3001,
     (ErrorCode.STORAGE_FULL, None): 8003,
     (ErrorCode.INTERNAL, None): 3002,
+    (ErrorCode.INTERNAL, "device"): 7000,
+    (ErrorCode.INTERNAL, "ptz"): 7001,
+    (ErrorCode.INTERNAL, "camera"): 7002,
+    (ErrorCode.INTERNAL, "gpio"): 7003,
 }
 
 # Error "type" the device attaches for some codes.

@@ -371,29 +371,51 @@ class GatewayPicture(Protocol):
 # Audio -----------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class AudioDevice:
-    id: str
+    """An ALSA device as the camera daemon lists it."""
+
     name: str
-    channels: int
-    sample_rates: tuple[int, ...]
+    description: str
 
 
 @dataclass(frozen=True, slots=True)
 class AudioConfig:
-    sample_rate: int = 16000
+    """The daemon's ``audio`` block (``camera-daemon.yaml``)."""
+
+    device: str = "default"
+    sample_rate: int = 48000
     channels: int = 1
-    volume: int = 80
-    """0..100."""
-    format: str = "S16LE"
+    codec: str = "pcm"
+    """``pcm``, ``aac``, ``g711a`` or ``g711u``."""
+    bitrate: int = 128000
+    volume: float = 1.0
+    """0.0-2.0 (1.0 = unity gain)."""
+    mute: bool = False
+    playback_enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class AudioUpdate:
+    """``PUT audio/config``: a zero ``device``/``sample_rate``/``channels``/``codec``/``bitrate`` and a
+    ``None`` ``volume``/``mute``/``playback_enabled`` leave the value as it is."""
+
+    device: str = ""
+    sample_rate: int = 0
+    channels: int = 0
+    codec: str = ""
+    bitrate: int = 0
+    volume: float | None = None
+    mute: bool | None = None
+    playback_enabled: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class AudioStatus:
-    capture_running: bool
-    capture_device: str
-    playback_running: bool
-    playback_device: str
-    talk_active: bool
+    capturing: bool
+    playing: bool
     config: AudioConfig
+    """What the daemon runs with: the device, rate, channels and codec it started with, the live
+    volume and mute, and the stored ``playback_enabled``."""
+    talk_active: bool = False
     talk_bytes: int = 0
 
 
@@ -423,15 +445,15 @@ class GatewayAudio(Protocol):
 
     def status(self) -> AudioStatus: ...
 
-    def set_config(self, config: AudioConfig) -> None:
-        """``InvalidInput`` for an unsupported rate, channel count or volume."""
+    def set_config(self, update: AudioUpdate) -> None:
+        """Volume and mute apply now; every field sent is stored and the rest apply at the next start."""
 
-    def start_capture(self, device: str) -> None:
-        """``NotFound`` for an unknown device."""
+    def start_capture(self, volume: float | None = None, mute: bool | None = None) -> None: ...
 
     def stop_capture(self) -> None: ...
 
-    def start_playback(self, device: str) -> None: ...
+    def start_playback(self, device: str, sample_rate: int, channels: int) -> None:
+        """``InternalError`` (resource ``camera``) for a device the daemon cannot open."""
 
     def stop_playback(self) -> None: ...
 

@@ -89,6 +89,26 @@ MEDIA: dict[str, Shape] = {
     },
 }
 
+# handlers/audio.go: the device lists' and GetStatus' gin.H (every key present; volume a float32)
+AUDIO_DEVICES: Shape = {"devices": [{"name": str, "description": str}]}
+AUDIO: dict[str, Shape] = {
+    "GET /api/v1/audio/capture-devices": AUDIO_DEVICES,
+    "GET /api/v1/audio/playback-devices": AUDIO_DEVICES,
+    "GET /api/v1/audio/status": {
+        "capturing": bool,
+        "playing": bool,
+        "device": str,
+        "sample_rate": int,
+        "channels": int,
+        "codec": str,
+        "volume": float,
+        "mute": bool,
+        "playback_enabled": bool,
+    },
+}
+MESSAGE: Shape = {"message": str}
+"""The write answers that are ``gin.H{"message": …}``."""
+
 LOG_FILE: Shape = {"path": str, "name": str, "size": int, "modified_time": str}
 SERVICE: Shape = {"id": str, "name": str}
 

@@ -135,15 +135,30 @@ async def test_encoder_profiles_and_streams_survive_a_restart(durable: Settings)
 
 async def test_audio_configuration_survives_a_restart(durable: Settings) -> None:
     async with started(durable) as (gateway, auth):
-        for body in ({"sample_rate": 48000, "channels": 2, "volume": 35}, {"volume": 101}):  # 2nd refused
+        for body in (
+            {
+                "sample_rate": 16000,
+                "channels": 2,
+                "codec": "g711a",
+                "volume": 0.35,
+                "playback_enabled": False,
+            },
+            {"volume": "loud"},  # refused: changes nothing
+        ):
             await gateway.put("/api/v1/audio/config", json=body, headers=auth)
-        await gateway.post("/api/v1/audio/capture/start", json={}, headers=auth)
+        await gateway.post("/api/v1/audio/capture/start", json={"mute": True}, headers=auth)
         before = (await read_all(gateway, auth, ("/audio/status",)))[0]
-    assert before["config"] == {"sample_rate": 48000, "channels": 2, "volume": 35, "format": "S16LE"}
+    assert before["volume"] == 0.35 and before["mute"] is True and before["playback_enabled"] is False
     async with started(durable) as (gateway, auth):
         after = (await read_all(gateway, auth, ("/audio/status",)))[0]
-    assert after["config"] == before["config"]
-    assert after["capture"]["running"] is False  # the daemon starts with nothing captured
+    assert after == {
+        **before,
+        "capturing": False,  # the daemon starts with nothing captured
+        "mute": False,  # StartCapture's mute is not stored
+        "sample_rate": 16000,  # the stored fields apply from this start
+        "channels": 2,
+        "codec": "g711a",
+    }
 
 
 async def test_a_changed_password_survives_a_restart(durable: Settings) -> None:

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = {
     "device": hs.DEVICE,
     "media": hs.MEDIA,
+    "audio": hs.AUDIO,
     "logs": hs.LOGS,
     "apps": hs.APPS,
     "time": hs.TIME,

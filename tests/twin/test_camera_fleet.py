@@ -196,7 +196,7 @@ def test_only_moving_vehicles_hum() -> None:
 
     def hum_power(t: float) -> float:
         box = scene.boxes(t)[0]
-        samples = np.frombuffer(pcm(7, scene, round(t * rate), rate // 10, rate, 1, 100), dtype="<i2")
+        samples = np.frombuffer(pcm(7, scene, round(t * rate), rate // 10, rate, 1, 1.0), dtype="<i2")
         spectrum = np.abs(np.fft.rfft(samples / 32767.0))
         freqs = np.fft.rfftfreq(len(samples), 1 / rate)
         return float(spectrum[np.argmin(np.abs(freqs - (80.0 + 40.0 * box.object_id)))])

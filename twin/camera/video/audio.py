@@ -2,12 +2,14 @@
 
 Captured audio is synthetic S16LE PCM, a pure function of (camera key, sample index): a 1 kHz test
 tone, the hum of each moving vehicle in the scene (louder the closer it is, i.e. the lower its box), and a
-little seeded noise. A listener receives :data:`CHUNK_S` of it per chunk, paced by the world clock
-(in ``step`` mode chunks come as time is advanced). Only one talk session at a time: a second is
-refused (the device's 4002/429).
+little seeded noise, scaled by the volume (1.0 = unity) and silent when muted. A listener receives
+:data:`CHUNK_S` of it per chunk, paced by the world clock (in ``step`` mode chunks come as time is
+advanced). Only one talk session at a time: a second is refused (the device's 4002/429).
 
-The audio configuration is durable, as the device's is: one document per camera in the store,
-written when it changes and read back by a new environment (capture and playback start stopped).
+As on the device, ``set_config`` changes the volume and mute of the running capture at once and stores
+every field sent (the daemon's ``camera-daemon.yaml``): the device, rate, channels, codec and bitrate
+apply when the daemon next starts. The stored configuration is durable: one document per camera in the
+store, read back by a new environment (capture and playback start stopped).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hardware.ports.camera_hw import AudioConfig, AudioDevice, AudioStatus
-from hardware.ports.errors import InvalidInput, NotFound, RateLimited, Unavailable
+from hardware.ports.camera_hw import AudioConfig, AudioDevice, AudioStatus, AudioUpdate
+from hardware.ports.errors import InternalError, InvalidInput, RateLimited, Unavailable
 from twin.camera.video.scene import Scene, scene_of
 from twin.rng import hash_uniform
 
@@ -30,14 +32,15 @@ CHUNK_S = 0.1
 ENGINE_LOOKBACK_S = 0.5
 """A vehicle that has not moved in this long is parked: its engine is off, it does not hum."""
 TONE_HZ = 1000.0
-RATES = (8000, 16000, 32000, 48000)
-CAPTURE = (AudioDevice("mic0", "Built-in microphone", 1, RATES),)
-PLAYBACK = (AudioDevice("spk0", "Built-in speaker", 1, RATES),)
+CAPTURE = (AudioDevice("default", "Built-in microphone"),)
+PLAYBACK = (AudioDevice("default", "Built-in speaker"),)
 AUDIO_KIND = "camera_audio"
-"""Durable: one document per camera, keyed by its id: the audio configuration."""
+"""Durable: one document per camera, keyed by its id: the stored audio configuration."""
+_FLAGS = ("volume", "mute", "playback_enabled")
+"""Fields sent as pointers: a zero value is a change."""
 
 
-def pcm(key: int, scene: Scene, start: int, count: int, rate: int, channels: int, volume: int) -> bytes:
+def pcm(key: int, scene: Scene, start: int, count: int, rate: int, channels: int, volume: float) -> bytes:
     """``count`` frames of S16LE from sample ``start`` (interleaved if ``channels`` is 2)."""
     n = np.arange(start, start + count, dtype=np.int64)
     t = n / rate
@@ -48,7 +51,7 @@ def pcm(key: int, scene: Scene, start: int, count: int, rate: int, channels: int
             hum = 80.0 + 40.0 * box.object_id
             signal += 0.3 * (box.y + box.h) ** 2 * np.sin(2 * np.pi * hum * t)
     signal += 0.04 * (hash_uniform(key, n) - 0.5)
-    samples = np.clip(signal * (volume / 100) * 32767, -32768, 32767).astype("<i2")
+    samples = np.clip(signal * min(max(volume, 0.0), 2.0) * 32767, -32768, 32767).astype("<i2")
     if channels == 2:
         samples = np.repeat(samples, 2)
     return samples.tobytes()
@@ -58,20 +61,20 @@ class _Listener:
     def __init__(self, audio: TwinGatewayAudio) -> None:
         self.audio = audio
         self.closed = False
-        self.sample = round(audio._world.env.now * audio.config.sample_rate)
+        self.sample = round(audio._world.env.now * audio.live.sample_rate)
 
     async def next_chunk(self) -> bytes:
         audio = self.audio
-        if self.closed or not audio.capture_running:
+        if self.closed or not audio.capturing:
             raise Unavailable("capture stopped")
-        rate = audio.config.sample_rate
+        rate = audio.live.sample_rate
         count = round(CHUNK_S * rate)
         due = (self.sample + count) / rate
         await audio._clock.sleep(due - audio._world.env.now, background=True)
-        if self.closed or not audio.capture_running:
+        if self.closed or not audio.capturing:
             raise Unavailable("capture stopped")
-        c = audio.config
-        out = pcm(audio._key, audio._scene, self.sample, count, rate, c.channels, c.volume)
+        c = audio.live
+        out = pcm(audio._key, audio._scene, self.sample, count, rate, c.channels, 0.0 if c.mute else c.volume)
         self.sample += count
         return out
 
@@ -110,11 +113,10 @@ class TwinGatewayAudio:
 
     def _reset(self) -> None:
         self._docs = self._world.store.collection(AUDIO_KIND)
-        self.config = self._docs.get_as(self._id, lambda doc: AudioConfig(**doc)) or AudioConfig()
-        self.capture_running = False
-        self.capture_device = ""
-        self.playback_running = False
-        self.playback_device = ""
+        self.stored = self._docs.get_as(self._id, lambda doc: AudioConfig(**doc)) or AudioConfig()
+        self.live = self.stored
+        self.capturing = False
+        self.playing = False
         self.talk_bytes = 0
         self._talk: _Talk | None = None
         self._listeners: list[_Listener] = []
@@ -137,59 +139,47 @@ class TwinGatewayAudio:
 
     def status(self) -> AudioStatus:
         a = self._now()
-        return AudioStatus(
-            a.capture_running,
-            a.capture_device,
-            a.playback_running,
-            a.playback_device,
-            a._talk is not None,
-            a.config,
-            a.talk_bytes,
-        )
+        config = dataclasses.replace(a.live, playback_enabled=a.stored.playback_enabled)
+        return AudioStatus(a.capturing, a.playing, config, a._talk is not None, a.talk_bytes)
 
-    def set_config(self, config: AudioConfig) -> None:
-        a = self._now()
-        if config.sample_rate not in RATES:
-            raise InvalidInput(f"sample_rate must be one of {list(RATES)}")
-        if config.channels not in (1, 2):
-            raise InvalidInput("channels must be 1 or 2")
-        if not 0 <= config.volume <= 100:
-            raise InvalidInput("volume must be between 0 and 100")
-        if config.format != "S16LE":
-            raise InvalidInput("format must be S16LE")
-        a.config = config
-        a._docs.put(a._id, dataclasses.asdict(config))
-        for listener in a._listeners:
-            listener.sample = round(a._world.env.now * config.sample_rate)
+    def _apply_live(self, volume: float | None, mute: bool | None) -> None:
+        if volume is not None:
+            self.live = dataclasses.replace(self.live, volume=volume)
+        if mute is not None:
+            self.live = dataclasses.replace(self.live, mute=mute)
 
-    def start_capture(self, device: str) -> None:
+    def set_config(self, update: AudioUpdate) -> None:
         a = self._now()
-        device = device or CAPTURE[0].id
-        if device not in {d.id for d in CAPTURE}:
-            raise NotFound(f"capture device {device} not found")
-        a.capture_running, a.capture_device = True, device
+        a._apply_live(update.volume, update.mute)
+        sent = {k: v for k, v in dataclasses.asdict(update).items() if (v is not None if k in _FLAGS else v)}
+        a.stored = dataclasses.replace(a.stored, **sent)
+        a._docs.put(a._id, dataclasses.asdict(a.stored))
+
+    def start_capture(self, volume: float | None = None, mute: bool | None = None) -> None:
+        a = self._now()
+        a.capturing = True
+        a._apply_live(volume, mute)
 
     def stop_capture(self) -> None:
         a = self._now()
-        a.capture_running = False
+        a.capturing = False
         for listener in list(a._listeners):
             listener.close()
 
-    def start_playback(self, device: str) -> None:
+    def start_playback(self, device: str, sample_rate: int, channels: int) -> None:
         a = self._now()
-        device = device or PLAYBACK[0].id
-        if device not in {d.id for d in PLAYBACK}:
-            raise NotFound(f"playback device {device} not found")
-        a.playback_running, a.playback_device = True, device
+        if (device or "default") not in {d.name for d in PLAYBACK}:
+            raise InternalError("Playback start failed", resource="camera")
+        a.playing = True
 
     def stop_playback(self) -> None:
         a = self._now()
-        a.playback_running = False
+        a.playing = False
 
     def listen(self) -> _Listener:
         a = self._now()
-        if not a.capture_running:
-            a.start_capture("")
+        if not a.capturing:
+            a.start_capture()
         listener = _Listener(a)
         a._listeners.append(listener)
         return listener
