@@ -1,0 +1,111 @@
+"""Fixtures of the contract suite: ``backend`` runs each test against the twin, against a twin
+behind the passthrough adapter, and against real hardware when the environment names it.
+
+One pair of twins serves the whole session on loopback port 0: the stand-in (what the passthrough
+calls "the real device") is the ``twin`` backend itself, and the front twin passes cam-01 and its
+automation server through to it. The two backends therefore share one world: tests name what they
+create per backend and put back what they change.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from tests.conftest import SCENARIOS
+from tests.contract.backends import (
+    BACKENDS,
+    NO_CAMERA,
+    NO_HARDWARE,
+    NO_SERVER,
+    PASSTHROUGH,
+    TWIN,
+    Backend,
+    Camera,
+    Server,
+    hardware,
+)
+from tests.sockets import socket_settings
+from twin.serve import Running, build, start, stop
+from twin.settings import LOOPBACK, Settings
+
+PASSWORD = "contract123"
+"""The twins' automation admin, made by first-run setup."""
+GATEWAY_PASSWORD = "password"
+"""The simulated camera's shipped default (``configs/platform-api.yaml``)."""
+API_KEY = "nmk_" + "ab" * 16
+"""The stand-in server's seeded key (``NEOMIND_API_KEY`` there); the passthrough checks it at start."""
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def twin_pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Running, Running]]:
+    """(stand-in, front): the front's cam-01 and automation server are the stand-in's."""
+    root: Path = tmp_path_factory.mktemp("contract")
+    (root / "up").mkdir()
+    (root / "front").mkdir()
+    up = await start(build(socket_settings(api_key=API_KEY)), root / "up")
+    try:
+        front_settings = Settings(
+            scenario=SCENARIOS / "test.yaml",
+            **LOOPBACK,
+            real_automation=up.url("automation"),
+            real_automation_api_key=API_KEY,
+            real_cameras=(f"cam-01={up.url('cam-01/http')}",),
+        )
+        front = await start(build(front_settings), root / "front")
+        try:
+            yield up, front
+        finally:
+            await stop(front)
+    finally:
+        await stop(up)
+
+
+def _twin_backend(name: str, running: Running) -> Backend:
+    return Backend(
+        name,
+        Camera(running.url("cam-01/http"), password=GATEWAY_PASSWORD),
+        Server(running.url("automation"), "admin", PASSWORD, API_KEY, first_run=True),
+    )
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Made once per session and backend, so each keeps its sign-ins across tests. The twins
+    start only when a twin backend is asked for (``-k real`` starts none)."""
+    if request.param in (TWIN, PASSTHROUGH):
+        up, front = request.getfixturevalue("twin_pair")
+        return _twin_backend(request.param, up if request.param == TWIN else front)
+    found = hardware(os.environ)
+    if found is None:
+        pytest.skip(NO_HARDWARE)
+    return found
+
+
+@pytest.fixture
+def camera(backend: Backend) -> Camera:
+    """The backend's edge gateway (cam-01 on the twins)."""
+    if backend.camera is None:
+        pytest.skip(NO_CAMERA)
+    return backend.camera
+
+
+@pytest.fixture
+def server(backend: Backend) -> Server:
+    """The backend's automation server."""
+    if backend.server is None:
+        pytest.skip(NO_SERVER)
+    return backend.server
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    """One client for the run. Certificates are not verified: a camera serves HTTPS with a
+    self-signed certificate made on the device."""
+    async with httpx.AsyncClient(verify=False, timeout=30) as client:
+        yield client
