@@ -28,6 +28,8 @@ class RealMember:
     """Accept the endpoint's certificate unverified (a device's self-signed one)."""
     api_key: str | None = field(default=None, repr=False)
     """The automation server's API key for the twin's own requests (read from the environment)."""
+    login: tuple[str, str] | None = field(default=None, repr=False)
+    """A camera's username and password for the twin's own start-up login (read from the environment)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,12 +223,20 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _endpoint(value: str) -> str:
+def endpoint_problem(value: str) -> str | None:
+    """What is wrong with a real member's URL (command line or scenario file), if anything."""
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError("expected an http:// or https:// URL")
+        return "expected an http:// or https:// URL"
     if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
-        raise argparse.ArgumentTypeError("a real endpoint's URL has no path, query or credentials")
+        return "a real endpoint's URL has no path, query or credentials"
+    return None
+
+
+def _endpoint(value: str) -> str:
+    problem = endpoint_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
     return value.rstrip("/")
 
 
@@ -280,6 +290,19 @@ def _real_names(values: Mapping[str, object]) -> str:
     return ", ".join(names)
 
 
+def wall_clock_problem(
+    names: str, step: bool, speed: float, terms: tuple[str, str] = ("--step", "--speed")
+) -> str | None:
+    """Real members run on the realtime clock at speed 1: what is wrong with a clock in ``step``
+    mode or at ``speed``, said in ``terms`` (the options or the scenario keys), naming the real
+    members (``names``); ``None`` if nothing."""
+    if step:
+        return f"{terms[0]} cannot be used with a real member ({names} is real): it runs on wall time"
+    if speed != 1.0:
+        return f"{terms[1]} must be 1 with a real member ({names} is real): it runs on wall time"
+    return None
+
+
 def _real_checks(parser: argparse.ArgumentParser, values: dict, environ: Mapping[str, str]) -> None:
     """Real members run on the realtime clock at speed 1; their secrets come from the environment."""
     variable = values.pop("real_automation_api_key_env", None)
@@ -293,11 +316,9 @@ def _real_checks(parser: argparse.ArgumentParser, values: dict, environ: Mapping
         if "insecure" in values:
             parser.error("--insecure names a real member; there is none")
         return
-    names = _real_names(values)
-    if values.get("step"):
-        parser.error(f"--step cannot be used with a real member ({names} is real): it runs on wall time")
-    if values.get("speed", 1.0) != 1.0:
-        parser.error(f"--speed must be 1 with a real member ({names} is real): it runs on wall time")
+    problem = wall_clock_problem(_real_names(values), bool(values.get("step")), values.get("speed", 1.0))
+    if problem is not None:
+        parser.error(problem)
 
 
 def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tuple[str, Settings]:

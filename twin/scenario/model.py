@@ -11,8 +11,11 @@ simulated sensors and their metrics, world event kinds; see :mod:`twin.scenario.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,6 +27,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from twin.camera.video.config import PROFILES
 from twin.camera.video.scene import MAX_OBJECTS, SCENES
@@ -43,14 +47,56 @@ from twin.scenario.client import ClientSpec
 from twin.scenario.expectations import Expectation
 from twin.scenario.source import Document, ScenarioError, read
 from twin.scenario.targets import Names, target_problems
+from twin.settings import AUTOMATION, RealMember, RealMemberError, endpoint_problem
 
 ACTIONS_CHECKED = "actions_checked"
 """Validation context key: the timeline's actions and parameters were checked already (by
 :func:`parse_scenario`, at their own lines), so the step model does not report them again."""
 
 
+ENVIRON = "environ"
+"""Validation context key: the environment the file's ``*_env`` keys are looked up in (by
+:func:`parse_scenario`); without it, whether a variable is set is not checked."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+def _variable(name: str | None, info: ValidationInfo) -> str | None:
+    """A secret's environment variable, which must be set (checked when the context has the environment)."""
+    environ = (info.context or {}).get(ENVIRON)
+    if name is not None and environ is not None and not environ.get(name):
+        raise ValueError(f"the environment variable {name} is not set")
+    return name
+
+
+def _never_in_the_file(what: str, key: str) -> ValueError:
+    return ValueError(
+        f"a {what} is never written in the scenario file: "
+        f"name the environment variable that holds it with '{key}'"
+    )
+
+
+def _real_endpoint(url: str) -> str:
+    problem = endpoint_problem(url)
+    if problem is not None:
+        raise ValueError(problem)
+    return url.rstrip("/")
+
+
+RealUrl = Annotated[
+    str,
+    BeforeValidator(lambda v: _real_endpoint(v) if isinstance(v, str) else v),
+    Field(
+        description="a real member's address, http:// or https://, no path: the twin serves it through "
+        "its faults, journal and verdicts (passthrough)",
+        json_schema_extra={"format": "uri"},
+    ),
+]
 
 
 BATTERY_DRAIN_PER_DAY = -1.0
@@ -199,6 +245,30 @@ class Cameras(_Strict):
         description="each camera's video source (default: the synthetic scene); OSD, privacy masks "
         "and the AI overlay are drawn on it as on the scene",
     )
+    real: RealUrl | None = Field(
+        default=None, description="a real camera's gateway in place of a simulated one"
+    )
+    username: str | None = Field(default=None, min_length=1, description="real: the twin's start-up login")
+    password_env: str | None = Field(
+        default=None,
+        pattern=ENV_NAME,
+        description="real: the environment variable holding that login's password",
+    )
+    insecure: bool = Field(default=False, description="real: accept its certificate unverified (self-signed)")
+    password: SkipJsonSchema[Any] = Field(default=None, exclude=True)
+
+    REAL_KEYS: ClassVar = ("real", "username", "password_env", "insecure", "password")
+    SIMULATED_KEYS: ClassVar = ("profile", "scene", "objects", "ai_overlay", "apps", "video")
+
+    @field_validator("password", mode="before")
+    @classmethod
+    def _no_password(cls, value: Any) -> Any:
+        raise _never_in_the_file("password", "password_env")
+
+    @field_validator("password_env")
+    @classmethod
+    def _password_set(cls, name: str | None, info: ValidationInfo) -> str | None:
+        return _variable(name, info)
 
     @field_validator("profile", "scene")
     @classmethod
@@ -212,6 +282,25 @@ class Cameras(_Strict):
     def _objects_fit_the_scene(self) -> Cameras:
         if self.scene == "empty" and self.objects:
             raise ValueError("scene 'empty' has no objects: drop 'objects' or choose another scene")
+        return self
+
+    @model_validator(mode="after")
+    def _real_or_simulated(self) -> Cameras:
+        given = self.model_fields_set
+        if self.real is None:
+            stray = [k for k in ("username", "password_env", "insecure") if k in given]
+            if stray:
+                raise ValueError(f"'{stray[0]}' applies to a real camera only (a group with 'real: URL')")
+            return self
+        if self.count != 1:
+            raise ValueError("a real camera group is one camera: drop 'count' or make it 1")
+        simulated = [k for k in self.SIMULATED_KEYS if k in given]
+        if simulated:
+            raise ValueError(f"'{simulated[0]}' applies to simulated cameras only: a real camera has its own")
+        if (self.username is None) != (self.password_env is None):
+            raise ValueError(
+                "'username' and 'password_env' go together: the twin's start-up login needs both"
+            )
         return self
 
 
@@ -251,9 +340,18 @@ class Fleet(_Strict):
 
     def camera_specs(self) -> tuple[CameraSpec, ...]:
         return tuple(
-            CameraSpec(**g.model_dump(exclude={"video"}), video=g.video.spec() if g.video else None)
+            CameraSpec(
+                **g.model_dump(exclude={"video", *Cameras.REAL_KEYS}),
+                video=g.video.spec() if g.video else None,
+            )
             for g in self.cameras
         )
+
+    def real_cameras(self) -> dict[str, Cameras]:
+        """The real cameras by id (each a group of one), numbered with the simulated ones."""
+        ids = iter(self.names().cameras)
+        groups = [(g, [next(ids) for _ in range(g.count)]) for g in self.cameras]
+        return {ids_[0]: g for g, ids_ in groups if g.real is not None}
 
     def names(self) -> Names:
         """The cameras and simulated sensors (with their metrics) this fleet has."""
@@ -311,10 +409,36 @@ class Stop(_Strict):
     wall_timeout: float = Field(default=600.0, gt=0, description="wall seconds before the run is abandoned")
 
 
+class RealAutomation(_Strict):
+    """A real automation server in place of the simulated one."""
+
+    real: RealUrl
+    api_key_env: str | None = Field(
+        default=None,
+        pattern=ENV_NAME,
+        description="the environment variable holding its API key, for the twin's start-up check",
+    )
+    insecure: bool = Field(default=False, description="accept its certificate unverified (self-signed)")
+    api_key: SkipJsonSchema[Any] = Field(default=None, exclude=True)
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _no_key(cls, value: Any) -> Any:
+        raise _never_in_the_file("key", "api_key_env")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_set(cls, name: str | None, info: ValidationInfo) -> str | None:
+        return _variable(name, info)
+
+
 class Servers(_Strict):
     mqtt: bool = Field(
         default=True,
         description="run the embedded MQTT broker and bridge (each sample is published there)",
+    )
+    automation: RealAutomation | None = Field(
+        default=None, description="a real automation server in place of the simulated one: {real: URL, ...}"
     )
 
 
@@ -356,6 +480,28 @@ class Scenario(_Strict):
             )
         return expectations
 
+    def real_members(self, environ: Mapping[str, str]) -> dict[str, RealMember]:
+        """The real members by name (``automation``, camera ids), their secrets read from ``environ``."""
+
+        def secret(variable: str) -> str:
+            value = environ.get(variable)
+            if not value:
+                raise RealMemberError(f"the environment variable {variable} is not set")
+            return value
+
+        members = {}
+        if (server := self.servers.automation) is not None:
+            key = secret(server.api_key_env) if server.api_key_env else None
+            members[AUTOMATION] = RealMember(AUTOMATION, server.real, server.insecure, key)
+        for camera_id, group in self.fleet.real_cameras().items():
+            login = (
+                (group.username, secret(group.password_env))
+                if group.username and group.password_env
+                else None
+            )
+            members[camera_id] = RealMember(camera_id, group.real or "", group.insecure, login=login)
+        return members
+
     def world_config(self, wall_now: float | None = None) -> WorldConfig:
         """The world this scenario describes; ``wall_now`` resolves ``epoch: now``."""
         first, *more = self.fleet.camera_specs()
@@ -395,24 +541,48 @@ def _message(error: Any) -> str:
     return "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
 
 
+def _without_secrets(fleet: Any) -> Any:
+    """The fleet with any password written in it left out (refused on its own), so that its names
+    are still checked."""
+    groups = fleet.get("cameras") if isinstance(fleet, dict) else None
+    if isinstance(groups, dict):
+        groups = [groups]
+    if not isinstance(groups, list):
+        return fleet
+    kept = [{k: v for k, v in g.items() if k != "password"} if isinstance(g, dict) else g for g in groups]
+    return {**fleet, "cameras": kept}
+
+
 def _names(doc: Document, scenario: Scenario | None) -> Names | None:
-    """The fleet's cameras and sensors, read off the fleet alone when the rest of the file is bad."""
+    """The fleet's cameras and sensors and which members are real, read off the fleet (and the
+    servers) alone when the rest of the file is bad."""
     if scenario is not None:
-        return scenario.fleet.names()
-    try:
-        return Fleet.model_validate(doc.data.get("fleet") or {}).names()
-    except ValidationError:
-        return None  # the fleet's own problems are reported by the schema
+        fleet, servers = scenario.fleet, scenario.servers
+    else:
+        try:
+            fleet = Fleet.model_validate(_without_secrets(doc.data.get("fleet") or {}))
+        except ValidationError:
+            return None  # the fleet's own problems are reported by the schema
+        try:
+            servers = Servers.model_validate(doc.data.get("servers") or {})
+        except ValidationError:
+            servers = Servers()
+    real = [*([AUTOMATION] if servers.automation is not None else []), *fleet.real_cameras()]
+    return dataclasses.replace(fleet.names(), real=tuple(real))
 
 
-def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
+def parse_scenario(
+    text: str, source: str = "<scenario>", environ: Mapping[str, str] | None = None
+) -> Scenario:
     """The scenario in ``text``; raises :class:`ScenarioError` with every problem the file has, in
-    the order of their lines."""
+    the order of their lines. The environment variables its real members' secrets are in must be
+    set in ``environ`` (default: the process's environment)."""
     doc = read(text, source)
     problems = _precheck(doc)
     scenario = None
+    context = {ACTIONS_CHECKED: True, ENVIRON: os.environ if environ is None else environ}
     try:
-        scenario = Scenario.model_validate(doc.data, context={ACTIONS_CHECKED: True})
+        scenario = Scenario.model_validate(doc.data, context=context)
     except ValidationError as err:
         problems += [doc.problem(doc.known_path(tuple(e["loc"])), _message(e)) for e in err.errors()]
     problems += [doc.problem(path, why) for path, why in target_problems(doc.data, _names(doc, scenario))]
@@ -422,9 +592,9 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     return scenario
 
 
-def load_scenario(path: Path) -> Scenario:
+def load_scenario(path: Path, environ: Mapping[str, str] | None = None) -> Scenario:
     try:
         text = path.read_text()
     except OSError as err:
         raise ScenarioError(f"{path}: cannot read: {err.strerror}") from err
-    return parse_scenario(text, str(path))
+    return parse_scenario(text, str(path), environ)

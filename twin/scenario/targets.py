@@ -4,7 +4,11 @@ needs, and the world event kinds ``after`` waits for. A misspelt name would othe
 mid-run, or never fire at all.
 
 Devices in general are not checked: a client may create the device a timeline deletes. The actions
-that act on a simulated sensor's signal (:class:`~twin.scenario.actions.SensorParams`) are."""
+that act on a simulated sensor's signal (:class:`~twin.scenario.actions.SensorParams`) are.
+
+A real member takes only the actions that reach it (transport and API faults, at the twin's own
+layers: :class:`~twin.scenario.actions.Reach`), and keeps wall time: the scenario's clock must be
+realtime at speed 1."""
 
 from __future__ import annotations
 
@@ -15,9 +19,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from hardware.ports.events import EventKind
-from twin.scenario.actions import ACTIONS, CameraParams, SensorParams, ServerParams, SpikeParams
+from twin.scenario.actions import (
+    ACTIONS,
+    SIMULATED_ONLY,
+    Action,
+    CameraParams,
+    Reach,
+    SensorParams,
+    ServerParams,
+    SpikeParams,
+)
 from twin.scenario.expectations import Expectation
-from twin.settings import AUTOMATION
+from twin.settings import AUTOMATION, wall_clock_problem
 
 EVENT_KINDS = tuple(k.value for k in EventKind)
 MAX_LISTED = 12
@@ -37,10 +50,16 @@ class Names:
 
     cameras: tuple[str, ...]
     sensors: Mapping[str, frozenset[str]]
+    real: tuple[str, ...] = ()
+    """The members that are real (``automation``, camera ids)."""
 
     @property
     def servers(self) -> tuple[str, ...]:
         return (AUTOMATION, *self.cameras)
+
+    def described(self) -> str:
+        """The real members in words: ``the automation server, camera cam-01``."""
+        return ", ".join("the automation server" if n == AUTOMATION else f"camera {n}" for n in self.real)
 
 
 Problem = tuple[tuple, str]
@@ -79,6 +98,7 @@ def target_problems(data: Mapping[str, Any], names: Names | None) -> list[Proble
         problems += [
             (("timeline", i, "params", *path), why) for path, why in _params(action.params, params, names)
         ]
+        problems += [(("timeline", i, *path), why) for path, why in _reaches(action, params, names)]
     for i, exp in _items(data, "expectations"):
         kind = EXPECTATION_KINDS.get(exp.get("expect"))
         if kind is None:
@@ -91,6 +111,8 @@ def target_problems(data: Mapping[str, Any], names: Names | None) -> list[Proble
             given = "" if "server" in exp else " (the default of this kind)"
             path = ("expectations", i, "server") if "server" in exp else ("expectations", i)
             problems.append((path, _unknown("server", server, names.servers) + given))
+    if names is not None and names.real:
+        problems += _wall_clock(data.get("clock"), names)
     if names is not None:
         for i, watch in _items(data, "watch"):
             problems += [(("watch", i, *path), why) for path, why in _sensor(watch, names)]
@@ -111,6 +133,48 @@ def _params(kind: type, params: dict, names: Names) -> list[Problem]:
         metric_key = "metric" if issubclass(kind, SpikeParams) else None
         problems += _sensor(params, names, metric_key)
     return problems
+
+
+LAYER_ACTIONS = tuple(name for name, a in ACTIONS.items() if a.reach is Reach.LAYER)
+
+
+def _reaches(action: Action, params: dict, names: Names) -> list[Problem]:
+    """An action that changes the simulated world, aimed at a real member (or, for the clock, in a
+    run that has one)."""
+    if action.reach is Reach.CLOCK and names.real:
+        return [
+            (
+                ("do",),
+                f"{action.name} cannot run beside a real member ({names.described()} is real): "
+                + SIMULATED_ONLY[action.reach],
+            )
+        ]
+    why = SIMULATED_ONLY.get(action.reach)
+    member = action.member(params)
+    if why is None or member not in names.real:
+        return []
+    key = next((k for k in ("camera", "server") if k in params), None)
+    what = "the automation server" if member == AUTOMATION else f"camera {member}"
+    return [
+        (
+            ("params", key) if key else ("do",),
+            f"{action.name} cannot target {what}, a real member: {why}; only transport and API faults "
+            f"reach a real member ({', '.join(LAYER_ACTIONS)})",
+        )
+    ]
+
+
+def _wall_clock(clock: object, names: Names) -> list[Problem]:
+    """A real member keeps wall time: the scenario's clock must be realtime at speed 1 (the rule the
+    command line applies to ``--real-*``, in the file's terms)."""
+    clock = clock if isinstance(clock, dict) else {}
+    step = clock.get("mode") == "step"
+    speed = clock.get("speed", 1.0)
+    speed = float(speed) if isinstance(speed, int | float) and not isinstance(speed, bool) else 1.0
+    problem = wall_clock_problem(names.described(), step, speed, ("mode 'step'", "speed"))
+    if problem is None:
+        return []
+    return [(("clock", "mode" if step else "speed"), problem)]
 
 
 def _sensor(item: dict, names: Names, metric_key: str | None = "metric") -> list[Problem]:
