@@ -20,7 +20,6 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import httpx
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 from websockets.asyncio.client import ClientConnection, connect
@@ -28,7 +27,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from api.faults import InjectedReset
 from hardware.adapters.gates import Gate
-from hardware.adapters.upstream import CONNECT_TIMEOUT_S, Upstream
+from hardware.adapters.upstream import CONNECT_TIMEOUT_S, Upstream, UpstreamError
 
 log = logging.getLogger("twin.passthrough")
 
@@ -46,7 +45,8 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
-NOT_FORWARDED = HOP_BY_HOP | {b"host"}
+NOT_FORWARDED = HOP_BY_HOP | {b"host", b"expect"}  # the twin answers a 100-continue itself
+BODY_HEADERS = (b"content-length", b"transfer-encoding")
 WS_HANDSHAKE = frozenset(
     {
         b"sec-websocket-key",
@@ -126,38 +126,25 @@ class Passthrough:
             await denied(scope, receive, send)
             return
         headers = _forwardable(scope["headers"], NOT_FORWARDED)
-        names = {name.lower() for name, _ in scope["headers"]}
-        has_body = b"content-length" in names or b"transfer-encoding" in names
-        client = self.upstream.client
-        request = client.build_request(
-            scope["method"],
-            self.upstream.url + _target(scope),
-            headers=headers,
-            content=_body(receive) if has_body else None,
-        )
+        has_body = any(name in BODY_HEADERS for name, _ in scope["headers"])
+        body = _body(receive) if has_body else None
         try:
-            response = await client.send(request, stream=True)
-        except httpx.HTTPError as err:
-            name, kind = self.upstream.name, type(err).__name__
-            log.warning("twin: real %s did not answer a %s (%s)", name, scope["method"], kind)
+            response = await self.upstream.request(scope["method"], _target(scope), headers, body)
+        except UpstreamError as err:
+            log.warning("twin: real %s did not answer a %s: %s", self.upstream.name, scope["method"], err)
             await _bad_gateway(send)
             return
         try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": response.status_code,
-                    "headers": _forwardable(response.headers.raw, HOP_BY_HOP),
-                }
-            )
+            start = {"type": "http.response.start", "status": response.status}
+            await send(start | {"headers": _forwardable(response.headers, HOP_BY_HOP)})
             try:
-                async for chunk in response.aiter_raw():
+                async for chunk in response.body():
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except httpx.HTTPError as err:  # the real side went away mid-body: so does the client's
+            except UpstreamError as err:  # the real side went away mid-body: so does the client's
                 raise InjectedReset(f"real {self.upstream.name} closed mid-response") from err
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            await response.aclose()
+            response.close()
 
     # WebSocket --------------------------------------------------------------------------------
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
