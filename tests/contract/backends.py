@@ -23,6 +23,13 @@ PASSTHROUGH = "passthrough"
 REAL = "real"
 BACKENDS = (TWIN, PASSTHROUGH, REAL)
 
+TWIN_PASSWORD = "contract123"
+"""The twins' automation admin, made by first-run setup."""
+TWIN_GATEWAY_PASSWORD = "password"
+"""The simulated camera's shipped default (``configs/platform-api.yaml``)."""
+TWIN_API_KEY = "nmk_" + "ab" * 16
+"""The stand-in server's seeded key (``NEOMIND_API_KEY`` there); the passthrough checks it at start."""
+
 GATEWAY = "TWIN_REAL_GATEWAY"
 GATEWAY_USERNAME = "TWIN_REAL_GATEWAY_USERNAME"
 GATEWAY_PASSWORD = "TWIN_REAL_GATEWAY_PASSWORD"

@@ -25,6 +25,9 @@ from tests.contract.backends import (
     NO_SERVER,
     PASSTHROUGH,
     TWIN,
+    TWIN_API_KEY,
+    TWIN_GATEWAY_PASSWORD,
+    TWIN_PASSWORD,
     Backend,
     Camera,
     Server,
@@ -34,13 +37,6 @@ from tests.sockets import socket_settings
 from twin.serve import Running, build, start, stop
 from twin.settings import LOOPBACK, Settings
 
-PASSWORD = "contract123"
-"""The twins' automation admin, made by first-run setup."""
-GATEWAY_PASSWORD = "password"
-"""The simulated camera's shipped default (``configs/platform-api.yaml``)."""
-API_KEY = "nmk_" + "ab" * 16
-"""The stand-in server's seeded key (``NEOMIND_API_KEY`` there); the passthrough checks it at start."""
-
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def twin_pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Running, Running]]:
@@ -48,13 +44,13 @@ async def twin_pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[t
     root: Path = tmp_path_factory.mktemp("contract")
     (root / "up").mkdir()
     (root / "front").mkdir()
-    up = await start(build(socket_settings(api_key=API_KEY)), root / "up")
+    up = await start(build(socket_settings(api_key=TWIN_API_KEY)), root / "up")
     try:
         front_settings = Settings(
             scenario=SCENARIOS / "test.yaml",
             **LOOPBACK,
             real_automation=up.url("automation"),
-            real_automation_api_key=API_KEY,
+            real_automation_api_key=TWIN_API_KEY,
             real_cameras=(f"cam-01={up.url('cam-01/http')}",),
         )
         front = await start(build(front_settings), root / "front")
@@ -69,8 +65,8 @@ async def twin_pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[t
 def _twin_backend(name: str, running: Running) -> Backend:
     return Backend(
         name,
-        Camera(running.url("cam-01/http"), password=GATEWAY_PASSWORD),
-        Server(running.url("automation"), "admin", PASSWORD, API_KEY, first_run=True),
+        Camera(running.url("cam-01/http"), password=TWIN_GATEWAY_PASSWORD),
+        Server(running.url("automation"), "admin", TWIN_PASSWORD, TWIN_API_KEY, first_run=True),
     )
 
 
