@@ -1,0 +1,379 @@
+"""The fixture ``twin record`` writes and a scenario's ``replay:`` serves: what a real device or
+server answered during a field session, each answer at its offset in seconds from the start.
+
+Format (version 1): NDJSON, UTF-8, one JSON object a line. The first line is the header::
+
+    {"format": "twin-fixture", "version": 1, "vendor": "gateway", "started": 1790000000.0}
+
+``vendor`` is ``gateway`` (a camera's edge gateway) or ``automation`` (the automation server);
+``started`` is the unix time the recording began (for people; replay never reads it). Every
+other line is a record; ``t`` is its offset in seconds from the start (records need not be in
+order of ``t``: an exchange is written when it ends, at the offset it began):
+
+- ``{"t", "kind": "http", "method", "path", "query", "body_sha256", "auth", "status",
+  "headers", "body" | "body_b64"}``: one request and its answer. ``query`` is the query string
+  with the values of token, key, password and secret parameters masked (``***``);
+  ``body_sha256`` the hex SHA-256 of the request body (``null`` without one); ``auth`` whether
+  the request carried credentials; ``headers`` the answer's headers that matter (``[name,
+  value]`` pairs: content type and encoding, ``Retry-After``, ``WWW-Authenticate``...);
+  ``body`` the answer's bytes as text when they are UTF-8 and not compressed, else ``body_b64``.
+- ``{"t", "kind": "stream", "id", "transport": "ws" | "sse", "path", "query", "auth",
+  "status", "headers", "subprotocol", "body" | "body_b64"}``: an event stream opened (status 101
+  for a WebSocket, the answer's status for SSE) or refused (any other status, with its body).
+- ``{"t", "kind": "frame", "stream", "text" | "b64"}``: a WebSocket frame (text or binary) or
+  a chunk of an SSE body, as the real side sent it.
+- ``{"t", "kind": "close", "stream", "code"}``: the real side ended the stream (a WebSocket's
+  close code; ``null`` for SSE). A stream still open when the recording ended has none.
+- ``{"t", "kind": "end"}``: the recording ended here (absent if the recorder was killed).
+
+Secrets are never written: request headers and request bodies are not recorded at all (a body is
+a digest only, and a login's not even that); logins and key management are not recorded (the
+replay answers them itself); credentials in queries are masked; string values of keys named like
+token, password, secret or API key, and any credential seen during the session, are masked
+(``***``) wherever they appear in an answer or a frame.
+
+:func:`load_fixture` checks a file strictly: a problem is a :class:`FixtureError` naming the
+file, the line and the key path (``fixture.ndjson:3: status: ...``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+FORMAT = "twin-fixture"
+VERSION = 1
+VENDORS = ("gateway", "automation")
+MASK = "***"
+
+OWN_PREFIXES = {
+    "gateway": ("/api/login", "/api/logout", "/api/v1/auth/"),
+    "automation": ("/api/auth/", "/api/setup/"),
+}
+"""Logins, sessions and keys: never recorded; on replay the twin's own app answers them."""
+
+_SECRET_VALUE = re.compile(
+    r'("[A-Za-z0-9_\-]*(?:password|passwd|token|secret|api_?key|apikey)[A-Za-z0-9_\-]*"\s*:\s*")'
+    r'((?:[^"\\]|\\.)+)(")',
+    re.IGNORECASE,
+)
+_SECRET_LIKE = re.compile(r"eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}|nmk_[0-9A-Za-z]{8,}")
+"""A JWT or an automation API key, wherever it appears."""
+MIN_SECRET = 6
+"""Credentials shorter than this are not searched for in answers (they would mask ordinary text)."""
+
+
+def is_own(vendor: str, path: str) -> bool:
+    """Whether ``path`` is a login, session or key route of ``vendor`` (see :data:`OWN_PREFIXES`)."""
+    return any(path == p or path.startswith(p) for p in OWN_PREFIXES[vendor])
+
+
+def secrets_in(text: str) -> set[str]:
+    """The secret values a text holds: values of secret-named keys, JWTs and API keys."""
+    found = {m.group(2) for m in _SECRET_VALUE.finditer(text)}
+    found.update(m.group(0) for m in _SECRET_LIKE.finditer(text))
+    return {s.removeprefix("Bearer ").strip() for s in found if len(s) >= MIN_SECRET}
+
+
+def mask(text: str, known: Iterable[str] = ()) -> str:
+    """``text`` with secret-named values, JWTs, API keys and every ``known`` secret masked."""
+    text = _SECRET_VALUE.sub(lambda m: m.group(1) + MASK + m.group(3), text)
+    text = _SECRET_LIKE.sub(MASK, text)
+    for secret in sorted(known, key=len, reverse=True):
+        if len(secret) >= MIN_SECRET:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def mask_bytes(data: bytes, known: Iterable[str] = ()) -> bytes:
+    """Binary data with every ``known`` secret and JWT or API key masked (lengths may change)."""
+    data = re.sub(_SECRET_LIKE.pattern.encode(), MASK.encode(), data)
+    for secret in sorted(known, key=len, reverse=True):
+        if len(secret) >= MIN_SECRET:
+            data = data.replace(secret.encode(), MASK.encode())
+    return data
+
+
+class FixtureError(ValueError):
+    """A fixture that cannot be replayed; ``problems`` are ``file:line: path: message`` lines."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Offset = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Headers = list[tuple[str, str]]
+
+
+class Header(_Strict):
+    format: Literal["twin-fixture"]
+    version: Literal[1]
+    vendor: Literal["gateway", "automation"]
+    started: float | None = None
+
+
+class _Body(_Strict):
+    body: str | None = None
+    body_b64: str | None = None
+
+    @model_validator(mode="after")
+    def _one_body(self) -> _Body:
+        if self.body is not None and self.body_b64 is not None:
+            raise ValueError("give at most one of 'body' and 'body_b64'")
+        if self.body_b64 is not None:
+            try:
+                base64.b64decode(self.body_b64, validate=True)
+            except binascii.Error as err:
+                raise ValueError(f"'body_b64' is not base64: {err}") from err
+        return self
+
+    @property
+    def content(self) -> bytes:
+        if self.body_b64 is not None:
+            return base64.b64decode(self.body_b64)
+        return (self.body or "").encode()
+
+
+class Http(_Body):
+    t: Offset
+    kind: Literal["http"]
+    method: str = Field(pattern=r"^[A-Z]+$")
+    path: str = Field(pattern=r"^/")
+    query: str = ""
+    body_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    auth: bool = False
+    status: int = Field(ge=100, le=599)
+    headers: Headers = Field(default_factory=list)
+
+
+class Stream(_Body):
+    t: Offset
+    kind: Literal["stream"]
+    id: int = Field(ge=1)
+    transport: Literal["ws", "sse"]
+    path: str = Field(pattern=r"^/")
+    query: str = ""
+    auth: bool = False
+    status: int = Field(ge=100, le=599)
+    headers: Headers = Field(default_factory=list)
+    subprotocol: str | None = None
+
+
+class Frame(_Strict):
+    t: Offset
+    kind: Literal["frame"]
+    stream: int = Field(ge=1)
+    text: str | None = None
+    b64: str | None = None
+
+    @model_validator(mode="after")
+    def _one_payload(self) -> Frame:
+        if (self.text is None) == (self.b64 is None):
+            raise ValueError("give exactly one of 'text' and 'b64'")
+        if self.b64 is not None:
+            try:
+                base64.b64decode(self.b64, validate=True)
+            except binascii.Error as err:
+                raise ValueError(f"'b64' is not base64: {err}") from err
+        return self
+
+    @property
+    def payload(self) -> str | bytes:
+        return self.text if self.text is not None else base64.b64decode(self.b64 or "")
+
+
+class Close(_Strict):
+    t: Offset
+    kind: Literal["close"]
+    stream: int = Field(ge=1)
+    code: int | None = Field(default=None, ge=1000, le=4999)
+
+
+class End(_Strict):
+    t: Offset
+    kind: Literal["end"]
+
+
+Record = Annotated[Http | Stream | Frame | Close | End, Field(discriminator="kind")]
+_RECORD: TypeAdapter[Http | Stream | Frame | Close | End] = TypeAdapter(Record)
+
+
+@dataclass
+class Recorded:
+    """A recorded stream with its frames (in order of ``t``) and its close, if the real side closed it."""
+
+    opened: Stream
+    frames: list[Frame] = field(default_factory=list)
+    close: Close | None = None
+
+
+@dataclass
+class Fixture:
+    """A loaded fixture: answers by (method, path, query), streams by (transport, path, query)."""
+
+    vendor: str
+    answers: dict[tuple[str, str, str], list[Http | Recorded]]
+    """SSE streams are answers to a GET too; each list in order of ``t``."""
+    sockets: dict[tuple[str, str], list[Recorded]]
+    end: float | None = None
+
+    def answer(
+        self, method: str, path: str, query: str, digest: str | None, t: float
+    ) -> Http | Recorded | None:
+        """The latest answer recorded at or before ``t`` for this request (the first one before the
+        first recording); among them, one to a request with the same body if there is one."""
+        found = self.answers.get((method, path, query))
+        if not found:
+            return None
+        same = [a for a in found if isinstance(a, Http) and a.body_sha256 == digest] if digest else []
+        return _at(same or found, t)
+
+    def socket(self, path: str, query: str, t: float) -> Recorded | None:
+        found = self.sockets.get((path, query))
+        return _at(found, t) if found else None
+
+
+_T = TypeVar("_T", Http, Recorded, Http | Recorded)
+
+
+def _time(item: Http | Recorded) -> float:
+    return item.opened.t if isinstance(item, Recorded) else item.t
+
+
+def _at(items: list[_T], t: float) -> _T:
+    times = [_time(i) for i in items]
+    return items[max(0, bisect.bisect_right(times, t) - 1)]
+
+
+def _problem(source: str, line: int, error: dict) -> str:
+    where = ".".join(str(p) for p in error["loc"][1:]) if len(error["loc"]) > 1 else ""
+    message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+    return f"{source}:{line}: {where or 'record'}: {message}"
+
+
+def parse_fixture(text: str, source: str = "<fixture>") -> Fixture:
+    """The fixture in ``text``; raises :class:`FixtureError` with every problem, by line."""
+    lines = text.splitlines()
+    problems: list[str] = []
+    header: Header | None = None
+    records: list[tuple[int, Http | Stream | Frame | Close | End]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as err:
+            problems.append(f"{source}:{number}: not JSON: {err.msg} (column {err.colno})")
+            continue
+        if not isinstance(data, dict):
+            problems.append(f"{source}:{number}: a line is a JSON object")
+            continue
+        if header is None and not records and "format" in data:
+            try:
+                header = Header.model_validate(data)
+            except ValidationError as err:
+                for e in err.errors():
+                    where = ".".join(str(p) for p in e["loc"]) or "header"
+                    msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+                    problems.append(f"{source}:{number}: {where}: {msg}")
+                header = Header(format=FORMAT, version=VERSION, vendor="gateway")  # read on
+            continue
+        if header is None and not records:
+            problems.append(f"{source}:{number}: the first line is the header: format, version, vendor")
+        try:
+            records.append((number, _RECORD.validate_python(data)))
+        except ValidationError as err:
+            problems += [_problem(source, number, e) for e in err.errors()]
+    if header is None and not problems:
+        problems.append(f"{source}:1: empty: the first line is the header: format, version, vendor")
+    fixture = Fixture(header.vendor if header else "gateway", {}, {})
+    problems += _index(fixture, records, source)
+    if problems:
+        raise FixtureError(sorted(problems, key=_line))
+    return fixture
+
+
+def _line(problem: str) -> int:
+    """The line a problem names (``file:LINE: ...``), for ordering."""
+    found = re.search(r":(\d+): ", problem)
+    return int(found.group(1)) if found else 0
+
+
+def _index(fixture: Fixture, records: list[tuple[int, object]], source: str) -> list[str]:
+    problems: list[str] = []
+    streams: dict[int, Recorded] = {}
+    for number, record in records:
+        if isinstance(record, Stream):
+            if record.id in streams:
+                problems.append(f"{source}:{number}: id: stream {record.id} is opened twice")
+                continue
+            streams[record.id] = recorded = Recorded(record)
+            if record.transport == "ws":
+                fixture.sockets.setdefault((record.path, record.query), []).append(recorded)
+            else:
+                fixture.answers.setdefault(("GET", record.path, record.query), []).append(recorded)
+        elif isinstance(record, Http):
+            fixture.answers.setdefault((record.method, record.path, record.query), []).append(record)
+        elif isinstance(record, End):
+            fixture.end = record.t
+    for number, record in records:
+        if isinstance(record, Frame | Close):
+            owner = streams.get(record.stream)
+            if owner is None:
+                problems.append(
+                    f"{source}:{number}: stream: stream {record.stream} is not opened in this file"
+                )
+            elif isinstance(record, Frame):
+                owner.frames.append(record)
+            else:
+                owner.close = record
+    for recorded in streams.values():
+        recorded.frames.sort(key=lambda f: f.t)
+    for items in (*fixture.answers.values(), *fixture.sockets.values()):
+        items.sort(key=_time)
+    return problems
+
+
+@lru_cache(maxsize=16)
+def _cached(path: Path, _mtime: int, _size: int) -> Fixture:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise FixtureError([f"{path}:1: not UTF-8 text ({err.reason})"]) from err
+    return parse_fixture(text, str(path))
+
+
+def load_fixture(path: Path, vendor: str | None = None) -> Fixture:
+    """The fixture at ``path`` (read once while the file is unchanged); ``vendor``: the one it must be."""
+    try:
+        stat = path.stat()
+    except OSError as err:
+        raise FixtureError([f"{path}: cannot read: {err.strerror}"]) from err
+    fixture = _cached(path.resolve(), stat.st_mtime_ns, stat.st_size)
+    if vendor is not None and fixture.vendor != vendor:
+        raise FixtureError([f"{path}:1: vendor: recorded from the {fixture.vendor}, not the {vendor}"])
+    return fixture
+
+
+def checked_fixture(value: str, vendor: str) -> str:
+    """A scenario's ``replay:`` path, checked now (a :class:`ValueError` naming the fixture's line)."""
+    try:
+        load_fixture(Path(value), vendor)
+    except FixtureError as err:
+        raise ValueError("; ".join(err.problems)) from err
+    return value

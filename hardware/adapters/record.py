@@ -1,0 +1,410 @@
+"""``twin record``: a recording passthrough in front of a real camera's gateway or a real automation
+server. The user's client talks to the recorder's address as it would to the device; every
+exchange is forwarded (:class:`~hardware.adapters.passthrough.Passthrough`) and written, with its
+offset from the start, to a fixture (:mod:`hardware.adapters.fixture`) that a scenario replays on
+the world clock. With ``poll_s`` the recorder also reads a fixed set of routes itself every so
+many seconds (through the same passthrough, so they are recorded alike), so status and telemetry
+are captured even while no client asks:
+
+- gateway: system info and stats, health, media configuration, the monitor's summary;
+- automation server: health, system stats, the device list and each device's current values.
+
+Its own reads carry the credential named by ``api_key`` as ``X-API-Key`` (the automation server's
+API key; the gateway reads a session token there too). Secrets never reach the fixture or the logs
+(see the fixture's docstring): every credential a client presents, and every token a login
+answers with, is learnt and masked in whatever is recorded after it.
+
+The recorder is a real-device tool, outside the world: its offsets are wall seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import json
+import logging
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import uvicorn
+from starlette.datastructures import Headers as RequestHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.journal import query_of
+from hardware.adapters.fixture import FORMAT, VERSION, is_own, mask, mask_bytes, secrets_in
+from hardware.adapters.gates import AutomationGate, GatewayGate
+from hardware.adapters.passthrough import Passthrough
+from hardware.adapters.upstream import Upstream
+
+log = logging.getLogger("twin.record")
+
+KEPT_HEADERS = frozenset(
+    {
+        "content-type",
+        "content-encoding",
+        "content-disposition",
+        "content-language",
+        "cache-control",
+        "etag",
+        "last-modified",
+        "location",
+        "retry-after",
+        "www-authenticate",
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+    }
+)
+"""The answer's headers a fixture keeps; the length is the body's, dates and cookies are not kept."""
+MAX_BODY = 16 * 1024 * 1024
+"""An answer larger than this is forwarded but not recorded (a firmware download, a log export)."""
+SHUTDOWN_GRACE_S = 1
+POLLS = {
+    "gateway": (
+        "/api/v1/system/health",
+        "/api/v1/system/info",
+        "/api/v1/system/stats",
+        "/api/v1/media/config",
+        "/api/v1/monitor/summary",
+    ),
+    "automation": ("/api/health", "/api/stats/system", "/api/devices"),
+}
+
+
+@dataclass(frozen=True)
+class RecordOptions:
+    vendor: str
+    """``gateway`` (a camera) or ``automation``."""
+    url: str
+    out: Path
+    duration: float
+    host: str = "127.0.0.1"
+    port: int = 0
+    insecure: bool = False
+    api_key: str | None = field(default=None, repr=False)
+    """The credential of the recorder's own reads (never written)."""
+    poll_s: float = 0.0
+    """Read the vendor's status routes every this many seconds; 0: only what clients ask."""
+
+
+@dataclass
+class Summary:
+    exchanges: int = 0
+    streams: int = 0
+    frames: int = 0
+    skipped: int = 0
+    """Answers forwarded but not recorded (logins, bodies past :data:`MAX_BODY`)."""
+
+
+class FixtureWriter:
+    """Writes records as they complete, one line each, masking every secret learnt so far."""
+
+    def __init__(self, out: IO[str], vendor: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self.out = out
+        self.vendor = vendor
+        self.clock = clock
+        self.secrets: set[str] = set()
+        self.summary = Summary()
+        self._start = clock()
+        self._streams = 0
+        self.closed = False
+        self._line({"format": FORMAT, "version": VERSION, "vendor": vendor, "started": round(time.time(), 3)})
+
+    def offset(self) -> float:
+        return round(self.clock() - self._start, 6)
+
+    def learn(self, *values: str | None) -> None:
+        for value in values:
+            if value:
+                self.secrets.add(value.removeprefix("Bearer ").strip())
+
+    def stream_id(self) -> int:
+        self._streams += 1
+        return self._streams
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        kind = record["kind"]
+        if kind == "http":
+            self.summary.exchanges += 1
+        elif kind == "stream":
+            self.summary.streams += 1
+        elif kind == "frame":
+            self.summary.frames += 1
+        self._line(record)
+
+    def body(self, data: bytes, encoded: bool) -> dict[str, str]:
+        """``body`` (masked text) when ``data`` is uncompressed UTF-8, else ``body_b64``."""
+        if not encoded:
+            try:
+                return {"body": mask(data.decode("utf-8"), self.secrets)}
+            except UnicodeDecodeError:
+                pass
+        return {"body_b64": base64.b64encode(mask_bytes(data, self.secrets)).decode()}
+
+    def frame(self, payload: str | bytes) -> dict[str, str]:
+        if isinstance(payload, str):
+            return {"text": mask(payload, self.secrets)}
+        return {"b64": base64.b64encode(mask_bytes(payload, self.secrets)).decode()}
+
+    def end(self) -> None:
+        if not self.closed:
+            self._line({"t": self.offset(), "kind": "end"})
+            self.closed = True
+
+    def _line(self, record: dict[str, Any]) -> None:
+        self.out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.out.flush()
+
+
+def _kept(headers: list[tuple[bytes, bytes]]) -> list[list[str]]:
+    return [
+        [n.decode("latin-1").lower(), v.decode("latin-1")]
+        for n, v in headers
+        if n.lower().decode() in KEPT_HEADERS
+    ]
+
+
+def _credentials(scope: Scope) -> list[str]:
+    headers = RequestHeaders(scope=scope)
+    found = [headers.get("authorization", ""), headers.get("x-api-key", "")]
+    query = scope.get("query_string", b"").decode("latin-1")
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if any(word in name.lower() for word in ("token", "key", "password", "secret")):
+            found.append(value)
+    return [value for value in found if value]
+
+
+def _text_or_bytes(chunk: bytes) -> str | bytes:
+    try:
+        return chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return chunk
+
+
+class RecordMiddleware:
+    """Around the passthrough: writes each exchange, stream opening, frame and close it forwards."""
+
+    def __init__(self, app: ASGIApp, writer: FixtureWriter) -> None:
+        self.app = app
+        self.writer = writer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    def _head(self, scope: Scope) -> dict[str, Any]:
+        credentials = _credentials(scope)
+        self.writer.learn(*credentials)
+        return {
+            "t": self.writer.offset(),
+            "path": scope["path"],
+            "query": query_of(scope.get("query_string", b"")),
+            "auth": bool(credentials),
+        }
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        writer, head = self.writer, self._head(scope)
+        own = is_own(writer.vendor, scope["path"])
+        digest = hashlib.sha256()
+        sized = [0]
+        answer: dict[str, Any] = {}
+        chunks: list[bytes] = []
+
+        async def listen() -> Message:
+            message = await receive()
+            if message["type"] == "http.request" and message.get("body"):
+                digest.update(message["body"])
+                sized[0] += len(message["body"])
+            return message
+
+        async def watch(message: Message) -> None:
+            await send(message)
+            if message["type"] == "http.response.start":
+                answer.update(status=message["status"], headers=_kept(message.get("headers", [])))
+                kind = dict(answer["headers"]).get("content-type", "")
+                if kind.startswith("text/event-stream") and not own:
+                    answer["stream"] = writer.stream_id()
+                    writer.write({**head, "kind": "stream", "id": answer["stream"], "transport": "sse",
+                                  "status": answer["status"], "headers": answer["headers"]})  # fmt: skip
+            elif message["type"] == "http.response.body":
+                body = message.get("body", b"")
+                if "stream" in answer:
+                    if body:
+                        writer.write({"t": writer.offset(), "kind": "frame", "stream": answer["stream"],
+                                      **writer.frame(_text_or_bytes(body))})  # fmt: skip
+                    if not message.get("more_body", False):
+                        writer.write({"t": writer.offset(), "kind": "close", "stream": answer["stream"]})
+                    return
+                chunks.append(body)
+                if not message.get("more_body", False):
+                    self._answered(scope, head, own, digest.hexdigest() if sized[0] else None, answer, chunks)
+
+        await self.app(scope, listen, watch)
+
+    def _answered(
+        self, scope: Scope, head: dict, own: bool, digest: str | None, answer: dict, chunks: list
+    ) -> None:
+        writer = self.writer
+        data = b"".join(chunks)
+        if own:  # a login or a key: learn what it hands out, record nothing
+            writer.learn(*secrets_in(data.decode("utf-8", "replace")))
+            writer.summary.skipped += 1
+            return
+        if len(data) > MAX_BODY:
+            writer.summary.skipped += 1
+            return
+        encoded = any(name == "content-encoding" for name, _ in answer.get("headers", []))
+        exchange = {"kind": "http", "method": scope["method"], "body_sha256": digest, **answer}
+        writer.write({**head, **exchange, **writer.body(data, encoded)})
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        writer, head = self.writer, self._head(scope)
+        state: dict[str, Any] = {"client_left": False}
+
+        async def listen() -> Message:
+            message = await receive()
+            if message["type"] == "websocket.receive" and message.get("text"):
+                writer.learn(*secrets_in(message["text"]))  # an Auth message's token: masked from now on
+            elif message["type"] == "websocket.disconnect":
+                state["client_left"] = True
+            return message
+
+        async def watch(message: Message) -> None:
+            kind = message["type"]
+            if kind == "websocket.accept":
+                state["id"] = writer.stream_id()
+                writer.write({**head, "kind": "stream", "id": state["id"], "transport": "ws", "status": 101,
+                              "subprotocol": message.get("subprotocol")})  # fmt: skip
+            elif kind == "websocket.send" and "id" in state:
+                payload = message["bytes"] if message.get("bytes") is not None else message.get("text", "")
+                writer.write(
+                    {"t": writer.offset(), "kind": "frame", "stream": state["id"], **writer.frame(payload)}
+                )
+            elif kind == "websocket.close" and "id" in state and not state["client_left"]:
+                writer.write({"t": writer.offset(), "kind": "close", "stream": state["id"],
+                              "code": message.get("code", 1000)})  # fmt: skip
+            elif kind == "websocket.close" and "id" not in state:  # refused without an HTTP answer
+                writer.write(
+                    {**head, "kind": "stream", "id": writer.stream_id(), "transport": "ws", "status": 403}
+                )
+            elif kind == "websocket.http.response.start":
+                state["refused"] = {"status": message["status"], "headers": _kept(message.get("headers", []))}
+            elif kind == "websocket.http.response.body" and "refused" in state:
+                state.setdefault("body", []).append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    body = writer.body(b"".join(state["body"]), False)
+                    writer.write({**head, "kind": "stream", "id": writer.stream_id(), "transport": "ws",
+                                  **state["refused"], **body})  # fmt: skip
+            await send(message)
+
+        await self.app(scope, listen, watch)
+
+
+async def _poll(url: str, vendor: str, every: float, api_key: str | None) -> None:
+    """The recorder's own reads, through its own address (so they are recorded like a client's)."""
+    headers = {"X-API-Key": api_key} if api_key else {}
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30, trust_env=False) as http:
+        while True:
+            for path in POLLS[vendor]:
+                with contextlib.suppress(httpx.HTTPError):
+                    response = await http.get(path)
+                    if path == "/api/devices" and response.status_code == 200:
+                        for device in _device_ids(response):
+                            await http.get(f"/api/devices/{device}/current")
+            await asyncio.sleep(every)
+
+
+def _device_ids(response: httpx.Response) -> list[str]:
+    with contextlib.suppress(ValueError, AttributeError, TypeError):
+        body = response.json()
+        data = body.get("data", body)
+        devices = data.get("devices", data) if isinstance(data, dict) else data
+        return [str(d["id"]) for d in devices if isinstance(d, dict) and "id" in d]
+    return []
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self):  # the command line handles its own signals
+        yield
+
+
+async def record(
+    options: RecordOptions,
+    on_start: Callable[[str], object] | None = None,
+    stop: asyncio.Event | None = None,
+) -> Summary:
+    """Serve the recording passthrough on ``options.host:port`` for ``options.duration`` seconds (or
+    until ``stop`` is set), writing ``options.out``. ``on_start`` gets the address clients use.
+    Raises ``OSError`` if the address cannot be bound or the fixture cannot be written."""
+    # no storms at the recorder: the real server applies its own limit
+    gate = GatewayGate() if options.vendor == "gateway" else AutomationGate(None, "0.9.24")
+    app = Passthrough(Upstream(options.vendor, options.url, options.insecure), gate)
+    sock = socket.socket(socket.AF_INET6 if ":" in options.host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((options.host, options.port))
+    except OSError as err:
+        sock.close()
+        raise OSError(err.errno, f"cannot listen on {options.host}:{options.port} ({err.strerror})") from err
+    with sock, open(options.out, "w", encoding="utf-8") as out:
+        writer = FixtureWriter(out, options.vendor)
+        writer.learn(options.api_key)
+        app.add_middleware(RecordMiddleware, writer=writer)
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", ws="websockets-sansio",
+            ws_per_message_deflate=False, server_header=False, date_header=False,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        )  # fmt: skip
+        server = _Server(config)
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        poller = None
+        try:
+            while not server.started:
+                if task.done():
+                    raise OSError("the recorder's server failed to start")
+                await asyncio.sleep(0.005)
+            host, port = sock.getsockname()[:2]
+            url = f"http://{host}:{port}"
+            log.info("twin: recording the %s for %g s; clients use %s", options.vendor, options.duration, url)
+            if on_start is not None:
+                on_start(url)
+            if options.poll_s > 0:
+                poller = asyncio.create_task(_poll(url, options.vendor, options.poll_s, options.api_key))
+            stopped = asyncio.ensure_future((stop or asyncio.Event()).wait())
+            await asyncio.wait({stopped}, timeout=options.duration)
+            stopped.cancel()
+        finally:
+            for job in (poller,):
+                if job is not None:
+                    job.cancel()
+                    with contextlib.suppress(BaseException):
+                        await job
+            writer.end()
+            server.should_exit = True
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(task, SHUTDOWN_GRACE_S + 5)
+            await app.aclose()
+    s = writer.summary
+    log.info(
+        "twin: recorded %d answers, %d streams, %d frames (%d not recorded)",
+        s.exchanges,
+        s.streams,
+        s.frames,
+        s.skipped,
+    )
+    return s

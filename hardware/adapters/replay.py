@@ -1,0 +1,283 @@
+"""A member served from a fixture ``twin record`` wrote (:mod:`hardware.adapters.fixture`), on the
+world clock: an ASGI app in the same middleware stack as a simulated or passthrough member, so the
+fault layer, the journal and the verdicts act on it alike.
+
+- **Answers.** A request at world offset ``t`` (sim seconds since the start) gets the latest answer
+  recorded at or before ``t`` for the same method, path and query (credentials in the query
+  masked, as recorded), the first one when ``t`` is before its first recording: the same status,
+  the recorded headers and the same body bytes. Among them, an answer to a request with the same
+  body is preferred.
+- **Event streams** (WebSocket and SSE). A stream opened at ``t`` replays the latest stream
+  recorded on the same path and query opened at or before ``t`` (else the first). Its frames are
+  sent at their recorded offsets on the world clock, so in step mode only as the clock advances;
+  frames recorded before the client connected are skipped, except the stream's opening frames
+  (those the real side sent within :data:`OPENING_S` of the stream opening: a greeting, an answer
+  to the client's auth, a codec configuration), which follow the connection by their recorded
+  delay. The real side's close is replayed at its offset; a stream still open at the end of the
+  recording stays open. Client messages are read and ignored.
+- **Auth** works as on the recorded device: logins, sessions and keys (:data:`OWN_PREFIXES
+  <hardware.adapters.fixture.OWN_PREFIXES>`) are answered by the member's own simulated app, so a
+  client logs in as it does on the twin; a recorded answer that was given to a request with
+  credentials is given only to a request with credentials that app accepts, else the vendor's 401.
+  (The automation server's event WebSocket authenticates inside the stream: it is not checked.)
+- **Anything not recorded** is the vendor's not-found: the gateway's ``404 {"code": 404,
+  "message": "Not found"}``, the automation server's ``404 {"success": false, "error": {"code":
+  "NOT_FOUND", ...}}``; a WebSocket upgrade is refused with that answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from starlette.requests import HTTPConnection
+from starlette.responses import Response
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api.automation import errors as automation_errors
+from api.automation.deps import API_KEY_PREFIX
+from api.gateway import errors as gateway_errors
+from api.gateway.deps import request_token
+from api.journal import query_of
+from hardware.adapters.fixture import Fixture, Frame, Http, Recorded, is_own
+from hardware.adapters.passthrough import Passthrough
+from hardware.adapters.passthrough import _deny as deny_upgrade
+from hardware.ports.errors import DomainError, Unauthenticated
+
+OPENING_S = 1.0
+"""A stream's frames within this many seconds of its opening are its greeting (see the docstring)."""
+AUTOMATION_WS = "/api/events/ws"
+
+
+class Replay:
+    """``simulated``: the member's own app (logins, and the credential check); ``now``: world
+    seconds since the start; ``sleep``: a background wait of that many world seconds."""
+
+    def __init__(
+        self,
+        fixture: Fixture,
+        simulated: Any,
+        *,
+        now: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]],
+        release: str = "0.9.24",
+        routes: Sequence[BaseRoute] = (),
+    ) -> None:
+        self.fixture = fixture
+        self.vendor = fixture.vendor
+        self.simulated = simulated
+        self.state = simulated.state
+        self.now = now
+        self.sleep = sleep
+        self.release = release
+        self.routes = tuple(routes)
+        self._stack: ASGIApp = self._serve
+
+    def add_middleware(self, middleware: Any, **options: Any) -> None:
+        self._stack = middleware(self._stack, **options)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._stack(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return
+        if is_own(self.vendor, scope["path"]):
+            await self.simulated(scope, receive, send)
+            return
+        Passthrough._match(self, scope)  # type: ignore[arg-type]  # the passthrough's matching: it reads .routes
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+        else:
+            await self._http(scope, receive, send)
+
+    # Answers in the vendor's shape -------------------------------------------------------------
+    def _not_found(self) -> Response:
+        if self.vendor == "gateway":
+            return gateway_errors.not_found()
+        return automation_errors.error_response(404, "NOT_FOUND", "Not found")
+
+    def _unauthorized(self) -> Response:
+        if self.vendor == "gateway":
+            return gateway_errors.unauthorized()
+        exc = Unauthenticated("Authentication required. Provide a valid JWT token or API key.")
+        status, code = automation_errors.lookup(exc)
+        legacy = automation_errors.legacy_response(exc, status, None) if self.release == "0.9.17" else None
+        return legacy or automation_errors.error_response(status, code, exc.message)
+
+    def _authorized(self, scope: Scope) -> bool:
+        """Whether the member's own app accepts the request's credentials."""
+        conn = HTTPConnection(scope)
+        backend = self.simulated.state.backend
+        try:
+            if self.vendor == "gateway":
+                token = request_token(conn)  # type: ignore[arg-type]  # it reads headers and query only
+                if not token:
+                    return False
+                backend.auth.check_token(token)
+                return True
+            scheme, _, value = conn.headers.get("authorization", "").partition(" ")
+            token = (value.strip() if scheme.lower() == "bearer" else "") or conn.query_params.get(
+                "token", ""
+            )
+            if token and not token.startswith(API_KEY_PREFIX):
+                backend.authenticate(token)
+                return True
+            key = conn.headers.get("x-api-key") or token
+            if not key:
+                return False
+            backend.authenticate_key(key)
+            return True
+        except DomainError:
+            return False
+
+    # HTTP ------------------------------------------------------------------------------------
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        digest = hashlib.sha256()
+        sized = False
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            if message.get("body"):
+                digest.update(message["body"])
+                sized = True
+            if not message.get("more_body", False):
+                break
+        query = query_of(scope.get("query_string", b""))
+        t = self.now()
+        found = self.fixture.answer(
+            scope["method"], scope["path"], query, digest.hexdigest() if sized else None, t
+        )
+        if found is None:
+            await self._not_found()(scope, receive, send)
+            return
+        opened = found.opened if isinstance(found, Recorded) else found
+        if opened.auth and not self._authorized(scope):
+            await self._unauthorized()(scope, receive, send)
+            return
+        if isinstance(found, Http):
+            await _answer(send, found.status, found.headers, found.content)
+        elif found.opened.status >= 300:
+            await _answer(send, found.opened.status, found.opened.headers, found.opened.content)
+        else:
+            await self._sse(found, t, receive, send)
+
+    async def _sse(self, recorded: Recorded, t: float, receive: Receive, send: Send) -> None:
+        headers = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in recorded.opened.headers]
+        await send({"type": "http.response.start", "status": recorded.opened.status, "headers": headers})
+
+        async def emit(frame: Frame) -> None:
+            payload = frame.payload
+            body = payload.encode() if isinstance(payload, str) else payload
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+
+        async def gone() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        if await self._play(recorded, t, emit, gone):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    # WebSocket -------------------------------------------------------------------------------
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (await receive())["type"] != "websocket.connect":
+            return
+        t = self.now()
+        found = self.fixture.socket(scope["path"], query_of(scope.get("query_string", b"")), t)
+        if found is None:
+            await _refuse(scope, send, self._not_found())
+            return
+        opened = found.opened
+        if opened.status != 101:
+            await deny_upgrade(
+                scope, send, opened.status, _raw(opened.headers, opened.content), opened.content
+            )
+            return
+        checked = opened.auth and not (self.vendor == "automation" and scope["path"] == AUTOMATION_WS)
+        if checked and not self._authorized(scope):
+            await _refuse(scope, send, self._unauthorized())
+            return
+        await send({"type": "websocket.accept", "subprotocol": opened.subprotocol})
+
+        async def emit(frame: Frame) -> None:
+            payload = frame.payload
+            key = "text" if isinstance(payload, str) else "bytes"
+            await send({"type": "websocket.send", key: payload})
+
+        async def gone() -> None:
+            while (await receive())["type"] != "websocket.disconnect":
+                pass  # client messages are ignored
+
+        if await self._play(found, t, emit, gone):
+            code = found.close.code if found.close is not None and found.close.code else 1000
+            await send({"type": "websocket.close", "code": code})
+
+    # Frames on the world clock ---------------------------------------------------------------
+    async def _play(
+        self,
+        recorded: Recorded,
+        t: float,
+        emit: Callable[[Frame], Awaitable[None]],
+        gone: Callable[[], Awaitable[None]],
+    ) -> bool:
+        """Send the stream's frames on time until the recorded close (``True``: close now) or until
+        the client goes (``False``); a stream the real side never closed waits for the client."""
+
+        async def frames() -> None:
+            for at, frame in schedule(recorded, t):
+                await self._until(at)
+                await emit(frame)
+            if recorded.close is None:
+                await asyncio.Event().wait()
+            await self._until(max(recorded.close.t, recorded.opened.t, t))
+
+        playing, leaving = asyncio.ensure_future(frames()), asyncio.ensure_future(gone())
+        try:
+            await asyncio.wait({playing, leaving}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (playing, leaving):
+                task.cancel()
+            for task in (playing, leaving):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        return playing.done() and not playing.cancelled() and not leaving.done()
+
+    async def _until(self, at: float) -> None:
+        delay = at - self.now()
+        if delay > 0:
+            await self.sleep(delay)
+
+
+def schedule(recorded: Recorded, t: float) -> list[tuple[float, Frame]]:
+    """When each frame of ``recorded`` is sent to a client that connected at ``t``: at its recorded
+    offset, skipped if that was before ``t``, but an opening frame (within :data:`OPENING_S` of the
+    stream's opening) at its delay after the later of the connection and the recorded opening."""
+    opened = recorded.opened.t
+    base = max(t, opened)
+    out = []
+    for frame in recorded.frames:
+        delay = frame.t - opened
+        if delay <= OPENING_S:
+            out.append((base + delay, frame))
+        elif frame.t >= t:
+            out.append((frame.t, frame))
+    return out
+
+
+def _raw(headers: list[tuple[str, str]], body: bytes) -> list[tuple[bytes, bytes]]:
+    raw = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in headers if n != "content-length"]
+    return [*raw, (b"content-length", str(len(body)).encode())]
+
+
+async def _answer(send: Send, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": _raw(headers, body)})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(scope: Scope, send: Send, response: Response) -> None:
+    await deny_upgrade(scope, send, response.status_code, response.raw_headers, response.body)
