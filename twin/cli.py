@@ -24,6 +24,7 @@ COMMANDS = {
     "scenario list": "list the scenario library, each file with what it proves",
     "scenario validate": "check scenario files: every problem, one line each (file:line: message)",
     "scenario run": "run a scenario against a client under test and judge it",
+    "record": "record a real camera or automation server into a fixture a scenario replays (--help)",
 }
 
 PASSED, FAILED, INVALID, INCONCLUSIVE, NOT_RUN = 0, 1, 2, 3, 4
@@ -55,7 +56,91 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="command", help=argparse.SUPPRESS)
     sub.add_parser("run", add_help=False)
     sub.add_parser("scenario", add_help=False)
+    sub.add_parser("record", add_help=False)
     return p
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError("expected HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def _positive(value: str) -> float:
+    number = float(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return number
+
+
+def _record_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="twin record",
+        description="Serve a recording passthrough in front of a real camera's gateway or a real automation "
+        "server: clients use the address it prints; every answer, event stream and frame is written with "
+        "its offset to a fixture (NDJSON) that a scenario replays on the world clock (replay: FILE). "
+        "Credentials are never written.",
+    )
+    member = p.add_mutually_exclusive_group(required=True)
+    url = settings_mod._endpoint
+    member.add_argument("--camera", metavar="URL", type=url, help="a camera's gateway")
+    member.add_argument("--automation", metavar="URL", type=url, help="an automation server")
+    p.add_argument("--duration", metavar="SECONDS", type=_positive, required=True, help="how long to record")
+    p.add_argument("--out", metavar="FIXTURE", type=Path, required=True, help="the fixture file to write")
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        type=_listen,
+        default=("127.0.0.1", 9385),
+        help="where clients reach the recorder (default 127.0.0.1:9385; port 0: a free one)",
+    )
+    p.add_argument("--insecure", action="store_true", help="do not verify the endpoint's TLS certificate")
+    p.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="environment variable with the credential of the recorder's own reads (X-API-Key)",
+    )
+    p.add_argument(
+        "--poll",
+        metavar="SECONDS",
+        type=_positive,
+        help="also read the status and telemetry routes every SECONDS (default: never)",
+    )
+    return p
+
+
+def record_main(argv: list[str]) -> int:
+    import os
+    import signal
+
+    from hardware.adapters.record import RecordOptions, record
+
+    parser = _record_parser()
+    args = parser.parse_args(argv)
+    key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    if args.api_key_env and not key:
+        parser.error(f"--api-key-env: the environment variable {args.api_key_env} is not set")
+    host, port = args.listen
+    options = RecordOptions(
+        "gateway" if args.camera else "automation", args.camera or args.automation, args.out, args.duration,
+        host, port, args.insecure, key, args.poll or 0.0,
+    )  # fmt: skip
+
+    async def recording():
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        return await record(options, lambda url: print(f"twin: recording at {url}", flush=True), stop)
+
+    try:
+        summary = asyncio.run(recording())
+    except OSError as err:
+        print(f"twin: {err}", file=sys.stderr)
+        return NOT_RUN
+    s = summary
+    print(f"twin: wrote {args.out}: {s.exchanges} answers, {s.streams} streams, {s.frames} frames")
+    return PASSED
 
 
 def _scenario_parser() -> argparse.ArgumentParser:
@@ -175,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["scenario"]:
         _logging("WARNING")
         return scenario_main(argv[1:])
+    if argv[:1] == ["record"]:
+        _logging("WARNING")
+        return record_main(argv[1:])
     if argv[:1] != ["run"]:
         _parser().parse_args(argv)  # help, or an error naming the commands; exits
     command, settings = settings_mod.parse(argv)
