@@ -101,6 +101,12 @@ class Camera:
     async def auth(self, http: httpx.AsyncClient) -> dict[str, str]:
         return {"Authorization": await self.token(http)}
 
+    async def logout(self, http: httpx.AsyncClient) -> None:
+        """End the run's session: the device keeps sessions until it restarts."""
+        if self._token is not None:
+            await http.post(self.url + "/api/v1/logout", headers={"Authorization": self._token})
+            self._token = None
+
 
 @dataclass
 class Server:
@@ -142,6 +148,11 @@ class Server:
         if self.username and self.password:
             return {"Authorization": f"Bearer {await self.jwt(http)}"}
         return {"X-API-Key": self.key()}
+
+    async def logout(self, http: httpx.AsyncClient) -> None:
+        if self._jwt is not None:
+            await http.post(self.url + "/api/auth/logout", headers={"Authorization": f"Bearer {self._jwt}"})
+            self._jwt = None
 
     def key(self) -> str:
         if not self.api_key:

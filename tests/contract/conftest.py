@@ -70,17 +70,31 @@ def _twin_backend(name: str, running: Running) -> Backend:
     )
 
 
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def signed_in(http: httpx.AsyncClient) -> AsyncIterator[list[Backend]]:
+    """The backends used in this run, signed out of at its end."""
+    backends: list[Backend] = []
+    yield backends
+    for used in backends:
+        for member in (used.camera, used.server):
+            if member is not None:
+                await member.logout(http)
+
+
 @pytest.fixture(scope="session", params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> Backend:
     """Made once per session and backend, so each keeps its sign-ins across tests. The twins
     start only when a twin backend is asked for (``-k real`` starts none)."""
     if request.param in (TWIN, PASSTHROUGH):
         up, front = request.getfixturevalue("twin_pair")
-        return _twin_backend(request.param, up if request.param == TWIN else front)
-    found = hardware(os.environ)
-    if found is None:
-        pytest.skip(NO_HARDWARE)
-    return found
+        made = _twin_backend(request.param, up if request.param == TWIN else front)
+    else:
+        found = hardware(os.environ)
+        if found is None:
+            pytest.skip(NO_HARDWARE)
+        made = found
+    request.getfixturevalue("signed_in").append(made)  # after the twins: signed out before they stop
+    return made
 
 
 @pytest.fixture
