@@ -2,8 +2,9 @@
 behind the passthrough adapter, and against real hardware when the environment names it.
 
 One pair of twins serves the whole session on loopback port 0: the stand-in (what the passthrough
-calls "the real device") is the ``twin`` backend itself, and the front twin passes cam-01 and its
-automation server through to it. The two backends therefore share one world: tests name what they
+calls "the real device") is the ``twin`` backend itself, served over HTTP; the front twin passes
+cam-01 and its automation server through to it, and is the ``passthrough`` backend, its camera
+reached over HTTPS with the self-signed certificate a real camera has. The two backends therefore share one world: tests name what they
 create per backend and put back what they change.
 """
 
@@ -62,10 +63,10 @@ async def twin_pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[t
         await stop(up)
 
 
-def _twin_backend(name: str, running: Running) -> Backend:
+def _twin_backend(name: str, running: Running, scheme: str) -> Backend:
     return Backend(
         name,
-        Camera(running.url("cam-01/http"), password=TWIN_GATEWAY_PASSWORD),
+        Camera(running.url(f"cam-01/{scheme}"), password=TWIN_GATEWAY_PASSWORD),
         Server(running.url("automation"), "admin", TWIN_PASSWORD, TWIN_API_KEY, first_run=True),
     )
 
@@ -87,7 +88,12 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     start only when a twin backend is asked for (``-k real`` starts none)."""
     if request.param in (TWIN, PASSTHROUGH):
         up, front = request.getfixturevalue("twin_pair")
-        made = _twin_backend(request.param, up if request.param == TWIN else front)
+        # the stand-in over HTTP, the passthrough over HTTPS with its self-signed certificate
+        made = (
+            _twin_backend(TWIN, up, "http")
+            if request.param == TWIN
+            else _twin_backend(PASSTHROUGH, front, "https")
+        )
     else:
         found = hardware(os.environ)
         if found is None:
