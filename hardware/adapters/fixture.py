@@ -50,6 +50,8 @@ from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from starlette.datastructures import Headers as RequestHeaders
+from starlette.types import Scope
 
 FORMAT = "twin-fixture"
 VERSION = 1
@@ -76,6 +78,18 @@ MIN_SECRET = 6
 def is_own(vendor: str, path: str) -> bool:
     """Whether ``path`` is a login, session or key route of ``vendor`` (see :data:`OWN_PREFIXES`)."""
     return any(path == p or path.startswith(p) for p in OWN_PREFIXES[vendor])
+
+
+def credentials_in(scope: Scope) -> list[str]:
+    """The credentials a request carries: its Authorization and X-API-Key headers, and the values
+    of query parameters named like token, key, password or secret."""
+    headers = RequestHeaders(scope=scope)
+    found = [headers.get("authorization", ""), headers.get("x-api-key", "")]
+    for part in scope.get("query_string", b"").decode("latin-1").split("&"):
+        name, _, value = part.partition("=")
+        if any(word in name.lower() for word in ("token", "key", "password", "secret")):
+            found.append(value)
+    return [value for value in found if value]
 
 
 def secrets_in(text: str) -> set[str]:
@@ -233,13 +247,15 @@ class Fixture:
     end: float | None = None
 
     def answer(
-        self, method: str, path: str, query: str, digest: str | None, t: float
+        self, method: str, path: str, query: str, digest: str | None, auth: bool, t: float
     ) -> Http | Recorded | None:
         """The latest answer recorded at or before ``t`` for this request (the first one before the
-        first recording); among them, one to a request with the same body if there is one."""
+        first recording), preferring answers to requests like it: with credentials or without, then
+        with the same body."""
         found = self.answers.get((method, path, query))
         if not found:
             return None
+        found = [a for a in found if _opened(a).auth == auth] or found
         same = [a for a in found if isinstance(a, Http) and a.body_sha256 == digest] if digest else []
         return _at(same or found, t)
 
@@ -251,8 +267,12 @@ class Fixture:
 _T = TypeVar("_T", Http, Recorded, Http | Recorded)
 
 
+def _opened(item: Http | Recorded) -> Http | Stream:
+    return item.opened if isinstance(item, Recorded) else item
+
+
 def _time(item: Http | Recorded) -> float:
-    return item.opened.t if isinstance(item, Recorded) else item.t
+    return _opened(item).t
 
 
 def _at(items: list[_T], t: float) -> _T:

@@ -34,11 +34,10 @@ from typing import IO, Any
 
 import httpx
 import uvicorn
-from starlette.datastructures import Headers as RequestHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.journal import query_of
-from hardware.adapters.fixture import FORMAT, VERSION, is_own, mask, mask_bytes, secrets_in
+from hardware.adapters.fixture import FORMAT, VERSION, credentials_in, is_own, mask, mask_bytes, secrets_in
 from hardware.adapters.gates import AutomationGate, GatewayGate
 from hardware.adapters.passthrough import Passthrough
 from hardware.adapters.upstream import Upstream
@@ -173,17 +172,6 @@ def _kept(headers: list[tuple[bytes, bytes]]) -> list[list[str]]:
     ]
 
 
-def _credentials(scope: Scope) -> list[str]:
-    headers = RequestHeaders(scope=scope)
-    found = [headers.get("authorization", ""), headers.get("x-api-key", "")]
-    query = scope.get("query_string", b"").decode("latin-1")
-    for part in query.split("&"):
-        name, _, value = part.partition("=")
-        if any(word in name.lower() for word in ("token", "key", "password", "secret")):
-            found.append(value)
-    return [value for value in found if value]
-
-
 def _text_or_bytes(chunk: bytes) -> str | bytes:
     try:
         return chunk.decode("utf-8")
@@ -207,7 +195,7 @@ class RecordMiddleware:
             await self.app(scope, receive, send)
 
     def _head(self, scope: Scope) -> dict[str, Any]:
-        credentials = _credentials(scope)
+        credentials = credentials_in(scope)
         self.writer.learn(*credentials)
         return {
             "t": self.writer.offset(),

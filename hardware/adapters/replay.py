@@ -43,7 +43,7 @@ from api.automation.deps import API_KEY_PREFIX
 from api.gateway import errors as gateway_errors
 from api.gateway.deps import request_token
 from api.journal import query_of
-from hardware.adapters.fixture import Fixture, Frame, Http, Recorded, is_own
+from hardware.adapters.fixture import Fixture, Frame, Http, Recorded, credentials_in, is_own
 from hardware.adapters.passthrough import Passthrough
 from hardware.adapters.passthrough import _deny as deny_upgrade
 from hardware.ports.errors import DomainError, Unauthenticated
@@ -150,8 +150,9 @@ class Replay:
                 break
         query = query_of(scope.get("query_string", b""))
         t = self.now()
+        body = digest.hexdigest() if sized else None
         found = self.fixture.answer(
-            scope["method"], scope["path"], query, digest.hexdigest() if sized else None, t
+            scope["method"], scope["path"], query, body, bool(credentials_in(scope)), t
         )
         if found is None:
             await self._not_found()(scope, receive, send)
