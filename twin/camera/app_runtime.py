@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from twin.camera.clock import DeviceClock
     from twin.camera.containers import Container, ContainerRuntime
     from twin.camera.event_bus import DeviceEventBus
+    from twin.camera.platform_state import DurablePlatform
     from twin.camera.power import Power
 
 TICK_S = 5.0
@@ -70,6 +71,7 @@ class AppRuntime:
     ai: AiRuntime
     env: simpy.Environment
     apps: dict[str, App]
+    durable: DurablePlatform
 
     def _app(self, app_id: str) -> App:  # pragma: no cover - provided by AppManager
         raise NotImplementedError
@@ -89,6 +91,7 @@ class AppRuntime:
         self._detach(app)
         app.state = "failed" if reason in app_health.RESTARTED_ON else "stopped"
         app.stopped_at, app.last_error = self.clock.now(), reason
+        self.durable.save()
         policy = app_health.restart_policy(app.manifest)
         if reason in app_health.RESTARTED_ON and policy.enabled:
             if policy.max_retries and app.restarts_in_row >= policy.max_retries:

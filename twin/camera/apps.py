@@ -28,6 +28,7 @@ from twin.camera.app_manifest import Manifest
 from twin.camera.app_runtime import APPS_DIR, App, AppRuntime
 from twin.camera.app_store import AppStore
 from twin.camera.containers import Volume
+from twin.camera.platform_state import DurablePlatform
 from twin.camera.storage import remove_file, write_file
 from twin.camera.workbench import Workbench
 
@@ -100,6 +101,7 @@ class AppManager(AppRuntime):
         self.apps: dict[str, App] = {}
         self.store = AppStore(world, camera_id, clock, self)
         self.workbench = Workbench(world, camera_id, clock, fs, self)
+        self.durable = DurablePlatform(world.store, camera_id, self)
 
     # Staging -------------------------------------------------------------------------------
     def _stage(self, filename: str, data: bytes, suffixes: tuple[str, ...], keep: bool) -> Staged:
@@ -247,6 +249,8 @@ class AppManager(AppRuntime):
         write_file(fs, instance_manifest, text or yaml.safe_dump(manifest.raw).encode())
         self._unstage(manifest_path)
         self.apps[manifest.app_id] = App(manifest, instance_manifest, self.clock.now())
+        self.durable.file_written(self.apps[manifest.app_id].instance_path)
+        self.durable.save()
         return old is not None
 
     # Queries -------------------------------------------------------------------------------
@@ -340,6 +344,7 @@ class AppManager(AppRuntime):
                 app.state, app.started_at, app.last_error = "running", now, ""
             else:
                 app.state, app.last_error = "failed", error.message
+            self.durable.save()
             done.succeed(error)
 
         started.callbacks.append(_settle)
@@ -355,6 +360,7 @@ class AppManager(AppRuntime):
         def _settle(_: simpy.Event) -> None:
             self._detach(app)
             app.state, app.stopped_at = "stopped", self.clock.now()
+            self.durable.save()
 
         done.callbacks.append(_settle)
         return done
@@ -365,10 +371,14 @@ class AppManager(AppRuntime):
         self._power_down()
 
     def power_up(self) -> None:
-        """The device is up again: apps whose manifest says ``autostart`` start."""
+        """The device is up again: apps whose manifest says ``autostart`` start (one whose image is
+        gone stays down, as its start fails on the device)."""
         for app in list(self.apps.values()):
-            if app.manifest.autostart:
-                self.begin_start(app.id)
+            if app.manifest.autostart and app.state != "running":
+                try:
+                    self.begin_start(app.id)
+                except DomainError as err:
+                    app.state, app.last_error = "failed", err.message
 
     def _power_down(self) -> None:
         runtime = self.containers
@@ -396,8 +406,11 @@ class AppManager(AppRuntime):
             runtime.delete_image(image)
         fs = self.fs
         remove_file(fs, app.manifest_path)
+        self.durable.file_removed(app.manifest_path)
         if fs.exists(app.instance_path) and not fs.listdir(app.instance_path):
             fs.remove(app.instance_path)
+            self.durable.file_removed(app.instance_path)
+        self.durable.save()
 
     def _remove_container(self, app: App, keep_logs: bool) -> None:
         runtime = self.containers

@@ -57,6 +57,10 @@ class _Area(CameraArea):
         if isinstance(event.value, DomainError):
             raise event.value
 
+    def _saved(self) -> None:
+        """Write the camera's durable platform document after a change made here."""
+        self.camera.apps.durable.save()
+
 
 class TwinGatewayAi(_Area):
     def capabilities(self) -> dict[str, object]:
@@ -69,25 +73,42 @@ class TwinGatewayAi(_Area):
         return self.camera.ai.get(model_id)
 
     def upload(self, upload: ModelUpload) -> ModelInfo:
-        return self.camera.ai.upload(upload)
+        info = self.camera.ai.upload(upload)
+        self.camera.apps.durable.file_written(info.model_path)
+        self._saved()
+        return info
 
     def parse(self, filename: str, data: bytes) -> dict[str, object]:
         return self.camera.ai.parse(filename, data)
 
     def register(self, model_id: str, model_path: str, fields: dict[str, object]) -> ModelInfo:
-        return self.camera.ai.register(model_id, model_path, fields)
+        info = self.camera.ai.register(model_id, model_path, fields)
+        self._saved()
+        return info
 
     def scan(self) -> dict[str, int]:
-        return self.camera.ai.scan()
+        found = self.camera.ai.scan()
+        self._saved()
+        return found
 
     def load(self, model_id: str) -> ModelInfo:
-        return self.camera.ai.load(model_id)
+        info = self.camera.ai.load(model_id)
+        self._saved()
+        return info
 
     def unload(self, model_id: str) -> ModelInfo:
-        return self.camera.ai.unload(model_id)
+        info = self.camera.ai.unload(model_id)
+        self._saved()
+        return info
 
     def delete(self, model_id: str) -> tuple[str, ...]:
-        return self.camera.ai.delete(model_id)
+        camera = self.camera
+        path = camera.ai.get(model_id).model_path
+        affected = camera.ai.delete(model_id)
+        if not camera.fs.exists(path):
+            camera.apps.durable.file_removed(path)
+        self._saved()
+        return affected
 
     def model_apps(self, model_id: str) -> tuple[str, ...]:
         return tuple(sorted(self.camera.ai.apps_of(model_id)))
@@ -201,19 +222,25 @@ class TwinGatewayContainers(_Area):
         runtime = self.camera.containers
         container = runtime.get(container_id)
         apps = self.camera.apps
-        if container.app_id in apps.apps:
-            await self._settle(apps.begin_start(container.app_id, START_DEADLINE_S), START_DEADLINE_S)
-        else:
-            await self._settle(runtime.start(container_id, deadline=START_DEADLINE_S), START_DEADLINE_S)
+        try:
+            if container.app_id in apps.apps:
+                await self._settle(apps.begin_start(container.app_id, START_DEADLINE_S), START_DEADLINE_S)
+            else:
+                await self._settle(runtime.start(container_id, deadline=START_DEADLINE_S), START_DEADLINE_S)
+        finally:
+            self._saved()
 
     async def stop(self, container_id: str) -> None:
         runtime = self.camera.containers
         container = runtime.get(container_id)
         apps = self.camera.apps
-        if container.app_id in apps.apps and container.state == "running":
-            await self._settle(apps.begin_stop(container.app_id))
-        else:
-            await self._settle(runtime.stop(container_id))
+        try:
+            if container.app_id in apps.apps and container.state == "running":
+                await self._settle(apps.begin_stop(container.app_id))
+            else:
+                await self._settle(runtime.stop(container_id))
+        finally:
+            self._saved()
 
     async def restart(self, container_id: str) -> None:
         await self.stop(container_id)
@@ -221,6 +248,7 @@ class TwinGatewayContainers(_Area):
 
     def remove(self, container_id: str) -> None:
         self.camera.containers.remove(container_id)
+        self._saved()
 
     def shell(self, container_id: str) -> ShellSession:
         runtime = self.camera.containers
@@ -237,6 +265,7 @@ class TwinGatewayContainers(_Area):
 
     def delete_image(self, image: str) -> None:
         self.camera.containers.delete_image(image)
+        self._saved()
 
 
 class TwinGatewayEvents(_Area):
@@ -318,6 +347,7 @@ class TwinGatewayStorage(_Area):
         if not device or not fstype:
             raise InvalidInput("device and fstype are required")
         self.camera.storage.format(device, fstype)
+        self._saved()
 
 
 class TwinGatewayMonitor(_Area):

@@ -193,7 +193,9 @@ class TwinGatewayShell(CameraArea):
         return shell.ssh_config(self.camera)
 
     def set_ssh_config(self, changes: dict[str, str], restart: bool) -> None:
-        shell.set_ssh_config(self.camera, changes, restart)
+        camera = self.camera
+        shell.set_ssh_config(camera, changes, restart)
+        DurableFiles(self._world.store, self._id, camera.fs).save(shell.SSHD_CONFIG)
 
     def ssh_status(self) -> str:
         return "active" if self.camera.powered else "unknown"

@@ -5,6 +5,10 @@ archive next to it (``scripts/make_assets.py`` writes them). They go through the
 ordinary pipeline, staged like uploads, then the synchronous install, and the app starts at boot,
 so its NDJSON logs, its inference subscription and its events on the bus are there from the first
 minute (the boxes show on the video when the overlay is on: ``fleet.cameras.ai_overlay``).
+
+A camera that booted before on the same state directory has its app registry on disk: it is read
+back instead (``twin.camera.platform_state.DurablePlatform``), so an app is installed once, and the
+app manager's startup recovery starts it again (a removed app stays removed).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ def package(name: str) -> tuple[bytes, str, bytes]:
 
 
 def preinstall(apps: AppManager, names: tuple[str, ...]) -> None:
+    if apps.durable.restore():
+        return
     for name in names:
         manifest, image_name, image = package(name)
         image_path = apps.upload_image(image_name, image)
