@@ -4,8 +4,8 @@ behind the passthrough adapter, and against real hardware when the environment n
 One pair of twins serves the whole session on loopback port 0: the stand-in (what the passthrough
 calls "the real device") is the ``twin`` backend itself, served over HTTP; the front twin passes
 cam-01 and its automation server through to it, and is the ``passthrough`` backend, its camera
-reached over HTTPS with the self-signed certificate a real camera has. The two backends therefore share one world: tests name what they
-create per backend and put back what they change.
+reached over HTTPS with the self-signed certificate a real camera has. The two backends therefore
+share one world: tests name what they create per backend and put back what they change.
 """
 
 from __future__ import annotations

@@ -104,6 +104,27 @@ async def test_wrong_auth_is_the_401_envelope(server: Server, http: httpx.AsyncC
     failed(await http.get(server.url + "/api/devices", headers=headers), 401, "UNAUTHORIZED")
 
 
+async def test_an_api_key_is_forbidden_on_admin_only_routes(server: Server, http: httpx.AsyncClient) -> None:
+    failed(await http.get(server.url + "/api/users", headers={"X-API-Key": server.key()}), 403, "FORBIDDEN")
+
+
+async def test_setup_is_closed_once_an_admin_exists(server: Server, http: httpx.AsyncClient) -> None:
+    if server.first_run:
+        await server.jwt(http)
+    if (await http.get(server.url + "/api/setup/status")).json()["setup_required"]:
+        pytest.skip("the server has no administrator yet; the suite never runs its first-run setup")
+    body = {"username": "contract-probe", "password": "contract123"}
+    failed(await http.post(server.url + "/api/setup/initialize", json=body), 403, "SETUP_ALREADY_COMPLETED")
+
+
+async def test_the_route_list_names_each_routes_auth_class(server: Server, http: httpx.AsyncClient) -> None:
+    routes = (await http.get(server.url + "/api/docs/routes.json", headers=await server.auth(http))).json()
+    classes = {(route["method"], route["path"]): route["auth"] for route in routes}
+    assert classes[("GET", "/api/health")] == "public"
+    assert classes[("GET", "/api/devices")] == "jwt-or-api-key"
+    assert classes[("POST", "/api/auth/login")] == "public"
+
+
 # Devices -----------------------------------------------------------------------------------------
 async def test_the_devices_page_envelope(server: Server, http: httpx.AsyncClient) -> None:
     auth = await server.auth(http)
@@ -129,6 +150,17 @@ async def test_an_unknown_device_is_device_not_found(server: Server, http: httpx
     auth = await server.auth(http)
     for path in ("/api/devices/no-such-device-7f3a", "/api/devices/no-such-device-7f3a/telemetry"):
         failed(await http.get(server.url + path, headers=auth), 404, "DEVICE_NOT_FOUND")
+
+
+async def test_a_device_without_connection_config_is_refused(server: Server, http: httpx.AsyncClient) -> None:
+    body = {
+        "device_id": "contract-probe-never",
+        "device_type": "env_sensor",
+        "name": "x",
+        "adapter_type": "mqtt",
+    }
+    resp = await http.post(server.url + "/api/devices", json=body, headers=await server.auth(http))
+    failed(resp, 422, "VALIDATION_ERROR")
 
 
 async def test_a_device_type_is_created_read_and_deleted(

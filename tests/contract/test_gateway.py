@@ -88,6 +88,17 @@ async def test_a_login_missing_fields_is_code_1001_with_400(
     assert body["error"]["detail"] == "Invalid input format"
 
 
+async def test_a_stale_login_timestamp_is_code_1005_with_400(camera: Camera, http: httpx.AsyncClient) -> None:
+    body = {"username": camera.username, "password": "any-password-1", "timestamp": 1_000_000}
+    failed(await http.post(camera.url + "/api/login", json=body), 400, 1005)
+
+
+async def test_logout_is_public_and_idempotent(camera: Camera, http: httpx.AsyncClient) -> None:
+    for headers in ({}, {"Authorization": "Bearer not-a-session"}):
+        resp = await http.post(camera.url + V1 + "/logout", headers=headers)
+        assert resp.status_code == 200 and resp.json() == {"code": 0, "message": "Success"}
+
+
 # The token ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("token", [None, "Bearer not-a-session"], ids=["missing", "unknown"])
 async def test_private_routes_need_the_token(
@@ -143,6 +154,7 @@ async def test_device_info_fields(camera: Camera, http: httpx.AsyncClient) -> No
 async def test_media_config_and_status_read(camera: Camera, http: httpx.AsyncClient) -> None:
     auth = await camera.auth(http)
     assert isinstance(ok(await http.get(camera.url + V1 + "/media/config", headers=auth)), dict)
+    assert isinstance(ok(await http.get(camera.url + V1 + "/apps", headers=auth)), list)  # bare, not wrapped
     streams = ok(await http.get(camera.url + V1 + "/media/status", headers=auth))["streams"]
     assert streams and {s["stream_id"] for s in streams} >= {"main"}
     statuses = {"active", "starting", "stalled", "stopped", "error", "unknown", "inactive"}
@@ -183,12 +195,25 @@ async def test_an_out_of_range_picture_value_is_refused_and_changes_nothing(
     assert ok(await http.get(url, headers=auth)) == before
 
 
+async def test_a_media_config_write_needs_a_json_content_type(
+    camera: Camera, http: httpx.AsyncClient
+) -> None:
+    headers = {**await camera.auth(http), "Content-Type": "text/plain"}
+    body = failed(
+        await http.post(camera.url + V1 + "/media/config", content=b"{}", headers=headers), 415, 1001
+    )
+    assert body["error"]["type"] == "validation"
+
+
 # Not found ---------------------------------------------------------------------------------------
 async def test_unknown_ids_and_paths_answer_the_vendor_404s(camera: Camera, http: httpx.AsyncClient) -> None:
     auth = await camera.auth(http)
     model = failed(await http.get(camera.url + V1 + "/ai/models/no-such-model", headers=auth), 404, 5000)
     assert model["message"] == "Model not found"
     failed(await http.get(camera.url + V1 + "/containers/no-such-container", headers=auth), 404, 4000)
+    failed(
+        await http.get(camera.url + V1 + "/h264/no-such-stream", headers=auth), 404, 4000
+    )  # before the upgrade
     for path in (V1 + "/no/such/route", "/api/no-such-route"):
         resp = await http.get(camera.url + path, headers=auth)
         assert resp.status_code == 404 and resp.json() == NO_ROUTE, path
