@@ -68,7 +68,7 @@ class FleetPublisher:
         login: tuple[str, str] | None = None,
         *,
         buffer: int = 10_000,
-        window: int = 100,
+        window: int = 1000,
         backoff: tuple[float, float] = (0.5, 30.0),
         seed: int = 0,
         client_id: str = "twin-fleet",
@@ -196,6 +196,9 @@ class FleetPublisher:
     async def _connect(self) -> mqtt.Client | None:
         """A connected client once the broker accepted it (``CONNACK`` 0), else ``None``."""
         client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=self.client_id, clean_session=True)
+        # No limit of paho's own: the window bounds what is in flight, and every message handed over goes
+        # out at once (paho's default of 20 queued the rest and rescanned them on every PUBACK).
+        client.max_inflight_messages_set(0)
         if self._login is not None:
             client.username_pw_set(*self._login)
         if self.tls:
