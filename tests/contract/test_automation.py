@@ -66,10 +66,11 @@ async def test_login_gives_a_jwt_and_the_user(server: Server, http: httpx.AsyncC
     body = resp.json()
     assert JWT.fullmatch(body["token"]) and body["user"]["username"] == server.username
     assert body["user"]["role"] in ("admin", "user", "viewer") and isinstance(body["user"]["created_at"], int)
-    verify = await http.get(
-        server.url + "/api/auth/verify", headers={"Authorization": f"Bearer {body['token']}"}
-    )
+    bearer = {"Authorization": f"Bearer {body['token']}"}
+    verify = await http.get(server.url + "/api/auth/verify", headers=bearer)
     assert verify.json()["authenticated"] is True and verify.json()["method"] == "jwt"
+    assert (await http.post(server.url + "/api/auth/logout", headers=bearer)).status_code == 200
+    assert (await http.get(server.url + "/api/auth/verify", headers=bearer)).status_code == 401  # revoked
 
 
 async def test_a_wrong_password_is_401_unauthorized(server: Server, http: httpx.AsyncClient) -> None:

@@ -67,7 +67,10 @@ async def test_login_with_the_encrypted_password_gives_a_bearer_token(
 ) -> None:
     data = ok(await camera.login(http))
     assert TOKEN.fullmatch(data["token"]) and data["username"] == camera.username
-    assert ok(await http.get(camera.url + V1 + "/system/info", headers={"Authorization": data["token"]}))
+    session = {"Authorization": data["token"]}
+    assert ok(await http.get(camera.url + V1 + "/system/info", headers=session))
+    assert (await http.post(camera.url + V1 + "/logout", headers=session)).status_code == 200
+    assert (await http.get(camera.url + V1 + "/system/info", headers=session)).status_code == 401  # ended
 
 
 async def test_a_wrong_password_is_code_2000_with_401(camera: Camera, http: httpx.AsyncClient) -> None:
