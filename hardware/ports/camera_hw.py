@@ -3,6 +3,10 @@ IR, PTZ, GPIO, fan, heater, radar, alarm outputs, Wiegand, RS485), and the pictu
 camera daemon applies to every stream (image, transform, OSD, privacy masks, AI overlay).
 
 Positions are motor steps; picture coordinates are fractions of the frame ([0, 1], top-left origin).
+
+The device-control service answers most commands with a proto ``Status``; one it refuses
+(``success`` false) is raised as ``InternalError`` with resource ``device``, carrying the service's message
+(the gateway passes some of those on as a 200 answer, others as 7000, as each handler does).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ class LensStatus:
 class AfStatus:
     """``GET device/lens/af/status``: the current (or last) autofocus job."""
 
-    job_id: str
+    job_id: int
     operation: str
     """``none``, ``startup``, ``oneshot``, ``zoom_follow``."""
     state: str
@@ -63,7 +67,7 @@ class AfStatus:
 @dataclass(frozen=True, slots=True)
 class AfJob:
     accepted: bool
-    job_id: str
+    job_id: int
     message: str
 
 
@@ -72,13 +76,14 @@ class DeviceStatus:
     soc_temp_c: float
     mcu_temp_c: float
     light_sensor: int
-    ptz_pan_pos: float
-    ptz_tilt_pos: float
+    ptz_pan_pos: int
+    """Degrees."""
+    ptz_tilt_pos: int
     zoom_pos: int
     focus_pos: int
     autofocus_enabled: bool
     ircut_mode: int
-    """0 auto, 1 day, 2 night."""
+    """The filter now: 1 day, 2 night (``device.proto``'s ``IrCutMode``)."""
     white_light_level: int
     ir_led_level: int
     mcu_version: str
@@ -89,8 +94,10 @@ class DeviceStatus:
 class GpioPin:
     pin: int
     value: bool
-    status: str
+    error: str
+    """Empty when the read worked, else why not."""
     direction: str
+    """``input``, ``output`` or empty (a pin the configuration does not list)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +114,14 @@ class Switched:
 
     success: bool
     enabled: bool
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class HwStatus:
+    """The camera daemon's ``Status`` for the RS485 port (``OK``, or ``HAL error: <rc>``)."""
+
+    success: bool
     message: str
 
 
@@ -261,22 +276,24 @@ class GatewayLens(Protocol):
     def focus(self, speed: int) -> None:
         """Run the focus motor at ``speed`` (-100..100, negative = near); 0 stops."""
 
-    def set_autofocus(self, enable: bool) -> None:
-        """Continuous autofocus: refocus after every zoom move."""
+    def set_autofocus(self, enable: bool) -> str:
+        """Continuous autofocus: refocus after every zoom move. Answers the service's message."""
 
     def oneshot_af(self) -> AfJob:
-        """Sweep focus and settle at the sharpest position; ``af_status`` shows progress."""
+        """Sweep focus and settle at the sharpest position; ``af_status`` shows progress. Not accepted
+        while another job runs."""
 
-    def cancel_af(self) -> AfJob: ...
+    def cancel_af(self, job_id: int = 0) -> str:
+        """Cancel the running job (``job_id`` 0: whichever); refused for another job's id."""
 
     def zoom_follow(self, ratio: float) -> AfJob:
         """Zoom to ``ratio`` with focus tracking the zoom curve. ``InvalidInput`` unless ratio > 0."""
 
     def set_zoom_level(self, level: float) -> None:
-        """Zoom ratio to move to (1.0 = widest)."""
+        """Zoom as a fraction of the zoom limits (0.0 = widest, 1.0 = longest)."""
 
     def set_focus_level(self, level: float) -> None:
-        """Focus position as a fraction of the focus range (0..1)."""
+        """Focus as a fraction of the focus limits (0.0 = near, 1.0 = far)."""
 
     def reset_zero(self, zoom: bool, focus: bool) -> None: ...
 
@@ -300,7 +317,7 @@ class GatewayPeripherals(Protocol):
     def capabilities(self) -> dict[str, bool]: ...
 
     def set_light(self, level: int) -> None:
-        """White light 0..100; ``InvalidInput`` above 100."""
+        """White light 0..100."""
 
     def set_ir_led(self, level: int) -> None: ...
 
@@ -312,13 +329,14 @@ class GatewayPeripherals(Protocol):
     def gpio_read(self, pins: list[int] | None) -> GpioRead: ...
 
     def gpio_pin(self, pin: int) -> GpioPin:
-        """``NotFound`` for a pin the device lacks."""
+        """A pin the device lacks reads with an ``error``."""
 
     def gpio_write(self, pin: int, value: bool) -> None:
-        """``InvalidInput`` for an input pin or one the device lacks."""
+        """Refused for an input pin or one the device lacks."""
 
     def switch(self, what: str, enabled: bool, channel: int = 0) -> Switched:
-        """``fan``, ``heat``, ``radar``, ``alarm-out`` or ``wiegand``."""
+        """``fan``, ``heat``, ``radar``, ``alarm-out`` or ``wiegand``; an unknown channel is a HAL error
+        (``success`` false)."""
 
     def switched(self, what: str, channel: int = 0) -> Switched: ...
 
@@ -326,12 +344,12 @@ class GatewayPeripherals(Protocol):
 
     def radar_targets(self) -> list[dict[str, float]]: ...
 
-    def rs485_init(self, baudrate: int, config: str) -> None: ...
+    def rs485_init(self, baudrate: int, config: str) -> HwStatus: ...
 
-    def rs485_deinit(self) -> None: ...
+    def rs485_deinit(self) -> HwStatus: ...
 
-    def rs485_tx(self, data: bytes) -> None:
-        """``Conflict`` unless initialised; with loopback the bytes come back as an event."""
+    def rs485_tx(self, data: bytes) -> HwStatus:
+        """A HAL error unless initialised; with loopback the bytes come back as an event."""
 
 
 @runtime_checkable

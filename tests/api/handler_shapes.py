@@ -89,6 +89,106 @@ MEDIA: dict[str, Shape] = {
     },
 }
 
+# handlers/device.go: GetDeviceStatus, GetLensStatus, GetAutofocusStatus, GetDeviceCapabilities and the
+# env/alarm answers are gin.H (every key present); GPIO reads pass device.proto's structs through
+# encoding/json (every field omitempty; a GPIOReadResponse's status is a Status)
+STATUS: Shape = {"success?": bool, "message?": str}
+SWITCHED: Shape = {"success": bool, "enabled": bool, "message": str}
+GPIO_READ: Shape = {"pin?": int, "value?": bool, "status?": STATUS, "direction?": str}
+DEVICE_CONTROL: dict[str, Shape] = {
+    "GET /api/v1/device/status": {
+        "soc_temp_c": float,
+        "mcu_temp_c": float,
+        "light_sensor": int,
+        "ptz_pan_pos": int,
+        "ptz_tilt_pos": int,
+        "zoom_pos": int,
+        "focus_pos": int,
+        "autofocus_enabled": bool,
+        "ircut_mode": int,
+        "white_light_level": int,
+        "ir_led_level": int,
+        "mcu_version": str,
+        "mcu_uptime_ms": int,
+    },
+    "GET /api/v1/device/capabilities": dict.fromkeys(
+        (
+            "has_video",
+            "has_codec",
+            "has_led",
+            "has_sensor",
+            "has_mcu",
+            "has_env_ctrl",
+            "has_alarm",
+            "has_rs485",
+            "has_osd",
+            "has_draw",
+            "has_audio",
+        ),
+        bool,
+    ),
+    "GET /api/v1/device/gpio": {
+        "available_pins?": [int],
+        "input_pins?": [int],
+        "output_pins?": [int],
+        "results?": [GPIO_READ],
+    },
+    "GET /api/v1/device/gpio/21": GPIO_READ,
+    "GET /api/v1/device/gpio/99": GPIO_READ,
+    "GET /api/v1/device/fan": SWITCHED,
+    "GET /api/v1/device/heat": SWITCHED,
+    "GET /api/v1/device/radar": SWITCHED,
+    "GET /api/v1/device/alarm-out/0": SWITCHED,
+    "GET /api/v1/device/wiegand/1": SWITCHED,
+    "GET /api/v1/device/alarm-outputs": {
+        "success": bool,
+        "message": str,
+        "alarm_out0": bool,
+        "alarm_out1": bool,
+        "wiegand0": bool,
+        "wiegand1": bool,
+    },
+}
+LIMIT: Shape = {"min_pos": int, "max_pos": int}
+LENS: dict[str, Shape] = {
+    "GET /api/v1/device/lens/status": {
+        "zoom_state": int,
+        "focus_state": int,
+        "zoom_rz_done": bool,
+        "focus_rz_done": bool,
+        "zoom_pos": int,
+        "focus_pos": int,
+        "iris_adc": int,
+        "autofocus_enabled": bool,
+        "zoom_limit": LIMIT,
+        "focus_limit": LIMIT,
+    },
+    "GET /api/v1/device/lens/af/status": {
+        "job_id": int,
+        "operation": str,
+        "state": str,
+        "progress": float,
+        "busy": bool,
+        "anchor_valid": bool,
+        "requested_ratio": float,
+        "effective_ratio": float,
+        "zoom_pos": int,
+        "focus_pos": int,
+        "best_focus": int,
+        "metric": float,
+        "confidence": float,
+        "reproducibility": float,
+        "estimated_distance_m": float,
+        "elapsed_ms": int,
+        "error_code": int,
+        "message": str,
+    },
+}
+AF_JOB: Shape = {"accepted": bool, "job_id": int, "message": str}
+"""``OneshotAutofocus``/``StartZoomFollow``: gin.H."""
+RS485: Shape = {"success": bool, "message": str}
+"""The RS485 answers: gin.H."""
+
 # handlers/audio.go: the device lists' and GetStatus' gin.H (every key present; volume a float32)
 AUDIO_DEVICES: Shape = {"devices": [{"name": str, "description": str}]}
 AUDIO: dict[str, Shape] = {

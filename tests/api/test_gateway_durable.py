@@ -230,3 +230,49 @@ async def test_the_rtsp_port_follows_the_port_served_now_and_an_unreadable_docum
     assert third.gateways["cam-01"].media.config()["rtsp"]["enabled"] is True  # the defaults
     assert (MEDIA_KIND, "cam-01") in third.world.store.unreadable
     third.world.store.close()
+
+
+DEVICE = ("/device/status", "/device/fan", "/device/heat", "/device/radar", "/device/alarm-outputs")
+
+
+async def test_peripheral_settings_and_the_iris_target_survive_a_restart(durable: Settings) -> None:
+    """What the device keeps: the console's peripheral settings, the PTZ presets and the lens's iris target
+    (its ``lens_config.json``); the zoom and focus motors start at the wide end again."""
+    async with started(durable) as (gateway, auth):
+        for path, body in (
+            ("/device/light", {"level": 35}),
+            ("/device/ir-led", {"level": 70}),
+            ("/device/ir-cut", {"mode": "day"}),
+            ("/device/gpio", {"pin": 22, "value": True}),
+            ("/device/fan", {"enable": True}),
+            ("/device/radar", {"enable": True}),
+            ("/device/alarm-out", {"channel": 1, "enable": True}),
+            ("/device/wiegand", {"channel": 0, "enable": True}),
+            ("/device/rs485/init", {"baudrate": 19200, "config": "7E1"}),
+            ("/device/ptz", {"action": "preset", "preset_id": 4}),  # stores the centre as preset 4
+            ("/device/lens/iris-target", {"target": 900}),
+            ("/device/light", {"level": 101}),  # refused: changes nothing
+        ):
+            await gateway.post("/api/v1" + path, json=body, headers=auth)
+        await gateway.put("/api/v1/device/lens/zoom-level", json={"level": 0.5}, headers=auth)
+        before = await read_all(gateway, auth, DEVICE)
+    assert (before[0]["white_light_level"], before[0]["ir_led_level"], before[0]["ircut_mode"]) == (35, 70, 1)
+
+    twin = build(durable)
+    try:
+        async with _client(twin.gateway_apps["cam-01"], "http://cam-01") as gw:
+            login = await gw.post("/api/login", json={"username": "admin", "password": "password"})
+            auth = {"Authorization": login.json()["data"]["token"]}
+            after = await read_all(gw, auth, DEVICE)
+            gpio = (await read_all(gw, auth, ("/device/gpio/22",)))[0]
+            lens = (await read_all(gw, auth, ("/device/lens/status",)))[0]
+        camera = twin.world.cameras["cam-01"]
+        assert camera.peripherals.rs485 == {"baudrate": 19200, "config": "7E1", "loopback": False}
+        assert 4 in camera.peripherals.presets
+    finally:
+        twin.world.store.close()
+    for key in ("white_light_level", "ir_led_level", "ircut_mode"):
+        assert after[0][key] == before[0][key]
+    assert after[1:] == before[1:]
+    assert gpio == {"pin": 22, "value": True, "status": {"success": True}}
+    assert lens["iris_adc"] == 900 and lens["zoom_pos"] == 0

@@ -19,6 +19,8 @@ FAMILIES = {
     "device": hs.DEVICE,
     "media": hs.MEDIA,
     "audio": hs.AUDIO,
+    "device control": hs.DEVICE_CONTROL,
+    "lens": hs.LENS,
     "logs": hs.LOGS,
     "apps": hs.APPS,
     "time": hs.TIME,

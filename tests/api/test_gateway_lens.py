@@ -1,5 +1,5 @@
 """Lens and autofocus routes over a simulated camera: motors move in world time, autofocus sweeps and
-settles, failures answer in the device's error shape."""
+settles; the device-control service's refusals answer as ``handlers/device.go`` passes them on."""
 
 from __future__ import annotations
 
@@ -52,12 +52,8 @@ async def test_status_and_zoom_level_move_over_world_time(gateway, auth, twin: T
         "autofocus_enabled", "zoom_limit", "focus_limit",
     }  # fmt: skip
     assert s["zoom_pos"] == 0 and s["zoom_state"] == 1 and s["zoom_limit"] == {"min_pos": 0, "max_pos": 2000}
-    resp = await gateway.put(LENS + "/zoom-level", json={"level": 2.5}, headers=auth)
-    assert resp.json() == {
-        "code": 0,
-        "message": "Success",
-        "data": {"success": True, "message": "Zoom level set"},
-    }
+    resp = await gateway.put(LENS + "/zoom-level", json={"level": 0.5}, headers=auth)
+    assert resp.json() == {"code": 0, "message": "Success", "data": {"success": True}}
     assert (await status(gateway, auth))["zoom_state"] == 2  # running
     twin.clock.advance(0.5)
     moving = (await status(gateway, auth))["zoom_pos"]
@@ -92,7 +88,10 @@ async def test_oneshot_autofocus_sweeps_settles_sharp_and_cancel_stops(gateway, 
     twin.clock.advance(3)
     assert lens(twin).defocus() > 1000
     job = (await gateway.post(LENS + "/af/oneshot", headers=auth)).json()["data"]
-    assert job["accepted"] is True and job["job_id"].startswith("af-")
+    assert job == {"accepted": True, "job_id": 1, "message": "queued"}
+    busy = await gateway.post(LENS + "/oneshot-af", headers=auth)
+    assert (busy.status_code, busy.json()["code"]) == (500, 7000)
+    assert busy.json()["error"]["detail"] == "autofocus operation already active"
     twin.clock.advance(1)
     mid = await status(gateway, auth, "/af/status")
     assert (
@@ -103,14 +102,18 @@ async def test_oneshot_autofocus_sweeps_settles_sharp_and_cancel_stops(gateway, 
     )
     twin.clock.advance(10)
     done = await status(gateway, auth, "/af/status")
-    assert done["state"] == "completed" and done["progress"] == 1.0 and not done["busy"]
+    assert (
+        done["state"] == "completed" and done["progress"] == 1.0 and not done["busy"] and done["job_id"] == 1
+    )
     assert abs(done["best_focus"] - lens(twin).ideal_focus()) < 5 and lens(twin).defocus() < 5
     assert done["estimated_distance_m"] == pytest.approx(lens(twin).distance_m, rel=0.05)
 
     again = (await gateway.post(LENS + "/oneshot-af", headers=auth)).json()["data"]
     twin.clock.advance(0.5)
-    cancel = (await gateway.post(LENS + "/af/cancel", headers=auth)).json()["data"]
-    assert cancel == {"success": True, "job_id": again["job_id"], "message": "Autofocus cancelled"}
+    other = await gateway.post(LENS + "/af/cancel", json={"job_id": 99}, headers=auth)
+    assert other.json()["error"]["detail"] == "autofocus job id mismatch"
+    cancel = (await gateway.post(LENS + "/af/cancel", json={"job_id": again["job_id"]}, headers=auth)).json()
+    assert cancel["data"] == {"success": True, "message": "cancellation requested"}
     stopped = await status(gateway, auth, "/af/status")
     pos = stopped["focus_pos"]
     twin.clock.advance(5)
@@ -135,12 +138,18 @@ async def test_zoom_follow_keeps_focus_on_the_curve(gateway, auth, twin: Twin) -
 
 async def test_autofocus_enable_refocuses_after_zoom(gateway, auth, twin: Twin) -> None:
     resp = await gateway.post("/api/v1/device/autofocus", json={"enable": True}, headers=auth)
-    assert resp.json()["data"]["success"] is True
+    assert resp.json()["data"] == {"success": True, "message": "queued AF job 1"}
     twin.clock.advance(10)
     assert (await status(gateway, auth))["autofocus_enabled"] is True
-    await gateway.put(LENS + "/zoom-level", json={"level": 4}, headers=auth)
+    await gateway.put(LENS + "/zoom-level", json={"level": 1.0}, headers=auth)
     twin.clock.advance(5)
     assert lens(twin).defocus() < 2
+    manual = await gateway.post("/api/v1/device/focus", json={"speed": 20}, headers=auth)
+    assert manual.json()["data"] == {"message": "manual focus disabled while autofocus is enabled"}
+    level = await gateway.put(LENS + "/focus-level", json={"level": 0.2}, headers=auth)
+    assert (level.status_code, level.json()["code"]) == (500, 7000)
+    off = await gateway.post("/api/v1/device/autofocus", json={}, headers=auth)
+    assert off.json()["data"] == {"success": True, "message": "cancellation requested"}
 
 
 async def test_limits_and_init(gateway, auth, twin: Twin) -> None:
@@ -156,40 +165,92 @@ async def test_limits_and_init(gateway, auth, twin: Twin) -> None:
 
 
 @pytest.mark.parametrize(
-    ("method", "path", "body"),
+    ("method", "path", "body", "status_code", "code", "detail"),
     [
-        ("POST", "/api/v1/device/zoom", {"speed": 150}),
-        ("POST", "/api/v1/device/zoom", {"speed": "fast"}),
-        ("POST", "/api/v1/device/zoom", {}),
-        ("POST", "/api/v1/device/focus", [1]),
-        ("POST", "/api/v1/device/autofocus", {"enable": "yes"}),
-        ("PUT", LENS + "/zoom-level", {"level": 9}),
-        ("PUT", LENS + "/zoom-level", {}),
-        ("PUT", LENS + "/focus-level", {"level": -0.1}),
-        ("POST", LENS + "/zoom-follow", {"ratio": 0}),
-        ("POST", LENS + "/zoom-follow", {"ratio": True}),
-        ("POST", LENS + "/iris", {"speed": -101}),
-        ("POST", LENS + "/iris-target", {"target": 2000}),
-        ("PUT", LENS + "/limits", {"focus_limit": {"min_pos": 900, "max_pos": 100}}),
-        ("PUT", LENS + "/limits", {"zoom_limit": {"min_pos": 0}}),
-        ("POST", LENS + "/goto", {"zoom_ratio": 2, "focus_distance_m": 0}),
-        ("POST", LENS + "/goto", {"zoom_ratio": 2}),
+        (
+            "POST",
+            "/api/v1/device/zoom",
+            {"speed": "fast"},
+            400,
+            1001,
+            "cannot unmarshal string into Go struct field .speed",
+        ),
+        (
+            "POST",
+            "/api/v1/device/focus",
+            [1],
+            400,
+            1001,
+            "cannot unmarshal array into Go value of type struct {",
+        ),
+        (
+            "POST",
+            "/api/v1/device/autofocus",
+            {"enable": "yes"},
+            400,
+            1001,
+            "Go struct field .enable of type bool",
+        ),
+        ("PUT", LENS + "/zoom-level", {"level": 9}, 500, 7000, "Level must be 0.0-1.0"),
+        ("PUT", LENS + "/zoom-level", None, 400, 1001, "Invalid request body: EOF"),
+        ("PUT", LENS + "/focus-level", {"level": -0.1}, 500, 7000, "Level must be 0.0-1.0"),
+        ("POST", LENS + "/zoom-follow", {"ratio": 0}, 400, 1001, "ratio must be greater than zero"),
+        ("POST", LENS + "/zoom-follow", {"ratio": True}, 400, 1001, "ratio must be greater than zero"),
+        ("POST", LENS + "/iris", {"speed": 2**31}, 400, 1001, "cannot unmarshal number 2147483648 into"),
+        ("POST", LENS + "/iris-target", {"target": -5}, 400, 1001, "Go struct field .target of type uint32"),
+        (
+            "PUT",
+            LENS + "/limits",
+            {"focus_limit": {"min_pos": 900, "max_pos": 100}},
+            500,
+            7000,
+            "focus limit: min_pos must be below max_pos",
+        ),
+        (
+            "PUT",
+            LENS + "/limits",
+            {"zoom_limit": {"min_pos": "0"}},
+            400,
+            1001,
+            "Go struct field LensLimit.zoom_limit.min_pos of type int32",
+        ),
+        (
+            "PUT",
+            LENS + "/limits",
+            {"zoom_limit": 5},
+            400,
+            1001,
+            "field .zoom_limit of type devicepb.LensLimit",
+        ),
+        ("POST", LENS + "/goto", {"zoom_ratio": 2, "focus_distance_m": 0}, 500, 7000, "must be positive"),
+        ("POST", LENS + "/goto", {"zoom_ratio": 9, "focus_distance_m": 3}, 500, 7000, "out of range"),
     ],
 )
-async def test_bad_bodies_answer_1001(gateway, auth, method: str, path: str, body: object) -> None:
+async def test_refusals_carry_the_handlers_codes_and_texts(
+    gateway, auth, method: str, path: str, body: object, status_code: int, code: int, detail: str
+) -> None:
     resp = await gateway.request(method, path, json=body, headers=auth)
-    assert resp.status_code == 400, resp.text
-    payload = resp.json()
-    assert payload["code"] == 1001 and payload["message"] == "Invalid request" and payload["error"]["detail"]
+    assert (resp.status_code, resp.json()["code"]) == (status_code, code), resp.text
+    assert detail in resp.json()["error"]["detail"]
+
+
+async def test_speeds_beyond_100_run_at_100_and_an_empty_body_stops(gateway, auth, twin: Twin) -> None:
+    assert (await gateway.post("/api/v1/device/zoom", json={"speed": 150}, headers=auth)).json()["data"] == {
+        "success": True
+    }
+    twin.clock.advance(1)
+    await gateway.post("/api/v1/device/zoom", json={}, headers=auth)
+    assert (await status(gateway, auth))["zoom_pos"] == 800
 
 
 async def test_not_json_answers_1001(gateway, auth) -> None:
     resp = await gateway.post("/api/v1/device/zoom", content=b"speed=5", headers=auth)
     assert resp.status_code == 400 and resp.json()["code"] == 1001
+    assert resp.json()["error"]["detail"].startswith("Invalid request body: ")
 
 
 async def test_lens_and_peripherals_survive_snapshot_and_restore(gateway, auth, twin: Twin) -> None:
-    await gateway.put(LENS + "/zoom-level", json={"level": 2.5}, headers=auth)
+    await gateway.put(LENS + "/zoom-level", json={"level": 0.5}, headers=auth)
     await gateway.put(LENS + "/limits", json={"focus_limit": {"min_pos": 10, "max_pos": 2900}}, headers=auth)
     await gateway.post("/api/v1/device/light", json={"level": 40}, headers=auth)
     await gateway.post("/api/v1/device/ir-cut", json={"mode": "day"}, headers=auth)
@@ -197,7 +258,7 @@ async def test_lens_and_peripherals_survive_snapshot_and_restore(gateway, auth, 
     before = await status(gateway, auth)
     device = (await gateway.get("/api/v1/device/status", headers=auth)).json()["data"]
     snap = twin.world.snapshot()
-    await gateway.put(LENS + "/zoom-level", json={"level": 1}, headers=auth)
+    await gateway.put(LENS + "/zoom-level", json={"level": 0}, headers=auth)
     await gateway.post("/api/v1/device/light", json={"level": 0}, headers=auth)
     twin.clock.advance(5)
     twin.world.restore(snap)

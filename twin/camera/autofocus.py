@@ -4,7 +4,9 @@ One-shot: a coarse sweep over the focus range (from the nearer end), a fine swee
 coarse sample, a parabola through the best fine sample and its neighbours, then a move there and a
 short verification. Each sample is a move plus one frame of settling; the contrast metric at a
 position is a bell around the ideal with a little seeded noise. Cancel interrupts the process and
-stops the focus motor where it is. ``af/status`` reads the job's progress at any instant.
+stops the focus motor where it is. ``af/status`` reads the job's progress at any instant. As on the
+camera daemon, jobs are numbered from 1, a new one is not accepted while another runs (``autofocus
+operation already active``), and cancelling with no job running succeeds.
 
 :class:`Autofocus` is mixed into :class:`twin.camera.lens.Lens`, whose motors and optics it drives.
 """
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from hardware.ports.camera_hw import AfJob, AfStatus
-from hardware.ports.errors import InvalidInput
+from hardware.ports.errors import InternalError
 from twin.rng import hash_uniform
 
 if TYPE_CHECKING:
@@ -83,7 +85,7 @@ class Autofocus:
         )
 
     def _status_of(
-        self, job_id: str, operation: str, state: str, progress: float, busy: bool, started: float, **kw: Any
+        self, job_id: int, operation: str, state: str, progress: float, busy: bool, started: float, **kw: Any
     ) -> AfStatus:
         self._af_started = started
         base = {
@@ -118,33 +120,41 @@ class Autofocus:
         self._af_status = AfStatus(**values)
 
     # Autofocus jobs ----------------------------------------------------------------------------
+    def _running(self) -> bool:
+        return self._af is not None and self._af.is_alive
+
     def oneshot_af(self) -> AfJob:
+        if self._running():
+            return AfJob(False, 0, "autofocus operation already active")
         job_id = self._start("oneshot", "coarse")
         self._af = self.env.process(self._oneshot(job_id))
-        return AfJob(True, job_id, "Autofocus started")
+        return AfJob(True, job_id, "queued")
 
     def zoom_follow(self, ratio: float) -> AfJob:
         if not ratio > 0:
-            raise InvalidInput("ratio must be positive")
+            return AfJob(False, 0, "invalid zoom ratio")
+        if self._running():
+            return AfJob(False, 0, "autofocus operation already active")
         job_id = self._start("zoom_follow", "path_moving", requested_ratio=round(ratio, 3))
         self._af = self.env.process(self._zoom_follow(job_id, ratio))
-        return AfJob(True, job_id, "Zoom follow started")
+        return AfJob(True, job_id, "queued")
 
-    def cancel_af(self) -> AfJob:
-        s = self._af_status
-        if self._af is not None and self._af.is_alive:
+    def cancel_af(self, job_id: int = 0) -> str:
+        """Stop the running job (``job_id`` 0: whichever runs); refused for another job's id."""
+        if self._running():
+            if job_id and job_id != self._af_status.job_id:
+                raise InternalError("autofocus job id mismatch", resource="device")
+            assert self._af is not None
             self._af.interrupt("cancel")
             self._af = None
             self.focus_motor.stop()
-            self._update(state="cancelled", busy=False, message="Autofocus cancelled")
+            self._update(state="cancelled", busy=False, message="cancelled")
             self._update(elapsed_ms=round((self.env.now - self._af_started) * 1000))
-            return AfJob(True, s.job_id, "Autofocus cancelled")
-        return AfJob(True, s.job_id, "No autofocus in progress")
+        return "cancellation requested"
 
-    def _start(self, operation: str, state: str, **kw: Any) -> str:
-        self.cancel_af()
+    def _start(self, operation: str, state: str, **kw: Any) -> int:
         self._jobs += 1
-        job_id = f"af-{self._jobs}"
+        job_id = self._jobs
         self._af_status = self._status_of(job_id, operation, state, 0.0, True, self.env.now, **kw)
         return job_id
 
@@ -158,7 +168,7 @@ class Autofocus:
         )
         self._af = None
 
-    def _oneshot(self, job_id: str) -> Generator[simpy.Event, Any, None]:
+    def _oneshot(self, job_id: int) -> Generator[simpy.Event, Any, None]:
         lo, hi = self.focus_motor.limit.min_pos, self.focus_motor.limit.max_pos
         try:
             coarse = [lo + (hi - lo) * i / (COARSE_SAMPLES - 1) for i in range(COARSE_SAMPLES)]
@@ -199,7 +209,7 @@ class Autofocus:
         except simpy.Interrupt:
             return
 
-    def _zoom_follow(self, job_id: str, ratio: float) -> Generator[simpy.Event, Any, None]:
+    def _zoom_follow(self, job_id: int, ratio: float) -> Generator[simpy.Event, Any, None]:
         target = self.zoom_position(ratio)
         try:
             start = self.zoom_motor.position()

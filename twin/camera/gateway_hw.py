@@ -11,6 +11,7 @@ from hardware.ports.camera_hw import (
     DeviceStatus,
     GpioPin,
     GpioRead,
+    HwStatus,
     LensStatus,
     MotorLimit,
     PtzCommand,
@@ -42,14 +43,14 @@ class TwinGatewayLens(CameraArea):
     def focus(self, speed: int) -> None:
         self._lens.focus(speed)
 
-    def set_autofocus(self, enable: bool) -> None:
-        self._lens.set_autofocus(enable)
+    def set_autofocus(self, enable: bool) -> str:
+        return self._lens.set_autofocus(enable)
 
     def oneshot_af(self) -> AfJob:
         return self._lens.oneshot_af()
 
-    def cancel_af(self) -> AfJob:
-        return self._lens.cancel_af()
+    def cancel_af(self, job_id: int = 0) -> str:
+        return self._lens.cancel_af(job_id)
 
     def zoom_follow(self, ratio: float) -> AfJob:
         return self._lens.zoom_follow(ratio)
@@ -125,11 +126,11 @@ class TwinGatewayPeripherals(CameraArea):
     def radar_targets(self) -> list[dict[str, float]]:
         return self._p.radar_targets()
 
-    def rs485_init(self, baudrate: int, config: str) -> None:
-        self._p.rs485_init(baudrate, config)
+    def rs485_init(self, baudrate: int, config: str) -> HwStatus:
+        return self._p.rs485_init(baudrate, config)
 
-    def rs485_deinit(self) -> None:
-        self._p.rs485_deinit()
+    def rs485_deinit(self) -> HwStatus:
+        return self._p.rs485_deinit()
 
-    def rs485_tx(self, data: bytes) -> None:
-        self._p.rs485_tx(data)
+    def rs485_tx(self, data: bytes) -> HwStatus:
+        return self._p.rs485_tx(data)

@@ -4,7 +4,10 @@ Motors (:class:`twin.camera.motor.Motor`) move at a fixed rate on the world cloc
 focus position :meth:`Lens.ideal_focus` for the current zoom (the zoom-follow curve at the scene's
 distance); the renderer blurs by the distance from it.
 
-Autofocus jobs are in :mod:`twin.camera.autofocus`.
+Autofocus jobs are in :mod:`twin.camera.autofocus`. What the device-control service refuses is
+``InternalError`` (resource ``device``) with its message. Speeds beyond -100..100 are taken as the end of
+the range. As on the device, only the iris target is kept across a restart (its ``lens_config.json``): one
+store document per camera; the motors start at the wide end and the limits at their defaults.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from hardware.ports.camera_hw import MOTOR_RESET_ZERO, LensStatus, MotorLimit
-from hardware.ports.errors import InvalidInput
+from hardware.ports.errors import InternalError
 from twin.camera.autofocus import Autofocus
 from twin.camera.motor import Motor
 from twin.rng import hash_uniform
@@ -33,6 +36,13 @@ MAX_RATIO = 4.0
 """Optical zoom at the tele end; the wide end is 1x."""
 BLUR_STEPS_PER_PX = 60.0
 """Focus steps of error per pixel of blur sigma at 1280 pixels of width."""
+LENS_KIND = "camera_lens"
+"""Durable: one document per camera, keyed by its id: ``{"iris_target": n}`` once one was set."""
+MANUAL_FOCUS_OFF = "manual focus disabled while autofocus is enabled"
+
+
+def refused(message: str) -> InternalError:
+    return InternalError(message, resource="device")
 
 
 class Lens(Autofocus):
@@ -45,13 +55,15 @@ class Lens(Autofocus):
         """How far the scene is: where the zoom-follow curve puts sharp focus."""
         self.zoom_motor = Motor(self.env, ZOOM_STEPS, ZOOM_SPEED, 0)
         self.focus_motor = Motor(self.env, FOCUS_STEPS, FOCUS_SPEED, self.curve(0, self.distance_m))
-        self.iris_motor = Motor(self.env, IRIS_MAX, IRIS_SPEED, 512)
+        self._docs = world.store.collection(LENS_KIND)
+        iris = self._docs.get_as(camera_id, lambda doc: int(doc["iris_target"]))
+        self.iris_motor = Motor(self.env, IRIS_MAX, IRIS_SPEED, 512 if iris is None else iris)
         self.autofocus_enabled = False
         self.zoom_rz_done = True
         self.focus_rz_done = True
         self._jobs = 0
         self._af: simpy.Process | None = None
-        self._af_status = self._status_of("", "none", "idle", 0.0, False, self.env.now)
+        self._af_status = self._status_of(0, "none", "idle", 0.0, False, self.env.now)
 
     # Optics ----------------------------------------------------------------------------------
     @staticmethod
@@ -105,45 +117,58 @@ class Lens(Autofocus):
 
     # Commands --------------------------------------------------------------------------------
     def zoom(self, speed: int) -> None:
-        _check_speed(speed)
-        self.zoom_motor.run(speed)
+        self.zoom_motor.run(_speed(speed))
         if speed == 0 and self.autofocus_enabled:
             self.focus_motor.move_to(self.ideal_focus())
 
     def focus(self, speed: int) -> None:
-        _check_speed(speed)
+        if self.autofocus_enabled and speed != 0:
+            raise refused(MANUAL_FOCUS_OFF)
         self.cancel_af()
-        self.focus_motor.run(speed)
+        self.focus_motor.run(_speed(speed))
 
-    def set_autofocus(self, enable: bool) -> None:
-        self.autofocus_enabled = enable
-        if enable:
-            self.oneshot_af()
+    def set_autofocus(self, enable: bool) -> str:
+        """Enabling queues a one-shot job (refused while one runs); disabling cancels the running one."""
+        if not enable:
+            self.autofocus_enabled = False
+            return self.cancel_af()
+        job = self.oneshot_af()
+        if not job.accepted:
+            raise refused(job.message)
+        self.autofocus_enabled = True
+        return f"queued AF job {job.job_id}"
 
     def set_zoom_level(self, level: float) -> None:
-        if not 1.0 <= level <= MAX_RATIO:
-            raise InvalidInput(f"zoom level must be between 1 and {MAX_RATIO:g}")
-        target = self.zoom_position(level)
+        if not 0.0 <= level <= 1.0:
+            raise refused("Level must be 0.0-1.0")
+        limit = self.zoom_motor.limit
+        target = round(limit.min_pos + level * (limit.max_pos - limit.min_pos))
         self.zoom_motor.move_to(target)
         if self.autofocus_enabled:
             self._follow(target, self.distance_m)
 
     def set_focus_level(self, level: float) -> None:
         if not 0.0 <= level <= 1.0:
-            raise InvalidInput("focus level must be between 0 and 1")
+            raise refused("Level must be 0.0-1.0")
+        if self.autofocus_enabled:
+            raise refused(MANUAL_FOCUS_OFF)
         self.cancel_af()
-        self.focus_motor.move_to(level * FOCUS_STEPS)
+        limit = self.focus_motor.limit
+        self.focus_motor.move_to(round(limit.min_pos + level * (limit.max_pos - limit.min_pos)))
 
     def iris(self, speed: int) -> None:
-        _check_speed(speed)
-        self.iris_motor.run(speed)
+        self.iris_motor.run(_speed(speed))
 
     def iris_target(self, target: int) -> None:
-        if not 0 <= target <= IRIS_MAX:
-            raise InvalidInput(f"iris target must be between 0 and {IRIS_MAX}")
+        """Drive the iris to an ADC value (beyond :data:`IRIS_MAX` is the end); kept across a restart."""
+        target = min(target, IRIS_MAX)
         self.iris_motor.move_to(target)
+        self._docs.put(self.camera_id, {"iris_target": target})
 
     def set_limits(self, zoom: MotorLimit | None, focus: MotorLimit | None) -> None:
+        for name, limit in (("zoom", zoom), ("focus", focus)):
+            if limit is not None and limit.min_pos >= limit.max_pos:
+                raise refused(f"{name} limit: min_pos must be below max_pos")
         if zoom is not None:
             self.zoom_motor.set_limit(zoom)
         if focus is not None:
@@ -159,9 +184,9 @@ class Lens(Autofocus):
 
     def goto(self, zoom_ratio: float, focus_distance_m: float) -> None:
         if not 1.0 <= zoom_ratio <= MAX_RATIO:
-            raise InvalidInput(f"zoom_ratio must be between 1 and {MAX_RATIO:g}")
+            raise refused(f"zoom ratio {zoom_ratio:.2f} out of range [1.00, {MAX_RATIO:.2f}]")
         if focus_distance_m <= 0:
-            raise InvalidInput("focus_distance_m must be positive")
+            raise refused(f"focus distance {focus_distance_m:.2f} m must be positive")
         self.cancel_af()
         target = self.zoom_position(zoom_ratio)
         self.zoom_motor.move_to(target)
@@ -219,6 +244,5 @@ class Lens(Autofocus):
         self.autofocus_enabled = state["autofocus"]
 
 
-def _check_speed(speed: int) -> None:
-    if not -100 <= speed <= 100:
-        raise InvalidInput("speed must be between -100 and 100")
+def _speed(speed: int) -> int:
+    return max(-100, min(100, speed))

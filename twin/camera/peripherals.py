@@ -5,6 +5,12 @@ Day and night follow the world clock (:func:`twin.camera.video.scene.daylight`);
 ``auto`` the camera switches to night (grayscale, IR-lit) below :data:`NIGHT_BELOW` daylight and emits
 ``day_night_switch`` when it changes. GPIO inputs and Wiegand card reads come from seeded SimPy
 processes and become events. PTZ pan and tilt are motors (tenths of a degree) over the panorama.
+
+What the device-control service refuses is ``InternalError`` (resource ``device``) with its message; the
+camera daemon's HAL answers (fan, heater, radar, alarm outputs, Wiegand, RS485) carry ``OK`` or
+``HAL error: <rc>``. What the console sets (light, IR LED, IR-cut mode, PTZ presets, GPIO outputs, the
+switches and the RS485 setup) is durable: one store document per camera, written by each change and read
+back by a new environment.
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from hardware.ports.camera_hw import DeviceStatus, GpioPin, GpioRead, PtzCommand, Switched
-from hardware.ports.errors import Conflict, InvalidInput, NotFound
+from hardware.ports.camera_hw import DeviceStatus, GpioPin, GpioRead, HwStatus, PtzCommand, Switched
+from hardware.ports.errors import InternalError
 from hardware.ports.events import EventKind
 from twin.camera.motor import Motor
 from twin.camera.thermal import Thermal
@@ -27,13 +33,17 @@ if TYPE_CHECKING:
     from twin.camera.lens import Lens
     from twin.camera.power import Power
 
-IRCUT_MODES = {"auto": 0, "day": 1, "night": 2}
+IRCUT_MODES = ("auto", "day", "night")
+IRCUT_DAY, IRCUT_NIGHT = 1, 2
 NIGHT_BELOW = 0.25
 PAN_RANGE = 450  # tenths of a degree either side of centre
 TILT_RANGE = 150
 PTZ_SPEED = 300.0  # tenths of a degree per second at speed 100
-INPUT_PINS = (0, 1, 2, 3)
-OUTPUT_PINS = (4, 5, 6, 7)
+PRESETS = 16
+"""``device-control.yaml``'s ``capabilities.ptz.presets``."""
+INPUT_PINS = (12, 13)
+OUTPUT_PINS = (21, 22)
+"""``device-control.yaml``'s GPIO catalogue."""
 GPIO_MEAN_S = 900.0
 """Mean time between changes of one GPIO input."""
 WIEGAND_MEAN_S = 600.0
@@ -42,6 +52,14 @@ CHANNELS = (0, 1)
 MCU_VERSION = "1.4.2"
 SWITCHES = ("fan", "heat", "radar", "alarm-out", "wiegand")
 BAUD_RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200)
+HAL_OK, HAL_EINVAL, HAL_ENODEV = "OK", "HAL error: -22", "HAL error: -19"
+PERIPHERALS_KIND = "camera_peripherals"
+"""Durable: one document per camera, keyed by its id: what the console set (:meth:`Peripherals.settings`)."""
+
+
+def refused(message: str) -> InternalError:
+    """The device-control service's ``Status{success: false, message}``."""
+    return InternalError(message, resource="device")
 
 
 class Peripherals:
@@ -64,6 +82,8 @@ class Peripherals:
         self.alarm_out = dict.fromkeys(CHANNELS, False)
         self.wiegand = dict.fromkeys(CHANNELS, False)
         self.rs485: dict[str, Any] | None = None
+        self._docs = world.store.collection(PERIPHERALS_KIND)
+        self._docs.get_as(camera_id, self._apply_settings)
         self._night = self.night()
         self.env.process(self._inputs())
         self.env.process(self._cards())
@@ -84,16 +104,19 @@ class Peripherals:
     def set_light(self, level: int) -> None:
         _level(level)
         self.light_level = level
+        self.save()
 
     def set_ir_led(self, level: int) -> None:
         _level(level)
         self.ir_led_level = level
+        self.save()
 
     def set_ir_cut(self, mode: str) -> None:
         if mode not in IRCUT_MODES:
-            raise InvalidInput("mode must be auto, day or night")
+            raise refused("Failed to set IR-cut mode")
         self.ircut_mode = mode
         self._check_day_night()
+        self.save()
 
     def _check_day_night(self) -> None:
         night = self.night()
@@ -118,24 +141,26 @@ class Peripherals:
         return (self.pan.position() - PAN_RANGE) / PAN_RANGE, (self.tilt.position() - TILT_RANGE) / TILT_RANGE
 
     def ptz(self, cmd: PtzCommand) -> None:
+        """``pan`` (``left``/``right``), ``tilt`` (``up``/``down``; any other direction stops that axis),
+        ``stop``, ``preset`` (1..:data:`PRESETS`), ``zoom`` or ``focus``; speeds above 100 are 100."""
         lens = self.lens
-        if cmd.action not in ("pan", "tilt", "stop", "preset", "zoom", "focus"):
-            raise InvalidInput("action must be pan, tilt, stop, preset, zoom or focus")
-        if not 0 <= cmd.speed <= 100:
-            raise InvalidInput("speed must be between 0 and 100")
-        if cmd.action == "stop" or cmd.direction == "stop":
+        speed = min(cmd.speed, 100)
+        if cmd.action == "stop":
             self.pan.stop()
             self.tilt.stop()
         elif cmd.action in ("pan", "tilt"):
-            sign = {"left": -1, "right": 1, "up": 1, "down": -1}.get(cmd.direction)
-            if sign is None:
-                raise InvalidInput("direction must be left, right, up, down or stop")
-            motor = self.pan if cmd.direction in ("left", "right") else self.tilt
-            motor.run(sign * (cmd.speed or 50))
+            motor = self.pan if cmd.action == "pan" else self.tilt
+            sign = {"pan": {"left": -1, "right": 1}, "tilt": {"up": 1, "down": -1}}[cmd.action].get(
+                cmd.direction.lower(), 0
+            )
+            if sign == 0 or speed == 0:
+                motor.stop()
+            else:
+                motor.run(sign * speed)
         elif cmd.action == "preset":
-            if not 1 <= cmd.preset_id <= 255:
-                raise InvalidInput("preset_id must be between 1 and 255")
-            self._preset(cmd.preset_id, cmd.speed or 100)
+            if not 1 <= cmd.preset_id <= PRESETS:
+                raise refused(f"Preset ID must be 1-{PRESETS}")
+            self._preset(cmd.preset_id, speed or 100)
         elif cmd.action == "zoom":
             lens.zoom(cmd.zoom_speed)
         else:
@@ -145,6 +170,7 @@ class Peripherals:
         """Go to a stored preset; an unknown preset stores the current position under that id."""
         if preset_id not in self.presets:
             self.presets[preset_id] = (self.pan.position(), self.tilt.position())
+            self.save()
             return
         pan, tilt = self.presets[preset_id]
         done = self.env.all_of([self.pan.move_to(pan, speed / 100), self.tilt.move_to(tilt, speed / 100)])
@@ -157,28 +183,22 @@ class Peripherals:
 
     # GPIO ----------------------------------------------------------------------------------------
     def gpio_pin(self, pin: int) -> GpioPin:
+        """The MCU's read of one pin; one the device lacks answers no data."""
         if pin not in self.gpio:
-            raise NotFound(f"GPIO pin {pin} not available")
-        direction = "in" if pin in INPUT_PINS else "out"
-        return GpioPin(pin, self.gpio[pin], "ok", direction)
+            return GpioPin(pin, False, "GPIO read returned no data", _direction(pin))
+        return GpioPin(pin, self.gpio[pin], "", _direction(pin))
 
     def gpio_read(self, pins: list[int] | None) -> GpioRead:
         wanted = pins if pins else list(self.gpio)
-        if len(wanted) > 64:
-            raise InvalidInput("at most 64 pins")
-        results = tuple(
-            self.gpio_pin(p) if p in self.gpio else GpioPin(p, False, "unavailable", "") for p in wanted
-        )
-        return GpioRead(tuple(self.gpio), INPUT_PINS, OUTPUT_PINS, results)
+        return GpioRead(tuple(self.gpio), INPUT_PINS, OUTPUT_PINS, tuple(self.gpio_pin(p) for p in wanted))
 
     def gpio_write(self, pin: int, value: bool) -> None:
-        if pin not in self.gpio:
-            raise InvalidInput(f"GPIO pin {pin} not available")
-        if pin in INPUT_PINS:
-            raise InvalidInput(f"GPIO pin {pin} is an input")
+        if pin not in OUTPUT_PINS:
+            raise refused(f"MCU raw request failed: {-22}")
         if self.gpio[pin] != value:
             self.gpio[pin] = value
-            self.world.emit(EventKind.CAMERA_GPIO_CHANGE, self.id, pin=pin, value=value, direction="out")
+            self.world.emit(EventKind.CAMERA_GPIO_CHANGE, self.id, pin=pin, value=value, direction="output")
+            self.save()
 
     def _inputs(self) -> Generator[simpy.Event, Any, None]:
         """Each input pin flips at seeded exponential intervals; one process for all of them."""
@@ -192,13 +212,14 @@ class Peripherals:
             yield self.env.timeout(max(0.0, due[pin] - self.env.now))
             self.gpio[pin] = not self.gpio[pin]
             self.world.emit(
-                EventKind.CAMERA_GPIO_CHANGE, self.id, pin=pin, value=self.gpio[pin], direction="in"
+                EventKind.CAMERA_GPIO_CHANGE, self.id, pin=pin, value=self.gpio[pin], direction="input"
             )
             n += 1
             due[pin] = self.env.now + _exp(self._key, n, GPIO_MEAN_S)
 
     # Switches ------------------------------------------------------------------------------------
     def switch(self, what: str, enabled: bool, channel: int = 0) -> Switched:
+        """The HAL's answer: ``OK`` and the new state, or an error for a channel it lacks."""
         if what == "fan":
             self.thermal.set(fan=enabled)
         elif what == "heat":
@@ -208,21 +229,22 @@ class Peripherals:
         elif what in ("alarm-out", "wiegand"):
             table = self.alarm_out if what == "alarm-out" else self.wiegand
             if channel not in table:
-                raise InvalidInput(f"channel must be one of {list(table)}")
+                return Switched(False, False, HAL_EINVAL)
             table[channel] = enabled
         else:
-            raise NotFound(f"no {what} on this device")
-        return Switched(True, enabled, f"{what} {'enabled' if enabled else 'disabled'}")
+            return Switched(False, False, HAL_ENODEV)
+        self.save()
+        return Switched(True, enabled, HAL_OK)
 
     def switched(self, what: str, channel: int = 0) -> Switched:
         if what in ("alarm-out", "wiegand"):
             table = self.alarm_out if what == "alarm-out" else self.wiegand
             if channel not in table:
-                raise InvalidInput(f"channel must be one of {list(table)}")
+                return Switched(False, False, HAL_EINVAL)
             enabled = table[channel]
         else:
             enabled = {"fan": self.thermal.fan, "heat": self.thermal.heater, "radar": self.radar}[what]
-        return Switched(True, enabled, "ok")
+        return Switched(True, enabled, HAL_OK)
 
     def alarm_outputs(self) -> dict[str, bool]:
         return {
@@ -265,26 +287,63 @@ class Peripherals:
         return out
 
     # RS485 ---------------------------------------------------------------------------------------
-    def rs485_init(self, baudrate: int, config: str) -> None:
+    def rs485_init(self, baudrate: int, config: str) -> HwStatus:
+        """The daemon takes a 3-character ``config`` (``8N1``, ``7E1``…) and ``8N1`` otherwise; the twin
+        also reads ``loopback`` in it (the sent bytes come back as an event)."""
         if baudrate not in BAUD_RATES:
-            raise InvalidInput(f"baudrate must be one of {list(BAUD_RATES)}")
-        self.rs485 = {"baudrate": baudrate, "config": config, "loopback": "loopback" in config.lower()}
+            return HwStatus(False, HAL_EINVAL)
+        frame = config if len(config) == 3 else "8N1"
+        self.rs485 = {"baudrate": baudrate, "config": frame, "loopback": "loopback" in config.lower()}
+        self.save()
+        return HwStatus(True, HAL_OK)
 
-    def rs485_deinit(self) -> None:
+    def rs485_deinit(self) -> HwStatus:
         self.rs485 = None
+        self.save()
+        return HwStatus(True, HAL_OK)
 
-    def rs485_tx(self, data: bytes) -> None:
+    def rs485_tx(self, data: bytes) -> HwStatus:
         if self.rs485 is None:
-            raise Conflict("RS485 not initialised")
-        if not data:
-            raise InvalidInput("data is empty")
-        if self.rs485["loopback"]:
+            return HwStatus(False, HAL_ENODEV)
+        if data and self.rs485["loopback"]:
             seconds = len(data) * 10 / self.rs485["baudrate"]
             self.env.process(self._echo(data, seconds))
+        return HwStatus(True, HAL_OK)
 
     def _echo(self, data: bytes, seconds: float) -> Generator[simpy.Event, Any, None]:
         yield self.env.timeout(seconds)
         self.world.emit(EventKind.CAMERA_RS485_RX, self.id, data=data.hex())
+
+    # Durable settings ------------------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        """What the console set: the document kept in the store."""
+        return {
+            "light": self.light_level,
+            "ir_led": self.ir_led_level,
+            "ircut": self.ircut_mode,
+            "presets": {str(k): list(v) for k, v in self.presets.items()},
+            "outputs": {str(p): self.gpio[p] for p in OUTPUT_PINS},
+            "radar": self.radar,
+            "alarm_out": {str(k): v for k, v in self.alarm_out.items()},
+            "wiegand": {str(k): v for k, v in self.wiegand.items()},
+            "rs485": dict(self.rs485) if self.rs485 is not None else None,
+            "fan": self.thermal.fan,
+            "heater": self.thermal.heater,
+        }
+
+    def _apply_settings(self, doc: dict[str, Any]) -> None:
+        self.light_level, self.ir_led_level = int(doc["light"]), int(doc["ir_led"])
+        self.ircut_mode = str(doc["ircut"])
+        self.presets = {int(k): (float(v[0]), float(v[1])) for k, v in doc["presets"].items()}
+        self.gpio.update({int(k): bool(v) for k, v in doc["outputs"].items() if int(k) in OUTPUT_PINS})
+        self.radar = bool(doc["radar"])
+        self.alarm_out = {int(k): bool(v) for k, v in doc["alarm_out"].items()}
+        self.wiegand = {int(k): bool(v) for k, v in doc["wiegand"].items()}
+        self.rs485 = dict(doc["rs485"]) if doc["rs485"] is not None else None
+        self.thermal.set(fan=bool(doc["fan"]), heater=bool(doc["heater"]))
+
+    def save(self) -> None:
+        self._docs.put(self.id, self.settings())
 
     # Snapshot ----------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -317,6 +376,7 @@ class Peripherals:
         self.wiegand = {int(k): v for k, v in state["wiegand"].items()}
         self.rs485 = dict(state["rs485"]) if state["rs485"] is not None else None
         self.thermal.set(fan=state["fan"], heater=state["heater"])
+        self.save()
 
     # Status --------------------------------------------------------------------------------------
     def device_status(self) -> DeviceStatus:
@@ -325,12 +385,12 @@ class Peripherals:
             soc_temp_c=self.thermal.soc_temp(),
             mcu_temp_c=self.thermal.mcu_temp(),
             light_sensor=self.light_sensor(),
-            ptz_pan_pos=self.pan_deg(),
-            ptz_tilt_pos=self.tilt_deg(),
+            ptz_pan_pos=round(self.pan_deg()),
+            ptz_tilt_pos=round(self.tilt_deg()),
             zoom_pos=round(lens.zoom_motor.position()),
             focus_pos=round(lens.focus_motor.position()),
             autofocus_enabled=lens.autofocus_enabled,
-            ircut_mode=IRCUT_MODES[self.ircut_mode],
+            ircut_mode=IRCUT_NIGHT if self.night() else IRCUT_DAY,
             white_light_level=self.light_level,
             ir_led_level=self.ir_led_level,
             mcu_version=MCU_VERSION,
@@ -349,13 +409,17 @@ class Peripherals:
             "has_rs485": True,
             "has_osd": True,
             "has_draw": True,
-            "has_audio": False,
+            "has_audio": True,
         }
 
 
 def _level(level: int) -> None:
     if not 0 <= level <= 100:
-        raise InvalidInput("level must be between 0 and 100")
+        raise refused("Level must be 0-100")
+
+
+def _direction(pin: int) -> str:
+    return "input" if pin in INPUT_PINS else "output" if pin in OUTPUT_PINS else ""
 
 
 def _exp(key: int, n: int, mean: float) -> float:

@@ -1,64 +1,39 @@
-"""``/api/v1/device/*`` peripherals: status and capabilities, light, IR LED, IR-cut, PTZ, GPIO, fan,
-heater, radar, alarm outputs, Wiegand and RS485."""
+"""``/api/v1/device/*`` peripherals (``handlers/device.go``): status and capabilities, light, IR LED,
+IR-cut, PTZ, GPIO, fan, heater, radar, alarm outputs, Wiegand and RS485.
+
+Light, IR, PTZ, zoom, focus and GPIO writes answer the device-control service's ``Status`` whatever it
+says: a refusal is a 200 with ``data.message`` (and no ``success``), as on the device. The handlers' own
+checks (a level above 100, an unknown action or IR-cut mode) are 1001 with their texts."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import dataclasses
-from typing import Any
+from collections.abc import Callable
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from api.gateway import schemas
 from api.gateway.deps import Backend, require_session
-from api.gateway.routers._body import Body, status
-from hardware.ports.camera_hw import GpioRead, PtzCommand, Switched
-from hardware.ports.errors import InvalidInput
+from api.gateway.schemas import device as shapes
+from hardware.ports.errors import InternalError
 
 router = APIRouter(prefix="/api/v1/device", tags=["peripherals"], dependencies=[Depends(require_session)])
-MAX_PINS = 64
 
 
-def _switched(s: Switched, **extra: Any) -> dict[str, Any]:
-    return {"success": s.success, "enabled": s.enabled, "message": s.message, **extra}
-
-
-def _gpio(read: GpioRead) -> dict[str, Any]:
-    """Proto-JSON: every field ``omitempty`` (a low pin has no ``value``)."""
-    results = []
-    for r in read.results:
-        item: dict[str, Any] = {"pin": r.pin} if r.pin else {}
-        if r.value:
-            item["value"] = True
-        item.update({k: v for k, v in (("status", r.status), ("direction", r.direction)) if v})
-        results.append(item)
-    return {
-        "available_pins": list(read.available_pins),
-        "input_pins": list(read.input_pins),
-        "output_pins": list(read.output_pins),
-        "results": results,
-    }
-
-
-def _pin(raw: str) -> int:
+def passed_through(call: Callable[[], object]) -> JSONResponse:
+    """``Resp(c).OK(resp)`` of a device-control ``Status`` the handler does not check."""
     try:
-        return int(raw)
-    except ValueError as err:
-        raise InvalidInput("Invalid pin number") from err
-
-
-def _channel(raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError as err:
-        raise InvalidInput("Invalid channel") from err
+        call()
+    except InternalError as err:
+        if err.resource != "device":
+            raise
+        return schemas.ok(shapes.status(False, err.message))
+    return schemas.ok(shapes.status())
 
 
 @router.get("/status")
 async def device_status(backend: Backend) -> JSONResponse:
-    return schemas.ok(dataclasses.asdict(backend.peripherals.device_status()))
+    return schemas.ok(shapes.device_status(backend.peripherals.device_status()))
 
 
 @router.get("/capabilities")
@@ -68,67 +43,54 @@ async def capabilities(backend: Backend) -> JSONResponse:
 
 @router.post("/light")
 async def light(request: Request, backend: Backend) -> JSONResponse:
-    backend.peripherals.set_light(Body(await request.body()).int("level", required=True))
-    return schemas.ok(status("Light level set"))
+    level = shapes.parse_level(await request.body(), "Level must be between 0 and 100")
+    return passed_through(lambda: backend.peripherals.set_light(level))
 
 
 @router.post("/ir-led")
 async def ir_led(request: Request, backend: Backend) -> JSONResponse:
-    backend.peripherals.set_ir_led(Body(await request.body()).int("level", required=True))
-    return schemas.ok(status("IR LED level set"))
+    level = shapes.parse_level(await request.body(), "Level must be 0-100")
+    return passed_through(lambda: backend.peripherals.set_ir_led(level))
 
 
 @router.post("/ir-cut")
 async def ir_cut(request: Request, backend: Backend) -> JSONResponse:
-    backend.peripherals.set_ir_cut(Body(await request.body()).str("mode", required=True))
-    return schemas.ok(status("IR-CUT mode set"))
+    mode = shapes.parse_ir_cut(await request.body())
+    return passed_through(lambda: backend.peripherals.set_ir_cut(mode))
 
 
 @router.post("/ptz")
 async def ptz(request: Request, backend: Backend) -> JSONResponse:
-    body = Body(await request.body())
-    command = PtzCommand(
-        action=body.str("action", required=True),
-        direction=body.str("direction"),
-        speed=body.int("speed"),
-        preset_id=body.int("preset_id"),
-        zoom_speed=body.int("zoom_speed"),
-        focus_speed=body.int("focus_speed"),
-    )
-    backend.peripherals.ptz(command)
-    return schemas.ok(status("PTZ command executed"))
+    command = shapes.parse_ptz(await request.body())
+    return passed_through(lambda: backend.peripherals.ptz(command))
 
 
 @router.get("/gpio")
 async def gpio_read(request: Request, backend: Backend) -> JSONResponse:
-    raw = request.query_params.get("pins", "")
-    pins = [_pin(p) for p in raw.split(",") if p.strip()] if raw else None
-    if pins is not None and len(pins) > MAX_PINS:
-        raise InvalidInput(f"At most {MAX_PINS} pins")
-    return schemas.ok(_gpio(backend.peripherals.gpio_read(pins)))
+    pins = shapes.parse_pins(request.query_params.get("pins", ""))
+    return schemas.ok(shapes.gpio_read(backend.peripherals.gpio_read(pins or None)))
 
 
 @router.get("/gpio/{pin}")
 async def gpio_pin(pin: str, backend: Backend) -> JSONResponse:
-    r = backend.peripherals.gpio_pin(_pin(pin))
-    return schemas.ok({"pin": r.pin, "value": r.value, "direction": r.direction})
+    read = backend.peripherals.gpio_pin(shapes.parse_pin(pin))
+    return schemas.ok(shapes.gpio_pin(read, with_direction=False))
 
 
 @router.post("/gpio")
 async def gpio_write(request: Request, backend: Backend) -> JSONResponse:
-    body = Body(await request.body())
-    if not body.has("value"):
-        raise InvalidInput("Invalid request format: value is required")
-    backend.peripherals.gpio_write(body.int("pin", required=True), body.bool("value"))
-    return schemas.ok(status("GPIO written"))
+    pin, value = shapes.parse_gpio_write(await request.body())
+    return passed_through(lambda: backend.peripherals.gpio_write(pin, value))
 
 
 async def _set(request: Request, backend: Backend, what: str) -> JSONResponse:
-    body = Body(await request.body())
-    if not body.has("enable") and not body.has("enabled"):
-        raise InvalidInput("Invalid request format: enable is required")
-    enabled = body.bool("enable") if body.has("enable") else body.bool("enabled")
-    return schemas.ok(_switched(backend.peripherals.switch(what, enabled, body.int("channel"))))
+    enable = shapes.parse_enable(await request.body())
+    return schemas.ok(shapes.switched(backend.peripherals.switch(what, enable)))
+
+
+async def _set_channel(request: Request, backend: Backend, what: str) -> JSONResponse:
+    channel, enable = shapes.parse_channel_enable(await request.body())
+    return schemas.ok(shapes.switched(backend.peripherals.switch(what, enable, channel)))
 
 
 @router.post("/fan")
@@ -138,7 +100,7 @@ async def set_fan(request: Request, backend: Backend) -> JSONResponse:
 
 @router.get("/fan")
 async def get_fan(backend: Backend) -> JSONResponse:
-    return schemas.ok(_switched(backend.peripherals.switched("fan")))
+    return schemas.ok(shapes.switched(backend.peripherals.switched("fan")))
 
 
 @router.post("/heat")
@@ -148,7 +110,7 @@ async def set_heat(request: Request, backend: Backend) -> JSONResponse:
 
 @router.get("/heat")
 async def get_heat(backend: Backend) -> JSONResponse:
-    return schemas.ok(_switched(backend.peripherals.switched("heat")))
+    return schemas.ok(shapes.switched(backend.peripherals.switched("heat")))
 
 
 @router.post("/radar")
@@ -158,54 +120,48 @@ async def set_radar(request: Request, backend: Backend) -> JSONResponse:
 
 @router.get("/radar")
 async def get_radar(backend: Backend) -> JSONResponse:
-    p = backend.peripherals
-    return schemas.ok(_switched(p.switched("radar"), targets=p.radar_targets()))
+    return schemas.ok(shapes.switched(backend.peripherals.switched("radar")))
 
 
 @router.post("/alarm-out")
 async def set_alarm_out(request: Request, backend: Backend) -> JSONResponse:
-    return await _set(request, backend, "alarm-out")
+    return await _set_channel(request, backend, "alarm-out")
 
 
 @router.get("/alarm-out/{channel}")
 async def get_alarm_out(channel: str, backend: Backend) -> JSONResponse:
-    return schemas.ok(_switched(backend.peripherals.switched("alarm-out", _channel(channel))))
+    read = backend.peripherals.switched("alarm-out", shapes.parse_channel(channel))
+    return schemas.ok(shapes.switched(read))
 
 
 @router.post("/wiegand")
 async def set_wiegand(request: Request, backend: Backend) -> JSONResponse:
-    return await _set(request, backend, "wiegand")
+    return await _set_channel(request, backend, "wiegand")
 
 
 @router.get("/wiegand/{channel}")
 async def get_wiegand(channel: str, backend: Backend) -> JSONResponse:
-    return schemas.ok(_switched(backend.peripherals.switched("wiegand", _channel(channel))))
+    read = backend.peripherals.switched("wiegand", shapes.parse_channel(channel))
+    return schemas.ok(shapes.switched(read))
 
 
 @router.get("/alarm-outputs")
 async def alarm_outputs(backend: Backend) -> JSONResponse:
-    return schemas.ok({"success": True, "message": "ok", **backend.peripherals.alarm_outputs()})
+    return schemas.ok(shapes.alarm_outputs(backend.peripherals.alarm_outputs()))
 
 
 @router.post("/rs485/init")
 async def rs485_init(request: Request, backend: Backend) -> JSONResponse:
-    body = Body(await request.body())
-    backend.peripherals.rs485_init(body.int("baudrate", required=True), body.str("config", default="8N1"))
-    return schemas.ok({"success": True, "message": "RS485 initialised"})
+    baudrate, config = shapes.parse_rs485_init(await request.body())
+    return schemas.ok(shapes.hw_status(backend.peripherals.rs485_init(baudrate, config)))
 
 
 @router.post("/rs485/deinit")
 async def rs485_deinit(backend: Backend) -> JSONResponse:
-    backend.peripherals.rs485_deinit()
-    return schemas.ok({"success": True, "message": "RS485 released"})
+    return schemas.ok(shapes.hw_status(backend.peripherals.rs485_deinit()))
 
 
 @router.post("/rs485/tx")
 async def rs485_tx(request: Request, backend: Backend) -> JSONResponse:
-    raw = Body(await request.body()).str("data", required=True)
-    try:
-        data = base64.b64decode(raw, validate=True)
-    except (binascii.Error, ValueError) as err:
-        raise InvalidInput("data must be base64") from err
-    backend.peripherals.rs485_tx(data)
-    return schemas.ok({"success": True, "message": f"{len(data)} bytes sent"})
+    data = shapes.parse_rs485_tx(await request.body())
+    return schemas.ok(shapes.hw_status(backend.peripherals.rs485_tx(data)))

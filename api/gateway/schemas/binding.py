@@ -3,8 +3,9 @@ hardware handlers (audio, device control, lens) answer ``1001`` with ``<prefix>:
 
 A struct is described by its Go name (``handlers.audioConfigReq``; ``""`` for an anonymous struct)
 and its JSON fields' Go types (``string``, ``bool``, ``int``, ``int32``, ``uint32``, ``float32``,
-``float64``, ``[]T``, ``map[string]interface {}``...). A field that is absent or ``null`` is not in the
-answer (the Go zero value, or a nil pointer); an unknown field is ignored, as Go does."""
+``float64``, ``[]T``, ``map[string]interface {}``, a struct such as ``devicepb.LensLimit``...). A field
+that is absent or ``null`` is not in the answer (the Go zero value, or a nil pointer); an unknown field
+is ignored, as Go does."""
 
 from __future__ import annotations
 
@@ -48,9 +49,18 @@ def _check(value: Any, go_type: str) -> str | None:
         return None if go_type == "float64" or abs(value) <= 3.4028234663852886e38 else f"number {value}"
     if go_type.startswith("[]"):
         return None if isinstance(value, list) else _kind(value)
-    if go_type.startswith("map[") or go_type == "object":
+    if go_type.startswith("map[") or "." in go_type:
         return None if isinstance(value, dict) else _kind(value)
     return None
+
+
+def check(value: Any, go_type: str, struct: str, path: str, prefix: str = "Invalid request body") -> None:
+    """One (nested) field: ``path`` is its dotted JSON path from the bound struct, ``struct`` the name of
+    the Go struct that holds it, as encoding/json names them in its error."""
+    bad = _check(value, go_type)
+    if bad is not None:
+        field = f"Go struct field {struct}.{path} of type {go_type.removeprefix('*')}"
+        raise InvalidInput(f"{prefix}: json: cannot unmarshal {bad} into {field}")
 
 
 def bind(
@@ -67,16 +77,24 @@ def bind(
     if not isinstance(body, dict):
         if body is None:
             return {}
-        raise InvalidInput(f"{prefix}: json: cannot unmarshal {_kind(body)} into Go value of type {struct}")
+        named = struct or _anonymous(fields)
+        raise InvalidInput(f"{prefix}: json: cannot unmarshal {_kind(body)} into Go value of type {named}")
     out: dict[str, Any] = {}
     short = struct.rsplit(".", 1)[-1]
     for name, go_type in fields.items():
         value = body.get(name)
         if value is None:
             continue
-        bad = _check(value, go_type)
-        if bad is not None:
-            field = f"Go struct field {short}.{name} of type {go_type.removeprefix('*')}"
-            raise InvalidInput(f"{prefix}: json: cannot unmarshal {bad} into {field}")
+        check(value, go_type, short, name, prefix)
         out[name] = float(value) if go_type.removeprefix("*").startswith("float") else value
     return out
+
+
+def _anonymous(fields: dict[str, str]) -> str:
+    """How Go prints an anonymous struct's type: ``struct { Level uint32 "json:\\"level\\"" }``."""
+
+    def go_name(json_name: str) -> str:
+        return "".join("ID" if part == "id" else part.capitalize() for part in json_name.split("_"))
+
+    members = "; ".join(f'{go_name(n)} {t} "json:\\"{n}\\""' for n, t in fields.items())
+    return f"struct {{ {members} }}"
