@@ -50,6 +50,11 @@ class Console:
         assert resp.status_code == status, (method, path, resp.text)
         return resp.json().get("data") if resp.headers["content-type"].startswith("application/json") else {}
 
+    async def logs(self, app_id: str) -> str:
+        resp = await self.http.get(f"/api/v1/apps/{app_id}/logs", headers=self.auth, params={"max_lines": 50})
+        assert resp.status_code == 200, resp.text
+        return resp.text
+
     async def read(self, *paths: str) -> list:
         return [await self.call("GET", path) for path in paths]
 
@@ -105,8 +110,7 @@ async def test_installed_apps_images_and_containers_survive_a_restart(durable: S
         assert "door-watch" in manifest_file["content"]
         # What came back works: the stopped app starts again, the autostarted one logs frames.
         await c.call("POST", "/apps/door-watch/start")
-        logs = await c.http.get("/api/v1/apps/people-counter/logs", headers=c.auth, params={"max_lines": 50})
-        assert "Starting People counter" in logs.text
+        assert "Starting People counter" in await c.logs("people-counter")
     assert states(apps_after) == [
         ("door-watch", "stopped"),  # running, no autostart: stopped with its container
         ("people-counter", "running"),  # autostart: started again
@@ -172,13 +176,33 @@ async def test_the_default_scenarios_app_is_there_once_and_running_after_a_resta
         async with console(settings) as c:
             c.twin.clock.advance(10)
             apps, images, containers = await c.read("/apps", "/images", "/containers")
-            logs = await c.http.get(
-                "/api/v1/apps/object-detector/logs", headers=c.auth, params={"max_lines": 2}
-            )
+            logs = await c.logs("object-detector")
         assert states(apps) == [("object-detector", "running")]
         assert [i["name"] for i in images["images"]] == ["object-detector:1.0.0"]
         assert [x["id"] for x in containers["containers"]] == ["aipc-object-detector"]
-        assert "frame " in logs.text
+        assert "frame " in logs
+
+
+async def test_an_app_installed_from_a_dev_build_survives_a_restart(durable: Settings) -> None:
+    async with console(durable) as c:
+        project = await c.call("POST", "/dev/projects", json={"name": "Line counter", "key": "line-counter"})
+        await c.call("POST", f"/dev/projects/{project['id']}/file", json={"path": "main.py", "content": "1"})
+        await c.call("POST", f"/dev/projects/{project['id']}/build", json={"version": "1.0.0"})
+        c.twin.clock.advance(60)
+        build = (await c.call("GET", f"/dev/projects/{project['id']}/builds"))["builds"][0]
+        body = {"manifest_path": build["manifest_path"], "image_path": build["image_path"]}
+        task = await c.call("POST", "/apps/install-package", json=body)
+        c.twin.clock.advance(30)
+        assert (await c.call("GET", f"/apps/install-progress/{task['task_id']}"))["phase"] == "complete"
+        await c.call("POST", "/apps/line-counter/start")
+        c.twin.clock.advance(12)
+        await c.call("POST", "/apps/line-counter/stop")
+        before = [(await c.read("/apps"))[0], await c.logs("line-counter")]
+    assert states(before[0]) == [("line-counter", "stopped")]
+    async with console(durable) as c:
+        after = [(await c.read("/apps"))[0], await c.logs("line-counter")]
+        await c.call("POST", "/apps/line-counter/start")
+    assert after == before and "Starting Line counter" in after[1]  # the stopped app's log is kept
 
 
 # Models -------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ a restart: containers exist but none runs, models whose desired state is ``loade
 and the app manager's startup recovery (``recoverAppsOnStartup``) marks the apps that were running
 ``stopped`` and starts every app whose manifest says ``autostart``. What lives in memory is gone: a
 mount made with ``mount``, event-bus subscriptions (an app subscribes again when it starts), install
-tasks, container logs.
+tasks. A container's log keeps its last lines as of the last change written (a stop writes it).
 """
 
 from __future__ import annotations
@@ -259,6 +259,7 @@ def _durable_doc(apps: AppManager) -> dict[str, Any]:
                 "started": c.state != "created",
                 "started_at": c.started_at,
                 "stopped_at": c.stopped_at,
+                "logs": [asdict(ln) for ln in list(c.logs)[-LOG_LINES_KEPT:]],
             }
             for c in runtime.containers.values()
         ],
@@ -308,7 +309,11 @@ def _stored(doc: dict[str, Any]) -> _Stored:
     for m in doc["models"]:
         fields = {k: v for k, v in m.items() if k != "loaded"}
         models.append((Model(**fields), bool(m["loaded"])))
-    containers = [dict(c) | {"volumes": [Volume(**v) for v in c["volumes"]]} for c in doc["containers"]]
+    containers = [
+        dict(c)
+        | {"volumes": [Volume(**v) for v in c["volumes"]], "logs": [LogLine(**ln) for ln in c["logs"]]}
+        for c in doc["containers"]
+    ]
     for c in containers:
         _ = c["id"], c["image"], c["app_id"], c["created_at"], c["env"], c["cpu_limit"], c["memory_limit"]
     return _Stored(
@@ -348,6 +353,7 @@ def _apply(apps: AppManager, stored: _Stored) -> None:
         )  # fmt: skip
         container.state = "stopped" if c["started"] else "created"
         container.started_at, container.stopped_at = c["started_at"], c["stopped_at"]
+        container.logs.extend(c["logs"])
         runtime.containers[container.id] = container
     ai._scanned = stored.scanned
     ai.models = {model.model_id: model for model, _ in stored.models}
