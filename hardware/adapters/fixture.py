@@ -41,6 +41,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -49,7 +50,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 from starlette.datastructures import Headers as RequestHeaders
 from starlette.types import Scope
 
@@ -59,7 +68,7 @@ VENDORS = ("gateway", "automation")
 MASK = "***"
 
 OWN_PREFIXES = {
-    "gateway": ("/api/login", "/api/logout", "/api/v1/auth/"),
+    "gateway": ("/api/login", "/api/v1/logout", "/api/v1/auth/", "/api/v1/system/password"),
     "automation": ("/api/auth/", "/api/setup/"),
 }
 """Logins, sessions and keys: never recorded; on replay the twin's own app answers them."""
@@ -397,3 +406,9 @@ def checked_fixture(value: str, vendor: str) -> str:
     except FixtureError as err:
         raise ValueError("; ".join(err.problems)) from err
     return value
+
+
+GatewayFixture = Annotated[str, AfterValidator(functools.partial(checked_fixture, vendor="gateway"))]
+"""A scenario's ``replay:`` of a camera group: a path to a gateway's fixture that loads."""
+AutomationFixture = Annotated[str, AfterValidator(functools.partial(checked_fixture, vendor="automation"))]
+"""A scenario's ``replay:`` of the automation server."""
