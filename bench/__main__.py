@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import camera, chat, fanout, loadgen, scenario_run, servers
+from bench import camera, chat, fanout, loadgen, passthrough, publisher, scenario_run, servers
 from bench.report import Summary, Target, ratio, table
 
 PATH = "/api/health"
@@ -285,6 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     scenario_run.main(["--hours", str(SCENARIO_HOURS), "--trials", str(args.trials), *day])  # a fleet's day
     print()
     chat.main(["--json", str(args.json.with_suffix(".chat.json"))] if args.json else [])  # chat token pacing
+    print()
+    real = ["--json", str(args.json.with_suffix(".passthrough.json"))] if args.json else []
+    passthrough.main(real)  # real members served through the twin
+    print()
+    fleet = ["--json", str(args.json.with_suffix(".publisher.json"))] if args.json else []
+    publisher.main(fleet)  # the fleet published to an outside broker
     return 0
 
 

@@ -62,6 +62,7 @@ ADDED_P50_TARGET_MS = 1.0
 FPS_TARGET = 0.95
 FRAME_P50_TARGET_MS = 5.0
 ADMIN = {"username": "admin", "password": "bench12345"}
+TICKS = os.sysconf("SC_CLK_TCK")
 GATEWAY_LOGIN = {"username": "admin", "password": "password"}
 ENCODER = {
     "stream_name": "main",
@@ -202,11 +203,32 @@ def headers_of(pair: Pair, endpoint: Endpoint) -> dict[str, str]:
 
 
 # Loads --------------------------------------------------------------------------------------------
-def load(
-    pair: Pair, endpoint: Endpoint, way: str, connections: int, args: argparse.Namespace
-) -> loadgen.Result:
+@dataclass(frozen=True)
+class Load:
+    result: loadgen.Result
+    cpu_us: dict[str, float]  # twin -> CPU µs per completed request in the window
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+async def timed(pair: Pair, endpoint: Endpoint, way: str, connections: int, args: argparse.Namespace) -> Load:
+    """One load, and each twin's CPU time per completed request over the measured window."""
     parts = urlsplit(pair.urls[endpoint.member, way])
-    run = loadgen.run(
+    pids = {"device": pair.device.proc.pid, "front": pair.front.proc.pid}
+    start = time.perf_counter()
+
+    async def cpu_at(t: float) -> dict[str, float]:
+        await asyncio.sleep(t - time.perf_counter())
+        return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+    before = asyncio.create_task(cpu_at(start + args.warmup))
+    after = asyncio.create_task(cpu_at(start + args.warmup + args.seconds))
+    result = await loadgen.run(
         parts.hostname or servers.HOST,
         parts.port or 80,
         endpoint.path,
@@ -215,7 +237,11 @@ def load(
         args.warmup,
         headers_of(pair, endpoint),
     )
-    return asyncio.run(run)
+    used = {name: (await after)[name] - (await before)[name] for name in pids}
+    per_request = {
+        name: 1e6 * cpu / result.requests if result.requests else math.nan for name, cpu in used.items()
+    }
+    return Load(result, per_request)
 
 
 def row(endpoint: Endpoint, way: str, connections: int) -> str:
@@ -270,18 +296,25 @@ async def frames(pair: Pair, args: argparse.Namespace) -> Frames:
 
 
 def round_of(
-    pair: Pair, n: int, args: argparse.Namespace, results: dict[str, list[loadgen.Result]]
+    pair: Pair,
+    n: int,
+    args: argparse.Namespace,
+    results: dict[str, list[loadgen.Result]],
+    cpu: dict[str, list[dict[str, float]]],
 ) -> Frames:
     """One round: every load both ways (order alternating with the round), then the stream."""
     ways = ("direct", "through") if n % 2 else ("through", "direct")
     for endpoint in ENDPOINTS:
         for connections in (args.connections, 1):
             for way in ways:
-                result = load(pair, endpoint, way, connections, args)
-                results[row(endpoint, way, connections)].append(result)
+                measured = asyncio.run(timed(pair, endpoint, way, connections, args))
+                results[row(endpoint, way, connections)].append(measured.result)
+                cpu[row(endpoint, way, connections)].append(measured.cpu_us)
+                result = measured.result
                 print(
                     f"  round {n}/{args.runs} {row(endpoint, way, connections):<28} "
-                    f"{result.rps:8.1f} req/s  p50 {result.p50_ms:6.2f} ms",
+                    f"{result.rps:8.1f} req/s  p50 {result.p50_ms:6.2f} ms  CPU µs/request: "
+                    + ", ".join(f"{name} {us:.0f}" for name, us in measured.cpu_us.items()),
                     file=sys.stderr,
                 )
     stream = asyncio.run(frames(pair, args))
@@ -302,6 +335,7 @@ class Figures:
     added_ms: dict[str, list[float]]  # endpoint -> through p50 - direct p50 (1 connection), per round
     streams: list[Frames]
     rss_mb: dict[str, float | None]
+    cpu_us: dict[str, dict[str, float]]  # load -> twin -> median CPU µs per request over the rounds
 
     def median_throughput(self, name: str) -> float:
         return statistics.median(self.throughput[name])
@@ -374,7 +408,8 @@ def measure(args: argparse.Namespace) -> Figures:
                 for way in ("direct", "through")
             ]
             results: dict[str, list[loadgen.Result]] = {name: [] for name in names}
-            streams = [round_of(pair, n, args, results) for n in range(1, args.runs + 1)]
+            cpu: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+            streams = [round_of(pair, n, args, results, cpu) for n in range(1, args.runs + 1)]
             rss = {
                 "front": servers.rss_mb(pair.front.proc.pid),
                 "device": servers.rss_mb(pair.device.proc.pid),
@@ -395,7 +430,10 @@ def measure(args: argparse.Namespace) -> Figures:
     summaries = [
         Summary(name, results[name], rss["front"] if "through" in name else rss["device"]) for name in names
     ]
-    return Figures(summaries, throughput, added, streams, rss)
+    cpu_us = {
+        name: {twin: statistics.median(r[twin] for r in cpu[name]) for twin in cpu[name][0]} for name in names
+    }
+    return Figures(summaries, throughput, added, streams, rss, cpu_us)
 
 
 def report(figures: Figures, args: argparse.Namespace) -> str:
@@ -417,6 +455,12 @@ def report(figures: Figures, args: argparse.Namespace) -> str:
         added = " ".join(f"{v:+.2f}" for v in figures.added_ms[e.name])
         lines.append(
             f"{e.name:<8} through/direct req/s per round: {per_round}; added p50 ms per round: {added}"
+        )
+    for e in ENDPOINTS:
+        direct, through = (figures.cpu_us[row(e, way, args.connections)] for way in ("direct", "through"))
+        lines.append(
+            f"{e.name:<8} CPU µs per request (x{args.connections}, median): direct: device "
+            f"{direct['device']:.0f}; through: device {through['device']:.0f} + front {through['front']:.0f}"
         )
     for n, s in enumerate(figures.streams, 1):
         lines.append(
@@ -446,6 +490,7 @@ def to_json(figures: Figures, args: argparse.Namespace) -> dict[str, Any]:
         "added_p50_ms_per_round": figures.added_ms,
         "h264": [asdict(s) for s in figures.streams],
         "rss_mb": figures.rss_mb,
+        "cpu_us_per_request": figures.cpu_us,
         "targets": {g.row: g.as_dict() for g in figures.targets()},
     }
 

@@ -138,11 +138,10 @@ class Passthrough:
             start = {"type": "http.response.start", "status": response.status}
             await send(start | {"headers": _forwardable(response.headers, HOP_BY_HOP)})
             try:
-                async for chunk in response.body():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                async for chunk, more in response.body():  # a body already in whole goes in one message
+                    await send({"type": "http.response.body", "body": chunk, "more_body": more})
             except UpstreamError as err:  # the real side went away mid-body: so does the client's
                 raise InjectedReset(f"real {self.upstream.name} closed mid-response") from err
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             response.close()
 

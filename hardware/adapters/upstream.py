@@ -198,13 +198,20 @@ class Response:
         self.headers: list[tuple[bytes, bytes]] = conn.headers
         self._closed = False
 
-    async def body(self) -> AsyncIterator[bytes]:
-        """Raises :class:`UpstreamError` if the real side breaks off before the end."""
+    async def body(self) -> AsyncIterator[tuple[bytes, bool]]:
+        """Each chunk and whether more follow; the last says none do (an empty one if the body
+        ended after its last chunk was handed on). Raises :class:`UpstreamError` if the real side
+        breaks off before the end."""
         conn = self._conn
         while True:
             if conn.chunks:
-                yield conn.take()
+                chunk = conn.take()
+                more = not conn.complete or bool(conn.chunks)
+                yield chunk, more
+                if not more:
+                    return
             elif conn.complete:
+                yield b"", False
                 return
             elif conn.error is not None or conn.closed:
                 raise UpstreamError(f"closed mid-answer ({type(conn.error).__name__})")
