@@ -265,7 +265,7 @@ def _durable_doc(apps: AppManager) -> dict[str, Any]:
         ],
         "apps": [
             {
-                "manifest": a.manifest.raw,
+                "manifest": _yaml(a.manifest.raw),  # text: the store sorts an object's keys
                 "manifest_path": a.manifest_path,
                 "installed_at": a.installed_at,
                 "state": a.state,
@@ -292,7 +292,7 @@ def _stored(doc: dict[str, Any]) -> _Stored:
     try:
         apps = [
             App(
-                app_manifest.parse(_yaml(a["manifest"])),
+                app_manifest.parse(str(a["manifest"])),
                 str(a["manifest_path"]),
                 float(a["installed_at"]),
                 state=str(a["state"]),
