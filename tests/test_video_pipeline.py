@@ -145,7 +145,8 @@ async def test_privacy_mask_black_night_gray_and_osd_text_drawn(feed) -> None:
 
     await http.post("/api/v1/device/ir-cut", json={"mode": "day"})
     assert (await http.post("/api/v1/device/light", json={"level": 100})).status_code == 200  # it is midnight
-    mask = {"enabled": True, "masks": [{"id": "door", "x": 0.5, "y": 0.4, "width": 0.3, "height": 0.4}]}
+    door = {"points_x": [0.5, 0.8, 0.8, 0.5], "points_y": [0.4, 0.4, 0.8, 0.8]}
+    mask = {"enabled": True, "regions": [{"id": "door", "enabled": True, **door}]}
     resp = await http.put("/api/v1/media/privacy-mask", json=mask)
     assert resp.status_code == 200, resp.text
     await feed.advance(0.5)

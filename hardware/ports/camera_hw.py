@@ -217,19 +217,31 @@ class OsdStream:
 
 
 @dataclass(frozen=True, slots=True)
-class PrivacyMask:
+class PrivacyRegion:
+    """A static mask: a polygon of up to 8 vertices, fractions of the frame."""
+
     id: str
-    x: float
-    y: float
-    width: float
-    height: float
-    enabled: bool = True
+    name: str = ""
+    enabled: bool = False
+    points_x: tuple[float, ...] = ()
+    points_y: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class PrivacyMaskConfig:
+    """The camera daemon's ``PrivacyMaskConfig``. ``dpm_*`` (masking detected objects by label) are
+    kept and answered but not drawn."""
+
     enabled: bool = False
-    masks: tuple[PrivacyMask, ...] = ()
+    color: int = 0
+    """0xRRGGBB the regions are filled with."""
+    blur_radius: int = 0
+    """0..64; above 0 the regions are blurred instead of filled."""
+    regions: tuple[PrivacyRegion, ...] = ()
+    dpm_enabled: bool = False
+    dpm_labels: str = ""
+    dpm_mode: str = ""
+    dpm_color: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,6 +87,36 @@ MEDIA: dict[str, Shape] = {
         "dis": bool,
         "eis": bool,
     },
+    # GetStreamStatus: the daemon's rows, ms_since_last_frame null for a stream with no frame yet
+    "GET /api/v1/media/status": {
+        "streams": [
+            {
+                "stream_id": str,
+                "status": str,
+                "has_encoder": bool,
+                "codec": str,
+                "width": int,
+                "height": int,
+                "fps": int,
+                "bitrate_bps": int,
+                "gop": int,
+                "ms_since_last_frame": OrNull(int),
+                "measured_fps": float,
+                "status_detail": str,
+            }
+        ]
+    },
+    # GetPrivacyMaskConfig's gin.H
+    "GET /api/v1/media/privacy-mask": {
+        "enabled": bool,
+        "color": int,
+        "blur_radius": int,
+        "regions": [{"id": str, "name": str, "enabled": bool, "points_x": [float], "points_y": [float]}],
+        "dpm_enabled": bool,
+        "dpm_labels": str,
+        "dpm_mode": str,
+        "dpm_color": int,
+    },
 }
 
 # handlers/device.go: GetDeviceStatus, GetLensStatus, GetAutofocusStatus, GetDeviceCapabilities and the

@@ -69,7 +69,8 @@ async def test_picture_settings_and_osd_images_survive_a_restart(durable: Settin
             }
         ]
     }
-    mask = {"enabled": True, "masks": [{"id": "m", "x": 0.1, "y": 0.1, "width": 0.2, "height": 0.3}]}
+    square = {"points_x": [0.1, 0.3, 0.3, 0.1], "points_y": [0.1, 0.1, 0.4, 0.4]}
+    mask = {"enabled": True, "blur_radius": 5, "regions": [{"id": "m", "enabled": True, **square}]}
     async with started(durable) as (gateway, auth):
         files = {"file": ("logo.png", logo, "image/png")}
         up = await gateway.post("/api/v1/media/osd/upload-image", files=files, headers=auth)
@@ -88,6 +89,7 @@ async def test_picture_settings_and_osd_images_survive_a_restart(durable: Settin
     assert before[1]["rotation"] == 2 and before[1]["grayscale"] is True
     assert before[2]["streams"][0]["image_overlays"][0]["name"] == "logo.png"
     assert before[4]["ai_overlay"]["enabled"] is True and before[4]["ai_overlay"]["show_label"] is False
+    assert before[3]["regions"][0]["points_x"] == square["points_x"] and before[3]["blur_radius"] == 5
 
     async with started(durable) as (gateway, auth):
         assert await read_all(gateway, auth, PICTURE) == before

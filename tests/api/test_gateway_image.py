@@ -1,5 +1,5 @@
 """Picture settings under /api/v1/media: image, transform, OSD and its images, privacy masks (the
-device's 415 and strict body), the AI overlay; failures in the device's error shape."""
+device's 415 and strict body), the AI overlay; answers and failures as handlers/media.go gives them."""
 
 from __future__ import annotations
 
@@ -146,14 +146,27 @@ async def test_osd_text_and_uploaded_image(gateway, auth, twin: Twin) -> None:
         assert resp.status_code == 400 and resp.json()["code"] == 1001, osd_body
 
 
-async def test_privacy_masks_black_out_and_the_body_is_strict(gateway, auth, twin: Twin) -> None:
-    body = {"enabled": True, "masks": [{"id": "win", "x": 0.25, "y": 0.25, "width": 0.5, "height": 0.5}]}
-    assert (await gateway.put(MEDIA + "/privacy-mask", json=body, headers=auth)).status_code == 200
+SQUARE = {"points_x": [0.25, 0.75, 0.75, 0.25], "points_y": [0.25, 0.25, 0.75, 0.75]}
+
+
+async def test_privacy_masks_fill_their_polygons_and_the_body_is_strict(gateway, auth, twin: Twin) -> None:
+    body = {"enabled": True, "regions": [{"id": "win", "name": "Window", "enabled": True, **SQUARE}]}
+    resp = await gateway.put(MEDIA + "/privacy-mask", json=body, headers=auth)
+    assert await data(resp) == {"message": "Privacy mask config applied successfully"}
     got = await data(await gateway.get(MEDIA + "/privacy-mask", headers=auth))
-    assert got == {"enabled": True, "masks": [{**body["masks"][0], "enabled": True}]}
+    assert got == {
+        "enabled": True, "color": 0, "blur_radius": 0, "regions": body["regions"], "dpm_enabled": False,
+        "dpm_labels": "", "dpm_mode": "", "dpm_color": 0,
+    }  # fmt: skip
     img = frame(twin)
     h, w = img.shape[:2]
     assert img[h // 4 + 1 : 3 * h // 4 - 1, w // 4 + 1 : 3 * w // 4 - 1].max() == 0
+    camel = {"blurRadius": 6, "dpmEnabled": True, "dpmMode": "mosaic", "color": 0xFF0000}
+    assert (await gateway.put(MEDIA + "/privacy-mask", json=camel, headers=auth)).status_code == 200
+    got = await data(await gateway.get(MEDIA + "/privacy-mask", headers=auth))
+    assert (got["blur_radius"], got["dpm_enabled"], got["dpm_mode"]) == (6, True, "mosaic")
+    assert got["regions"] == body["regions"]  # not sent: kept
+    assert frame(twin)[h // 2, w // 2].max() > 0  # blurred, not filled
 
     plain = await gateway.put(
         MEDIA + "/privacy-mask", content=b"{}", headers={**auth, "Content-Type": "text/plain"}
@@ -167,26 +180,48 @@ async def test_privacy_masks_black_out_and_the_body_is_strict(gateway, auth, twi
     assert (
         await gateway.put(MEDIA + "/privacy-mask", content=b'{"enabled":false}', headers=vendor_json)
     ).status_code == 200
-    for bad in (
-        {"enabled": True, "color": "red"},
-        {"enabled": True, "masks": [{"x": 0.5, "y": 0.5, "width": 0.6, "height": 0.1}]},
-        {"enabled": True, "masks": [{"x": 0.1, "y": 0.1, "width": 0.1, "height": 0.1, "shape": "oval"}]},
-        {"enabled": True, "masks": [{"x": 0.1, "y": 0.1}]},
-        {"enabled": "yes"},
+    for bad, detail in (
+        ({}, "No supported privacy mask fields were provided"),
+        (
+            {"enabled": True, "color": "red"},
+            "Invalid request body: json: cannot unmarshal string into Go struct field .color of type uint32",
+        ),
+        ({"enabled": True, "masks": []}, 'Invalid request body: json: unknown field "masks"'),
+        ({"regions": [{**SQUARE, "shape": "oval"}]}, 'Invalid request body: json: unknown field "shape"'),
+        (
+            {"regions": [{"points_x": [0.1] * 9, "points_y": [0.1] * 9}]},
+            "Each region must have at most 8 vertices",
+        ),
+        ({"regions": [{"points_x": [1.5], "points_y": [0.1]}]}, "points_x must be in [0.0, 1.0]"),
+        ({"blur_radius": 65}, "blur_radius must be in [0, 64]"),
+        ({"blur_radius": 3, "blurRadius": 4}, "blur_radius and its camelCase alias disagree"),
+        ({"dpm_mode": "pixelate"}, "dpm_mode must be one of: mosaic, blur, overlay"),
+        ({"dpm_color": 0x1000000}, "dpm_color must be a 24-bit RGB value"),
+        (
+            {"enabled": "yes"},
+            "Invalid request body: json: cannot unmarshal string into Go struct field .enabled of type bool",
+        ),
     ):
         resp = await gateway.put(MEDIA + "/privacy-mask", json=bad, headers=auth)
         assert resp.status_code == 400 and resp.json()["code"] == 1001, bad
+        assert resp.json()["error"]["detail"] == detail
 
 
 async def test_ai_overlay_draws_the_models_detections(gateway, auth, twin: Twin) -> None:
     await gateway.put(MEDIA + "/osd", json={"streams": [{"stream_name": "sub"}]}, headers=auth)
     before = frame(twin)
     resp = await gateway.put(MEDIA + "/ai-overlay", json={"enabled": True, "line_thickness": 4}, headers=auth)
-    assert resp.json() == {"code": 0, "message": "AI overlay updated"}
+    assert resp.json()["data"] == {"message": "AI overlay config updated successfully"}
     detections = twin.gateways["cam-01"].picture.detections()
     assert detections and all(0 < d.confidence < 1 for d in detections)
     after = frame(twin)
     green = (after[:, :, 1] == 255) & (after[:, :, 0] == 0) & (after[:, :, 2] == 0)
     assert green.sum() > 50 and not ((before[:, :, 1] == 255) & (before[:, :, 0] == 0)).any()
-    bad = await gateway.put(MEDIA + "/ai-overlay", json={"line_thickness": 0}, headers=auth)
-    assert bad.status_code == 400 and bad.json()["code"] == 1001
+    for bad_body in ({"line_thickness": -1}, {"enabled": "on"}, None):
+        bad = await gateway.put(MEDIA + "/ai-overlay", json=bad_body, headers=auth)
+        assert bad.status_code == 400 and bad.json()["error"] == {"detail": "Invalid request body"}
+    await gateway.put(MEDIA + "/ai-overlay", json={"enabled": True}, headers=auth)
+    config = await data(await gateway.get(MEDIA + "/config", headers=auth))
+    assert config["ai_overlay"] == {  # the fields not sent are Go's zero values, not the old ones
+        "enabled": True, "show_label": False, "show_confidence": False, "line_thickness": 0,
+    }  # fmt: skip

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import Body, is_json
+from api.gateway.schemas import media as media_shapes
 from api.gateway.schemas.files import read_form
 from hardware.ports.camera_hw import (
     AiOverlay,
@@ -19,14 +20,10 @@ from hardware.ports.camera_hw import (
     OsdImage,
     OsdStream,
     OsdText,
-    PrivacyMask,
-    PrivacyMaskConfig,
 )
 from hardware.ports.errors import InvalidInput
 
 router = APIRouter(prefix="/api/v1/media", tags=["media"], dependencies=[Depends(require_session)])
-MASK_FIELDS = ("enabled", "masks")
-MASK_ITEM_FIELDS = ("id", "x", "y", "width", "height", "enabled")
 MAX_UPLOAD = 4 * 1024 * 1024
 TRANSFORM_FLAGS = ("dewarp", "grayscale", "dis", "eis")
 PICTURE = ("brightness", "contrast", "saturation", "sharpness")
@@ -222,48 +219,23 @@ async def osd_image(name: str, backend: Backend) -> Response:
 
 @router.get("/privacy-mask")
 async def get_privacy_mask(backend: Backend) -> JSONResponse:
-    p = backend.picture.privacy_masks()
-    return schemas.ok({"enabled": p.enabled, "masks": [dataclasses.asdict(m) for m in p.masks]})
+    return schemas.ok(media_shapes.privacy_mask(backend.picture.privacy_masks()))
 
 
 @router.put("/privacy-mask")
 async def put_privacy_mask(request: Request, backend: Backend) -> JSONResponse:
+    """``UpdatePrivacyMaskConfig``: JSON only (415 otherwise), decoded strictly; the fields sent are
+    merged over the current configuration (``regions`` replaces them all)."""
     if not is_json(request):
         return errors.unsupported_media()
-    body = Body(await request.body())
-    body.only(*MASK_FIELDS)
-    masks = []
-    for i, item in enumerate(body.list("masks")):
-        if not isinstance(item, dict):
-            raise InvalidInput("Invalid request format: masks")
-        m = Body.of(item)
-        m.only(*MASK_ITEM_FIELDS)
-        masks.append(
-            PrivacyMask(
-                m.str("id", default=f"mask{i}"),
-                m.float("x", required=True),
-                m.float("y", required=True),
-                m.float("width", required=True),
-                m.float("height", required=True),
-                m.bool("enabled", default=True),
-            )
-        )
-    backend.picture.set_privacy_masks(PrivacyMaskConfig(body.bool("enabled"), tuple(masks)))
-    return ok_msg("Privacy mask updated")
+    config = media_shapes.parse_privacy_mask(await request.body(), backend.picture.privacy_masks())
+    backend.picture.set_privacy_masks(config)
+    return schemas.ok({"message": "Privacy mask config applied successfully"})
 
 
 @router.put("/ai-overlay")
 async def put_ai_overlay(request: Request, backend: Backend) -> JSONResponse:
-    body = Body(await request.body())
-    cur = backend.picture.ai_overlay()
-    thickness = body.int("line_thickness", default=cur.line_thickness)
-    if not 1 <= thickness <= 32:
-        raise InvalidInput("line_thickness must be between 1 and 32")
-    overlay = AiOverlay(
-        body.bool("enabled", default=cur.enabled),
-        body.bool("show_label", default=cur.show_label),
-        body.bool("show_confidence", default=cur.show_confidence),
-        thickness,
-    )
-    backend.picture.set_ai_overlay(overlay)
-    return ok_msg("AI overlay updated")
+    """``UpdateAiOverlay``: the four fields as sent (plain Go values: one not sent is false or 0, not
+    kept); any bind failure is 1001 ``Invalid request body`` without Go's text."""
+    backend.picture.set_ai_overlay(AiOverlay(**media_shapes.parse_ai_overlay(await request.body())))
+    return schemas.ok({"message": "AI overlay config updated successfully"})

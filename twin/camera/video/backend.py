@@ -223,7 +223,9 @@ class TwinGatewayMedia(MediaConfiguration):
             ir_led=per.ir_led_level,
             image=s.image,
             transform=s.transform,
-            masks=s.privacy.masks if s.privacy.enabled else (),
+            masks=s.privacy.regions if s.privacy.enabled else (),
+            mask_color=s.privacy.color,
+            mask_blur=s.privacy.blur_radius,
             texts=texts,
             datetimes=dates,
             images=images,
@@ -385,11 +387,6 @@ class TwinGatewayMedia(MediaConfiguration):
         return self._settings_now().privacy
 
     def set_privacy_masks(self, config: PrivacyMaskConfig) -> None:
-        for m in config.masks:
-            if not (0 <= m.x <= 1 and 0 <= m.y <= 1 and 0 <= m.width <= 1 and 0 <= m.height <= 1):
-                raise InvalidInput("mask coordinates are fractions of the frame (0..1)")
-            if m.x + m.width > 1 + 1e-9 or m.y + m.height > 1 + 1e-9:
-                raise InvalidInput("a mask must lie inside the frame")
         self._settings_now().privacy = config
         self._save()
 

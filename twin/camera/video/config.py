@@ -20,8 +20,8 @@ from hardware.ports.camera_hw import (
     OsdImage,
     OsdStream,
     OsdText,
-    PrivacyMask,
     PrivacyMaskConfig,
+    PrivacyRegion,
     Transform,
 )
 from hardware.ports.errors import InvalidInput
@@ -113,10 +113,7 @@ class MediaSettings:
             "image": dataclasses.asdict(self.image),
             "transform": dataclasses.asdict(self.transform),
             "osd": {"streams": [osd_dict(o) for o in self.osd.values()]},
-            "privacy_mask": {
-                "enabled": self.privacy.enabled,
-                "masks": [dataclasses.asdict(m) for m in self.privacy.masks],
-            },
+            "privacy_mask": masks_dict(self.privacy),
             "ai_overlay": dataclasses.asdict(self.overlay),
             "rtsp": {"enabled": self.rtsp_enabled, "port": self.rtsp_port},
             "frontend": {"hailort": {"use-hailort-service": self.hailort_service}},
@@ -293,28 +290,42 @@ def parse_osd_stream(item: Any) -> OsdStream:
     return OsdStream(name, tuple(texts), tuple(dates), tuple(images))
 
 
+def masks_dict(p: PrivacyMaskConfig) -> dict[str, Any]:
+    """The daemon's ``privacy_mask`` block: ``GET media/privacy-mask``'s fields."""
+    out = dataclasses.asdict(p)
+    out["regions"] = [
+        {**r, "points_x": list(r["points_x"]), "points_y": list(r["points_y"])} for r in out["regions"]
+    ]
+    return out
+
+
 def parse_masks(value: Any) -> PrivacyMaskConfig:
     p = _obj(value, "privacy_mask")
-    masks = []
-    for i, m in enumerate(p.get("masks") or []):
-        m = _obj(m, "mask")
-        x = _num(m.get("x"), "masks.x", 0, 1)
-        y = _num(m.get("y"), "masks.y", 0, 1)
-        w = _num(m.get("width"), "masks.width", 0, 1)
-        h = _num(m.get("height"), "masks.height", 0, 1)
-        if x + w > 1.0 + 1e-9 or y + h > 1.0 + 1e-9:
-            raise InvalidInput("a mask must lie inside the frame")
-        masks.append(
-            PrivacyMask(
-                _str(m.get("id", f"mask{i}"), "masks.id"),
-                x,
-                y,
-                w,
-                h,
-                _bool(m.get("enabled", True), "masks.enabled"),
+    regions = []
+    for i, r in enumerate(p.get("regions") or []):
+        r = _obj(r, "privacy_mask.regions")
+        xs, ys = r.get("points_x") or [], r.get("points_y") or []
+        if not isinstance(xs, list) or not isinstance(ys, list) or len(xs) > 8 or len(ys) > 8:
+            raise InvalidInput("privacy_mask.regions: at most 8 vertices")
+        regions.append(
+            PrivacyRegion(
+                _str(r.get("id", f"region{i}"), "regions.id"),
+                _str(r.get("name", ""), "regions.name"),
+                _bool(r.get("enabled", False), "regions.enabled"),
+                tuple(_num(v, "regions.points_x", 0, 1) for v in xs),
+                tuple(_num(v, "regions.points_y", 0, 1) for v in ys),
             )
         )
-    return PrivacyMaskConfig(_bool(p.get("enabled", False), "privacy_mask.enabled"), tuple(masks))
+    return PrivacyMaskConfig(
+        enabled=_bool(p.get("enabled", False), "privacy_mask.enabled"),
+        color=_int(p.get("color", 0), "privacy_mask.color", 0, 0xFFFFFF),
+        blur_radius=_int(p.get("blur_radius", 0), "privacy_mask.blur_radius", 0, 64),
+        regions=tuple(regions),
+        dpm_enabled=_bool(p.get("dpm_enabled", False), "privacy_mask.dpm_enabled"),
+        dpm_labels=_str(p.get("dpm_labels", ""), "privacy_mask.dpm_labels"),
+        dpm_mode=_str(p.get("dpm_mode", ""), "privacy_mask.dpm_mode"),
+        dpm_color=_int(p.get("dpm_color", 0), "privacy_mask.dpm_color", 0, 0xFFFFFF),
+    )
 
 
 def parse_image(value: Any) -> ImageSettings:
@@ -347,7 +358,7 @@ def parse_overlay(value: Any) -> AiOverlay:
         _bool(a.get("enabled", False), "ai_overlay.enabled"),
         _bool(a.get("show_label", True), "ai_overlay.show_label"),
         _bool(a.get("show_confidence", True), "ai_overlay.show_confidence"),
-        _int(a.get("line_thickness", 2), "ai_overlay.line_thickness", 1, 32),
+        _int(a.get("line_thickness", 2), "ai_overlay.line_thickness", 0, 2**32 - 1),
     )
 
 

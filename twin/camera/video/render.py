@@ -33,7 +33,7 @@ from hardware.ports.camera_hw import (
     ImageSettings,
     OsdDatetime,
     OsdText,
-    PrivacyMask,
+    PrivacyRegion,
     Transform,
 )
 from twin.camera.video.scene import Scene
@@ -67,7 +67,10 @@ class View:
     ir_led: int = 0
     image: ImageSettings = field(default_factory=ImageSettings)
     transform: Transform = field(default_factory=Transform)
-    masks: tuple[PrivacyMask, ...] = ()
+    masks: tuple[PrivacyRegion, ...] = ()
+    mask_color: int = 0
+    """0xRRGGBB."""
+    mask_blur: int = 0
     texts: tuple[OsdText, ...] = ()
     datetimes: tuple[OsdDatetime, ...] = ()
     images: tuple[tuple[float, float, np.ndarray], ...] = field(default=())
@@ -234,19 +237,33 @@ class Renderer:
 
     def _finish(self, img: np.ndarray, view: View) -> np.ndarray:
         """Sharpness, transform, privacy masks, AI overlay and OSD on a picture of the output size."""
-        W, H = self.width, self.height
         if view.image.sharpness > 0:
             k = view.image.sharpness / 50
             img = cv2.addWeighted(img, 1 + k, cv2.GaussianBlur(img, (0, 0), 1.0), -k, 0)
         img = self._transform(img, view.transform)
-        for mask in view.masks:
-            if mask.enabled:
-                p0 = (round(mask.x * W), round(mask.y * H))
-                p1 = (round((mask.x + mask.width) * W), round((mask.y + mask.height) * H))
-                cv2.rectangle(img, p0, p1, (0, 0, 0), -1)
+        img = self._masks(img, view)
         if view.overlay.enabled:
             self._overlay(img, view)
         self._osd(img, view)
+        return img
+
+    def _masks(self, img: np.ndarray, view: View) -> np.ndarray:
+        """Each enabled region of at least three vertices filled with the mask colour, or blurred."""
+        W, H = self.width, self.height
+        polygons = [
+            np.array([[round(x * W), round(y * H)] for x, y in zip(m.points_x, m.points_y, strict=False)])
+            for m in view.masks
+            if m.enabled and min(len(m.points_x), len(m.points_y)) >= 3
+        ]
+        if not polygons:
+            return img
+        if view.mask_blur > 0:
+            inside = np.zeros(img.shape[:2], np.uint8)
+            cv2.fillPoly(inside, polygons, 255)
+            blurred = cv2.blur(img, (2 * view.mask_blur + 1, 2 * view.mask_blur + 1))
+            return np.where(inside[..., None] > 0, blurred, img)
+        c = view.mask_color
+        cv2.fillPoly(img, polygons, ((c & 0xFF), (c >> 8) & 0xFF, (c >> 16) & 0xFF))
         return img
 
     def _transform(self, img: np.ndarray, tr: Transform) -> np.ndarray:
