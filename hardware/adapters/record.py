@@ -208,7 +208,7 @@ class RecordMiddleware:
         writer, head = self.writer, self._head(scope)
         own = is_own(writer.vendor, scope["path"])
         digest = hashlib.sha256()
-        sized = [0]
+        sized, size = [0], [0]  # the request's and the answer's bytes
         answer: dict[str, Any] = {}
         chunks: list[bytes] = []
 
@@ -237,8 +237,13 @@ class RecordMiddleware:
                     if not message.get("more_body", False):
                         writer.write({"t": writer.offset(), "kind": "close", "stream": answer["stream"]})
                     return
-                chunks.append(body)
+                size[0] += len(body)
+                if size[0] <= MAX_BODY:  # past it the answer is forwarded, not kept
+                    chunks.append(body)
                 if not message.get("more_body", False):
+                    if size[0] > MAX_BODY:
+                        writer.summary.skipped += 1
+                        return
                     self._answered(scope, head, own, digest.hexdigest() if sized[0] else None, answer, chunks)
 
         await self.app(scope, listen, watch)
@@ -250,9 +255,6 @@ class RecordMiddleware:
         data = b"".join(chunks)
         if own:  # a login or a key: learn what it hands out, record nothing
             writer.learn(*secrets_in(data.decode("utf-8", "replace")))
-            writer.summary.skipped += 1
-            return
-        if len(data) > MAX_BODY:
             writer.summary.skipped += 1
             return
         encoded = any(name == "content-encoding" for name, _ in answer.get("headers", []))
