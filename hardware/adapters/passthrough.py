@@ -47,6 +47,8 @@ HOP_BY_HOP = frozenset(
 )
 NOT_FORWARDED = HOP_BY_HOP | {b"host", b"expect"}  # the twin answers a 100-continue itself
 BODY_HEADERS = (b"content-length", b"transfer-encoding")
+MATCHED_PATHS = 4096
+"""Paths whose matching route is kept; past it the cache starts again."""
 WS_HANDSHAKE = frozenset(
     {
         b"sec-websocket-key",
@@ -76,6 +78,7 @@ class Passthrough:
         self.gate = gate
         self.routes = tuple(routes)
         self._stack: ASGIApp = self._serve
+        self._matched: dict[tuple[str, str, str], BaseRoute | None] = {}
 
     def add_middleware(self, middleware: Any, **options: Any) -> None:
         self._stack = middleware(self._stack, **options)
@@ -98,17 +101,28 @@ class Passthrough:
         await self.upstream.aclose()
 
     def _match(self, scope: Scope) -> None:
-        """Leave the simulated app's matching route in the scope (for the journal's template)."""
+        """Leave the simulated app's matching route in the scope (for the journal's template),
+        found once per kind, method and path rather than trying every route's pattern on every request."""
+        key = (scope["type"], scope.get("method", ""), scope["path"])
+        try:
+            route = self._matched[key]
+        except KeyError:
+            route = self._find(scope)
+            if len(self._matched) >= MATCHED_PATHS:
+                self._matched.clear()
+            self._matched[key] = route
+        if route is not None:
+            scope["route"] = route
+
+    def _find(self, scope: Scope) -> BaseRoute | None:
         partial = None
         for route in self.routes:
             match, _ = route.matches(scope)
             if match is Match.FULL:
-                scope["route"] = route
-                return
+                return route
             if match is Match.PARTIAL and partial is None:
                 partial = route
-        if partial is not None:
-            scope["route"] = partial
+        return partial
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
