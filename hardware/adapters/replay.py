@@ -35,7 +35,7 @@ from typing import Any
 
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.automation import errors as automation_errors
@@ -44,7 +44,6 @@ from api.gateway import errors as gateway_errors
 from api.gateway.deps import request_token
 from api.journal import query_of
 from hardware.adapters.fixture import Fixture, Frame, Http, Recorded, credentials_in, is_own
-from hardware.adapters.passthrough import Passthrough
 from hardware.adapters.passthrough import _deny as deny_upgrade
 from hardware.ports.errors import DomainError, Unauthenticated
 
@@ -89,11 +88,24 @@ class Replay:
         if is_own(self.vendor, scope["path"]):
             await self.simulated(scope, receive, send)
             return
-        Passthrough._match(self, scope)  # type: ignore[arg-type]  # the passthrough's matching: it reads .routes
+        self._match(scope)
         if scope["type"] == "websocket":
             await self._websocket(scope, receive, send)
         else:
             await self._http(scope, receive, send)
+
+    def _match(self, scope: Scope) -> None:
+        """Leave the member's matching route in the scope, for the journal's route template."""
+        partial = None
+        for route in self.routes:
+            match, _ = route.matches(scope)
+            if match is Match.FULL:
+                scope["route"] = route
+                return
+            if match is Match.PARTIAL and partial is None:
+                partial = route
+        if partial is not None:
+            scope["route"] = partial
 
     # Answers in the vendor's shape -------------------------------------------------------------
     def _not_found(self) -> Response:
