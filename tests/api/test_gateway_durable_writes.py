@@ -240,6 +240,32 @@ async def test_models_and_their_desired_state_survive_a_restart(durable: Setting
     assert sorted(f["name"] for f in files) == ["car.hef", "copied.hef", "person.hef", "yolov8n.hef"]
 
 
+async def test_a_reboot_loads_the_models_whose_desired_state_is_loaded_again(durable: Settings) -> None:
+    async with console(durable) as c:
+        form = {"model_type": "detection"}
+        for name in ("person.hef", "car.hef"):
+            await c.call("POST", "/ai/models/upload", files={"model": (name, HEF)}, data=form)
+        await c.call("POST", "/ai/models/person/load")
+        await c.call("POST", "/system/restart")
+        c.twin.clock.advance(5)
+        camera = c.twin.world.cameras["cam-01"]
+        assert not camera.powered and camera.ai.get("person").status == "uploaded"
+        assert camera.ai.get("person").desired_state == "loaded"  # the accelerator forgot it, not the table
+        c.twin.clock.advance(60)
+        assert camera.powered
+        login = await c.http.post("/api/login", json={"username": "admin", "password": "password"})
+        c.auth = {"Authorization": login.json()["data"]["token"]}
+        models = {
+            m["model_id"]: (m["status"], m["desired_state"])
+            for m in (await c.read("/ai/models"))[0]["models"]
+        }
+    assert models == {
+        "car": ("uploaded", "unloaded"),
+        "person": ("loaded", "loaded"),
+        "yolov8n": ("uploaded", "unloaded"),
+    }
+
+
 # Containers and images ----------------------------------------------------------------------------
 async def test_container_and_image_writes_survive_a_restart(durable: Settings) -> None:
     async with console(durable) as c:
@@ -255,14 +281,21 @@ async def test_container_and_image_writes_survive_a_restart(durable: Settings) -
         await c.call("POST", "/containers/aipc-b/stop")
         await c.call("DELETE", "/containers/aipc-b")
         await c.call("POST", "/images/pull", status=500, json={"image": "nginx:latest"})
-        # A second image, deleted once nothing uses it.
-        await c.call("POST", "/apps/upload-image", files={"file": ("x.tar", b"x" * 100)})
+        # A second app's image, deleted while no container uses it.
+        plain = MANIFEST.replace("people-counter", "door-watch")
+        image = await c.call("POST", "/apps/upload-image", files={"file": ("door.tar", b"tar" * 500)})
+        manifest = await c.call("POST", "/apps/upload-manifest", files={"file": ("app.yaml", plain)})
+        body = {"manifest_path": manifest["manifest_path"], "image_path": image["image_path"]}
+        await c.call("POST", "/apps", json=body)
+        await c.call("DELETE", "/images/door-watch:1.2.0")
         before = await c.read("/containers", "/images", "/apps")
+    assert [i["name"] for i in before[1]["images"]] == ["people-counter:1.2.0"]
     assert [(x["id"], x["state"]) for x in before[0]["containers"]] == [("aipc-people-counter", "running")]
     async with console(durable) as c:
         c.twin.clock.advance(5)
         after = await c.read("/containers", "/images", "/apps")
         await c.call("DELETE", "/apps/b")
+        await c.call("DELETE", "/apps/door-watch")
         await c.call("DELETE", "/apps/people-counter")
     # people-counter has no autostart: it was running, it comes back stopped with its container.
     assert [(x["id"], x["state"]) for x in after[0]["containers"]] == [("aipc-people-counter", "stopped")]

@@ -4,7 +4,9 @@
 - Upload stores a ``.hef`` under ``/data/aipc/models`` (charged to the data partition; the device
   wants 100 MB free for model storage). Delete removes the file and gives the bytes back.
 - Load charges the model's estimated memory on the accelerator; unload gives it back and is
-  refused while an app uses the model.
+  refused while an app uses the model. Each sets the model's desired state (``loaded`` or
+  ``unloaded``): a reboot empties the accelerator, and the models whose desired state is ``loaded``
+  are loaded again when the device is up (``reload_desired``).
 - An app's inference subscription names a model and a stream; a name the device does not know is
   ``NOT_FOUND``. Without the camera service there are no frames: detections stay at zero
   (``stop_camera_service`` provokes it; killing the ``camera-daemon`` process does the same).
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import simpy
 
-from hardware.ports.errors import InternalError, InvalidInput, NotFound, StorageFull
+from hardware.ports.errors import DomainError, InternalError, InvalidInput, NotFound, StorageFull
 from hardware.ports.gateway_apps import AiStats, ModelInfo, ModelStats, ModelUpload
 from twin.camera.stats import NPU_MEMORY_BYTES, RUNTIME_RESIDENT_BYTES, accelerator_stats
 from twin.camera.storage import DATA, remove_file, write_file
@@ -69,6 +71,8 @@ class Model:
     source: str = "disk"
     owner_app_id: str = ""
     loaded_at: float | None = None
+    desired: bool = False
+    """The desired state: True once loaded, False once unloaded; a reboot keeps it."""
     memory: int = 0
     inferences: int = 0
     users: set[str] = field(default_factory=set)
@@ -80,7 +84,7 @@ class Model:
             model_path=self.model_path,
             status="loaded" if self.loaded_at is not None else "uploaded",
             source=self.source,
-            desired_state="loaded" if self.loaded_at is not None else "unloaded",
+            desired_state="loaded" if self.desired else "unloaded",
             owner_app_id=self.owner_app_id,
             used_by_apps=tuple(sorted(self.users)),
             load_timestamp=int(self.loaded_at) if self.loaded_at is not None else 0,
@@ -260,7 +264,18 @@ class AiRuntime:
         self.memory.put(need)
         model.memory = need
         model.loaded_at = self.clock.now()
+        model.desired = True
         return self.get(model.model_id)
+
+    def reload_desired(self) -> None:
+        """The device is up: load again the models whose desired state is ``loaded`` (one the
+        accelerator has no room for stays uploaded)."""
+        for model in list(self.models.values()):
+            if model.desired and model.loaded_at is None:
+                try:
+                    self.load(model.model_id)
+                except DomainError:
+                    continue
 
     def unload(self, model_id: str) -> ModelInfo:
         model = self._model(model_id)
@@ -271,6 +286,7 @@ class AiRuntime:
                 f"model is used by apps: {', '.join(sorted(model.users))}", resource="operation"
             )
         self._release(model)
+        model.desired = False
         return self.get(model.model_id)
 
     def _release(self, model: Model) -> None:

@@ -372,7 +372,9 @@ class AppManager(AppRuntime):
 
     def power_up(self) -> None:
         """The device is up again: apps whose manifest says ``autostart`` start (one whose image is
-        gone stays down, as its start fails on the device)."""
+        gone stays down, as its start fails on the device), after the models whose desired state is
+        ``loaded``."""
+        self.ai.reload_desired()
         for app in list(self.apps.values()):
             if app.manifest.autostart and app.state != "running":
                 try:

@@ -184,7 +184,7 @@ class _Stored:
     images: list[Image]
     containers: list[dict[str, Any]]
     apps: list[App]
-    models: list[tuple[Model, bool]]
+    models: list[Model]
     scanned: bool
     fstypes: dict[str, str]
 
@@ -278,7 +278,6 @@ def _durable_doc(apps: AppManager) -> dict[str, Any]:
         ],
         "models": [
             {k: v for k, v in asdict(m).items() if k not in ("users", "memory", "loaded_at", "inferences")}
-            | {"loaded": m.loaded_at is not None}
             for m in ai.models.values()
         ],
         "scanned": ai._scanned,
@@ -305,10 +304,7 @@ def _stored(doc: dict[str, Any]) -> _Stored:
         ]
     except DomainError as err:
         raise ValueError(err.message) from err
-    models = []
-    for m in doc["models"]:
-        fields = {k: v for k, v in m.items() if k != "loaded"}
-        models.append((Model(**fields), bool(m["loaded"])))
+    models = [Model(**m) for m in doc["models"]]
     containers = [
         dict(c)
         | {"volumes": [Volume(**v) for v in c["volumes"]], "logs": [LogLine(**ln) for ln in c["logs"]]}
@@ -356,11 +352,6 @@ def _apply(apps: AppManager, stored: _Stored) -> None:
         container.logs.extend(c["logs"])
         runtime.containers[container.id] = container
     ai._scanned = stored.scanned
-    ai.models = {model.model_id: model for model, _ in stored.models}
-    for model, loaded in stored.models:
-        if loaded:
-            try:
-                ai.load(model.model_id)
-            except DomainError:
-                continue  # the accelerator has no room for it: it stays uploaded
+    ai.models = {model.model_id: model for model in stored.models}
+    ai.reload_desired()
     apps.apps = {app.id: app for app in stored.apps}
