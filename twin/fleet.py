@@ -89,6 +89,11 @@ class CameraSpec:
     """App packages (``assets/apps/<name>``) installed and started on each camera at boot."""
     video: VideoSpec | None = None
     """Each camera's video source; ``None``: the synthetic scene."""
+    rs485: str | None = None
+    """Each camera's RS485 on a serial port, a pyserial URL (``/dev/ttyUSB0``, ``loop://``); ``None``:
+    the simulated port."""
+    host_stats: bool = False
+    """Each camera's CPU, memory, disk and network figures are this host's (``/proc``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ from twin.automation.backend import TwinAutomation
 from twin.automation.delivery import run_worker
 from twin.automation.links import run_links
 from twin.automation.network import network_info
-from twin.camera.gateway import TwinGateway
+from twin.camera.gateway import TwinGateway, close_host_hardware, host_hardware
 from twin.camera.video.source import parse_video_sources
 from twin.clock import SimClock
 from twin.control import TwinControl
@@ -156,6 +156,7 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
             app = _real(real[camera_id], GatewayGate(), app)
         _front(app, faults[camera_id], journal, camera_id, clock)
         gateway_apps[camera_id] = app
+    host_hardware(settings, world, gateways, real)  # RS485 on a serial port, /proc figures
     control = TwinControl(
         world, clock, faults=faults, limiters={"automation": limiter}, journal=journal, gateways=gateways
     )
@@ -444,6 +445,7 @@ async def stop(running: Running) -> None:
             await _finish(listener.task)
     for app in running.twin.real.values():
         await app.aclose()
+    close_host_hardware(running.twin.gateways.values())
     for task in running.tasks:
         task.cancel()
     for task in running.tasks:

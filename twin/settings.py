@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -94,6 +94,10 @@ class Settings:
     """Real members (``automation`` or a camera id) whose certificates are not verified."""
     publish_fleet: FleetPublishing | None = None
     """Where the simulated sensors are published as real devices would publish, if anywhere."""
+    rs485: tuple[str, ...] = ()
+    """Cameras' RS485 on a serial port over the scenario's (``--rs485``): each ``CAMERA_ID=URL``."""
+    host_stats: tuple[str, ...] = ()
+    """Cameras whose monitor figures are this host's (``--host-stats``), by id."""
 
     @property
     def has_real_members(self) -> bool:
@@ -123,6 +127,32 @@ class Settings:
         if unknown:
             raise RealMemberError(f"--insecure: {', '.join(unknown)} is not a real member")
         return members
+
+    def host_hardware(
+        self, rs485: Mapping[str, str | None], host_stats: Mapping[str, bool], real: Collection[str] = ()
+    ) -> tuple[dict[str, str], set[str]]:
+        """The cameras with a part on this machine's hardware: each one's RS485 URL (``--rs485`` over
+        the scenario's ``rs485``; both maps hold every camera of the fleet) and the cameras whose
+        figures are this host's (``--host-stats`` and the scenario's). :class:`RealMemberError` for an
+        unknown camera, a real one (its parts are its own) or one serial device given to two cameras."""
+        ports = {camera_id: url for camera_id, url in rs485.items() if url}
+        for spec in self.rs485:
+            name, url = camera_spec(spec)
+            if name not in rs485:
+                raise RealMemberError(f"--rs485: the fleet has no camera {name!r}")
+            ports[name] = url
+        unknown = sorted(set(self.host_stats) - set(host_stats))
+        if unknown:
+            raise RealMemberError(f"--host-stats: the fleet has no camera {unknown[0]!r}")
+        hosted = {camera_id for camera_id, on in host_stats.items() if on} | set(self.host_stats)
+        devices = [url for url in ports.values() if not url.startswith("loop://")]
+        twice = sorted({url for url in devices if devices.count(url) > 1})
+        if twice:
+            raise RealMemberError(f"RS485: the serial port {twice[0]} is given to more than one camera")
+        both = sorted((set(ports) | hosted) & set(real))
+        if both:
+            raise RealMemberError(f"camera {both[0]} is real: its RS485 and its figures are its own")
+        return ports, hosted
 
 
 LOOPBACK = {
@@ -220,6 +250,20 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         help="do not verify this real member's TLS certificate (automation or a camera id; repeatable)",
     )
+    host = run.add_argument_group("host hardware", "a simulated camera's parts on this machine's hardware")
+    host.add_argument(
+        "--rs485",
+        metavar="ID=URL",
+        action="append",
+        type=_serial_port,
+        help="camera ID's RS485 on a serial port: a pyserial URL, /dev/ttyUSB0 or loop:// (repeatable)",
+    )
+    host.add_argument(
+        "--host-stats",
+        metavar="ID",
+        action="append",
+        help="camera ID's CPU, memory, disk and network figures are this host's, from /proc (repeatable)",
+    )
     return p
 
 
@@ -265,6 +309,19 @@ def _publish_checks(parser: argparse.ArgumentParser, values: dict, environ: Mapp
         parser.error(f"{PUBLISH_PASSWORD_ENV} is set without {PUBLISH_USERNAME_ENV}")
     login = (user, password or "") if user else None
     values["publish_fleet"] = FleetPublishing(url, login, **({"buffer": buffer} if buffer else {}))
+
+
+def _serial_port(value: str) -> str:
+    from hardware.adapters.serial_port import check_url  # pyserial, only when the option is given
+
+    name, url = camera_spec(value)
+    if not name:
+        raise argparse.ArgumentTypeError("expected ID=URL: a camera id and a serial port")
+    try:
+        check_url(url)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+    return value
 
 
 def camera_spec(spec: str) -> tuple[str | None, str]:

@@ -6,6 +6,12 @@ across resets and restores.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from hardware.adapters.host_stats import HostFigures, HostMonitor
+from hardware.adapters.serial_port import SerialPeripherals, SerialRs485
+from hardware.ports.events import EventKind
 from hardware.ports.types import (
     ClientTimeSync,
     DeviceTime,
@@ -24,6 +30,9 @@ from twin.camera.video.audio import TwinGatewayAudio
 from twin.camera.video.backend import TwinGatewayMedia
 from twin.clock import SimClock
 from twin.world import World
+
+if TYPE_CHECKING:
+    from twin.settings import Settings
 
 
 class TwinGatewayAuth(CameraArea):
@@ -116,3 +125,35 @@ class TwinGateway:
         self.shell = TwinGatewayShell(world, camera_id)
         self.upgrade = TwinGatewayUpgrade(world, camera_id)
         AppAreas(world, clock, camera_id).attach(self)
+
+
+def host_hardware(
+    settings: Settings, world: World, gateways: Mapping[str, TwinGateway], real: Collection[str]
+) -> None:
+    """Simulated cameras' parts on this machine's hardware in place of the world's, as the settings
+    and the scenario's camera groups say: the RS485 on a serial port (what it receives becomes
+    ``camera.rs485_rx``), the monitor's figures from ``/proc``. Each serial port is opened once
+    here, so a wrong one stops the start (``SerialPortError``, an ``OSError``)."""
+    specs = world.camera_spec
+    serial, hosted = settings.host_hardware(
+        {camera_id: spec.rs485 for camera_id, spec in specs.items()},
+        {camera_id: spec.host_stats for camera_id, spec in specs.items()},
+        real,
+    )
+    for camera_id, url in serial.items():
+
+        def on_rx(frame: bytes, camera_id: str = camera_id) -> None:
+            world.emit(EventKind.CAMERA_RS485_RX, camera_id, data=frame.hex())
+
+        port = SerialRs485(camera_id, url, on_rx)
+        port.check()
+        gateways[camera_id].peripherals = SerialPeripherals(gateways[camera_id].peripherals, port)
+    for camera_id in hosted:
+        gateways[camera_id].monitor = HostMonitor(gateways[camera_id].monitor, HostFigures())
+
+
+def close_host_hardware(gateways: Iterable[TwinGateway]) -> None:
+    """Close the serial ports :func:`host_hardware` put behind these gateways."""
+    for gateway in gateways:
+        if isinstance(gateway.peripherals, SerialPeripherals):
+            gateway.peripherals.rs485.close()

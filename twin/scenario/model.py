@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from hardware.adapters.serial_port import check_url
 from twin.camera.video.config import PROFILES
 from twin.camera.video.scene import MAX_OBJECTS, SCENES
 from twin.camera.video.source import media_of
@@ -195,6 +196,10 @@ MAX_CAMERAS = 254
 """Cameras in a world at the most (their addresses end in 1..254)."""
 
 
+SerialUrl = Annotated[str, BeforeValidator(lambda v: check_url(v) or v if isinstance(v, str) else v)]
+"""A pyserial URL (a device path, ``loop://``...); the options in it are read when it opens."""
+
+
 class Video(_Strict):
     source: str = Field(
         min_length=1,
@@ -239,6 +244,16 @@ class Cameras(_Strict):
     apps: tuple[str, ...] = Field(
         default=(),
         description="app packages under assets/apps/ installed and started on each camera at boot",
+    )
+    rs485: SerialUrl | None = Field(
+        default=None,
+        description="each camera's RS485 on a real serial port: a pyserial URL (/dev/ttyUSB0, loop://, "
+        "rfc2217://host:port; default: the simulated port)",
+    )
+    host_stats: bool = Field(
+        default=False,
+        description="each camera's CPU, memory, disk and network figures (monitor/*) are this host's, "
+        "read from /proc",
     )
     video: Video | None = Field(
         default=None,
