@@ -169,6 +169,7 @@ async def test_privacy_mask_black_night_gray_and_osd_text_drawn(feed) -> None:
                         "y": 0.82,
                         "font_size": 110,
                         "text_color": 0xFF00FF,
+                        "enabled": True,
                     }
                 ],
             }

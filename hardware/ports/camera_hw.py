@@ -185,6 +185,8 @@ class OsdText:
     text_color: int = 0xFFFFFF
     """RGB as an integer."""
     enabled: bool = True
+    h_align: int = 0
+    v_align: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,16 +198,27 @@ class OsdDatetime:
     font_size: float = 24.0
     text_color: int = 0xFFFFFF
     enabled: bool = True
+    h_align: int = 0
+    v_align: int = 0
+
+
+OSD_IMAGE_DIR = "/data/aipc/etc/osd"
+"""Where ``media/osd/upload-image`` puts an image (the device's ``<root>/etc/osd``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class OsdImage:
     id: str
-    name: str
-    """An uploaded OSD image (``media/osd/upload-image``)."""
+    image_path: str
+    """An uploaded OSD image: ``OSD_IMAGE_DIR/<name>``."""
     x: float
     y: float
+    width: float = 0.1
+    """Of the frame, (0, 1]."""
+    height: float = 0.1
     enabled: bool = True
+    h_align: int = 0
+    v_align: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,10 +392,10 @@ class GatewayPicture(Protocol):
     def osd(self) -> tuple[OsdStream, ...]: ...
 
     def set_osd(self, streams: tuple[OsdStream, ...]) -> None:
-        """Replace the OSD of each named stream; ``NotFound`` for an unknown stream."""
+        """Replace the OSD of each named stream; a stream the camera lacks is skipped."""
 
     def upload_osd_image(self, name: str, content_type: str, data: bytes) -> OsdImageFile:
-        """A PNG or JPEG; ``InvalidInput`` if it does not decode."""
+        """Kept under ``name`` (one that does not decode is kept but draws nothing)."""
 
     def osd_image(self, name: str) -> OsdImageFile: ...
 

@@ -106,6 +106,54 @@ MEDIA: dict[str, Shape] = {
             }
         ]
     },
+    # GetOsdConfig's gin.H rows
+    "GET /api/v1/media/osd": {
+        "streams": [
+            {
+                "stream_name": str,
+                "text_overlays": [
+                    {
+                        "id": str,
+                        "text": str,
+                        "x": float,
+                        "y": float,
+                        "font_size": float,
+                        "text_color": int,
+                        "h_align": int,
+                        "v_align": int,
+                        "enabled": bool,
+                    }
+                ],
+                "datetime_overlays": [
+                    {
+                        "id": str,
+                        "x": float,
+                        "y": float,
+                        "format": str,
+                        "font_size": float,
+                        "text_color": int,
+                        "h_align": int,
+                        "v_align": int,
+                        "enabled": bool,
+                    }
+                ],
+                "image_overlays": [
+                    {
+                        "id": str,
+                        "image_path": str,
+                        "image_size": int,
+                        "x": float,
+                        "y": float,
+                        "width": float,
+                        "height": float,
+                        "h_align": int,
+                        "v_align": int,
+                        "enabled": bool,
+                    }
+                ],
+            }
+        ]
+    },
     # GetPrivacyMaskConfig's gin.H
     "GET /api/v1/media/privacy-mask": {
         "enabled": bool,

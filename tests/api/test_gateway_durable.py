@@ -64,8 +64,20 @@ async def test_picture_settings_and_osd_images_survive_a_restart(durable: Settin
         "streams": [
             {
                 "stream_name": "main",
-                "text_overlays": [{"id": "t", "text": "Gate 3", "x": 0.1, "y": 0.2, "font_size": 30}],
-                "image_overlays": [{"id": "i", "name": "logo.png", "x": 0.5, "y": 0.5}],
+                "text_overlays": [
+                    {"id": "t", "text": "Gate 3", "x": 0.1, "y": 0.2, "font_size": 30, "enabled": True}
+                ],
+                "image_overlays": [
+                    {
+                        "id": "i",
+                        "image_path": "/data/aipc/etc/osd/logo.png",
+                        "x": 0.5,
+                        "y": 0.5,
+                        "width": 0.2,
+                        "height": 0.1,
+                        "enabled": True,
+                    }
+                ],
             }
         ]
     }
@@ -87,7 +99,8 @@ async def test_picture_settings_and_osd_images_survive_a_restart(durable: Settin
         before = await read_all(gateway, auth, PICTURE)
     assert before[0]["brightness"] == 70 and before[0]["wdr_value"] == 40 and before[0]["awb_index"] == 3
     assert before[1]["rotation"] == 2 and before[1]["grayscale"] is True
-    assert before[2]["streams"][0]["image_overlays"][0]["name"] == "logo.png"
+    assert before[2]["streams"][0]["image_overlays"][0]["image_path"] == "/data/aipc/etc/osd/logo.png"
+    assert before[2]["streams"][0]["image_overlays"][0]["image_size"] == len(logo)
     assert before[4]["ai_overlay"]["enabled"] is True and before[4]["ai_overlay"]["show_label"] is False
     assert before[3]["regions"][0]["points_x"] == square["points_x"] and before[3]["blur_radius"] == 5
 

@@ -109,41 +109,79 @@ async def test_osd_text_and_uploaded_image(gateway, auth, twin: Twin) -> None:
     up = await gateway.post(
         MEDIA + "/osd/upload-image", files={"file": ("logo.png", png, "image/png")}, headers=auth
     )
-    assert await data(up) == {"name": "logo.png", "size": len(png), "url": "/api/v1/media/osd/image/logo.png"}
+    assert await data(up) == {"path": "/data/aipc/etc/osd/logo.png", "size": len(png)}
     got = await gateway.get(MEDIA + "/osd/image/logo.png", headers=auth)
     assert got.status_code == 200 and got.content == png and got.headers["content-type"] == "image/png"
+    text = {"id": "t", "text": "DOCK", "x": 0.1, "y": 0.1, "font_size": 80, "enabled": True}
+    image = {"id": "l", "image_path": "/data/aipc/etc/osd/logo.png", "x": 0.6, "y": 0.6}
     body = {
         "streams": [
             {
                 "stream_name": "sub",
-                "text_overlays": [{"id": "t", "text": "DOCK", "x": 0.1, "y": 0.1, "font_size": 80}],
-                "image_overlays": [{"id": "l", "name": "logo.png", "x": 0.6, "y": 0.6}],
-            }
+                "text_overlays": [text, {**text, "id": " "}],  # no id: dropped
+                "datetime_overlays": [{"id": "d", "x": -3, "y": 7, "enabled": True}],  # clamped
+                "image_overlays": [
+                    {**image, "width": 0.2, "height": 0.2, "enabled": True},
+                    {**image, "id": "big", "width": 1.5, "height": 0.2},  # not in (0, 1]: dropped
+                    {
+                        **image,
+                        "id": "gone",
+                        "image_path": "/data/aipc/etc/osd/none.png",
+                        "width": 0.1,
+                        "height": 0.1,
+                    },
+                    {**image, "id": "out", "image_path": "/tmp/logo.png", "width": 0.1, "height": 0.1},
+                ],
+            },
+            {"stream_name": "fifth"},  # no such stream: skipped
+            {"stream_name": ""},
         ]
     }
-    assert (await gateway.put(MEDIA + "/osd", json=body, headers=auth)).status_code == 200
+    put = await gateway.put(MEDIA + "/osd", json=body, headers=auth)
+    assert await data(put) == {"message": "OSD config updated successfully"}
+    sub = next(
+        o
+        for o in (await data(await gateway.get(MEDIA + "/osd", headers=auth)))["streams"]
+        if o["stream_name"] == "sub"
+    )
+    assert [t["id"] for t in sub["text_overlays"]] == ["t"]
+    assert sub["text_overlays"][0] == {**text, "text_color": 0, "h_align": 0, "v_align": 0}
+    assert (sub["datetime_overlays"][0]["x"], sub["datetime_overlays"][0]["y"]) == (0.0, 1.0)
+    assert sub["image_overlays"] == [
+        {
+            **image,
+            "image_size": len(png),
+            "width": 0.2,
+            "height": 0.2,
+            "h_align": 0,
+            "v_align": 0,
+            "enabled": True,
+        }
+    ]
     img = frame(twin)
     h, w = img.shape[:2]
-    patch = img[int(0.6 * h) + 2 : int(0.6 * h) + 20, int(0.6 * w) + 2 : int(0.6 * w) + 20]
+    patch = img[int(0.6 * h) + 2 : int(0.8 * h) - 2, int(0.6 * w) + 2 : int(0.8 * w) - 2]
     assert (patch[:, :, 1] == 255).all() and (patch[:, :, 0] == 0).all()
 
-    bad_upload = await gateway.post(
-        MEDIA + "/osd/upload-image", files={"file": ("x.png", b"nope", "image/png")}, headers=auth
-    )
-    assert bad_upload.status_code == 400
-    assert (await gateway.post(MEDIA + "/osd/upload-image", data={"a": "b"}, headers=auth)).status_code == 400
+    for files, detail in (
+        ({"file": ("x.jpg", b"nope", "image/jpeg")}, "only PNG and BMP images are supported"),
+        ({"other": ("x.png", b"nope", "image/png")}, "file is required: http: no such file"),
+    ):
+        bad_upload = await gateway.post(MEDIA + "/osd/upload-image", files=files, headers=auth)
+        assert bad_upload.status_code == 400 and bad_upload.json()["error"]["detail"] == detail
     missing = await gateway.get(MEDIA + "/osd/image/none.png", headers=auth)
     assert missing.status_code == 404 and missing.json()["code"] == 8000
     assert (await gateway.get(MEDIA + "/osd/font", headers=auth)).json()["code"] == 8000
-    unknown = await gateway.put(MEDIA + "/osd", json={"streams": [{"stream_name": "fifth"}]}, headers=auth)
-    assert unknown.status_code == 404 and unknown.json()["code"] == 4000
     for osd_body in (
-        {"streams": [{"stream_name": "sub", "text_overlays": [{"text": "x", "x": 2}]}]},
-        {"streams": [{"text_overlays": []}]},
+        {"streams": [{"stream_name": "sub", "text_overlays": [{"text": "x", "x": "2"}]}]},
+        {"streams": [{"stream_name": 5}]},
         {"streams": "main"},
+        None,
     ):
         resp = await gateway.put(MEDIA + "/osd", json=osd_body, headers=auth)
-        assert resp.status_code == 400 and resp.json()["code"] == 1001, osd_body
+        assert resp.status_code == 400 and resp.json()["error"] == {"detail": "Invalid request body"}, (
+            osd_body
+        )
 
 
 SQUARE = {"points_x": [0.25, 0.75, 0.75, 0.25], "points_y": [0.25, 0.25, 0.75, 0.75]}

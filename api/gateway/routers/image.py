@@ -1,5 +1,5 @@
-"""The picture settings under ``/api/v1/media``: image (ISP), transform, OSD (and its images),
-privacy masks and the AI overlay. Every change shows in the next rendered frame."""
+"""The picture settings under ``/api/v1/media`` (``handlers/media.go``): image (ISP), transform, OSD
+(and its images), privacy masks and the AI overlay. Every change shows in the next rendered frame."""
 
 from __future__ import annotations
 
@@ -14,14 +14,9 @@ from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import Body, is_json
 from api.gateway.schemas import media as media_shapes
 from api.gateway.schemas.files import read_form
-from hardware.ports.camera_hw import (
-    AiOverlay,
-    OsdDatetime,
-    OsdImage,
-    OsdStream,
-    OsdText,
-)
-from hardware.ports.errors import InvalidInput
+from hardware.ports.camera_hw import OSD_IMAGE_DIR, AiOverlay
+from hardware.ports.errors import InvalidInput, NotFound
+from hardware.ports.gateway import GatewayBackend
 
 router = APIRouter(prefix="/api/v1/media", tags=["media"], dependencies=[Depends(require_session)])
 MAX_UPLOAD = 4 * 1024 * 1024
@@ -40,15 +35,6 @@ ISP_RANGE_TEXT = {"powerline_freq": "powerline_freq value {value} must be 0 (off
 
 def ok_msg(message: str) -> JSONResponse:
     return JSONResponse({"code": 0, "message": message})
-
-
-def _osd_stream(o: OsdStream) -> dict[str, Any]:
-    return {
-        "stream_name": o.stream_name,
-        "text_overlays": [dataclasses.asdict(t) for t in o.text_overlays],
-        "datetime_overlays": [dataclasses.asdict(d) for d in o.datetime_overlays],
-        "image_overlays": [dataclasses.asdict(i) for i in o.image_overlays],
-    }
 
 
 @router.get("/image")
@@ -110,98 +96,37 @@ async def put_transform(request: Request, backend: Backend) -> JSONResponse:
 
 @router.get("/osd")
 async def get_osd(backend: Backend) -> JSONResponse:
-    return schemas.ok({"streams": [_osd_stream(o) for o in backend.picture.osd()]})
+    return schemas.ok(media_shapes.osd(backend.picture.osd(), lambda name: _image_size(backend, name)))
 
 
-def _fraction(b: Body, name: str) -> float:
-    value = b.float(name)
-    if not 0.0 <= value <= 1.0:
-        raise InvalidInput(f"{name} must be between 0 and 1")
-    return value
-
-
-def _size(b: Body) -> float:
-    value = b.float("font_size", default=24.0)
-    if not 1.0 <= value <= 512.0:
-        raise InvalidInput("font_size must be between 1 and 512")
-    return value
-
-
-def _color(b: Body) -> int:
-    value = b.int("text_color", default=0xFFFFFF)
-    if not 0 <= value <= 0xFFFFFFFF:
-        raise InvalidInput("text_color must be a uint32")
-    return value
-
-
-def _items(b: Body, name: str) -> list[Body]:
-    out = []
-    for item in b.list(name):
-        if not isinstance(item, dict):
-            raise InvalidInput(f"Invalid request format: {name}")
-        out.append(Body.of(item))
-    return out
-
-
-def parse_osd(raw: bytes) -> tuple[OsdStream, ...]:
-    """``{streams:[{stream_name, text_overlays?, datetime_overlays?, image_overlays?}]}``."""
-    streams = []
-    for s in _items(Body(raw), "streams"):
-        texts = tuple(
-            OsdText(
-                t.str("id", default=f"text{i}"),
-                t.str("text"),
-                _fraction(t, "x"),
-                _fraction(t, "y"),
-                _size(t),
-                _color(t),
-                t.bool("enabled", default=True),
-            )
-            for i, t in enumerate(_items(s, "text_overlays"))
-        )
-        dates = tuple(
-            OsdDatetime(
-                d.str("id", default=f"datetime{i}"),
-                _fraction(d, "x"),
-                _fraction(d, "y"),
-                d.str("format", default="%Y-%m-%d %H:%M:%S"),
-                _size(d),
-                _color(d),
-                d.bool("enabled", default=True),
-            )
-            for i, d in enumerate(_items(s, "datetime_overlays"))
-        )
-        images = tuple(
-            OsdImage(
-                m.str("id", default=f"image{i}"),
-                m.str("name", required=True),
-                _fraction(m, "x"),
-                _fraction(m, "y"),
-                m.bool("enabled", default=True),
-            )
-            for i, m in enumerate(_items(s, "image_overlays"))
-        )
-        streams.append(OsdStream(s.str("stream_name", required=True), texts, dates, images))
-    return tuple(streams)
+def _image_size(backend: GatewayBackend, name: str) -> int:
+    try:
+        return len(backend.picture.osd_image(name).data)
+    except NotFound:
+        return 0
 
 
 @router.put("/osd")
 async def put_osd(request: Request, backend: Backend) -> JSONResponse:
-    backend.picture.set_osd(parse_osd(await request.body()))
-    return ok_msg("OSD configuration updated")
+    streams = media_shapes.parse_osd(await request.body(), lambda name: _image_size(backend, name) > 0)
+    backend.picture.set_osd(streams)
+    return schemas.ok({"message": "OSD config updated successfully"})
 
 
 @router.post("/osd/upload-image")
 async def upload_osd_image(request: Request, backend: Backend) -> JSONResponse:
-    form = await read_form(request)
-    filename, data = form.file("file")
+    """``UploadOsdImage``: a PNG or BMP in the form field ``file``, saved under its base name; answers
+    ``{path, size}`` (the path an image overlay's ``image_path`` names)."""
+    try:
+        form = await read_form(request)
+        filename, data = form.file("file")
+    except InvalidInput as err:
+        raise InvalidInput("file is required: http: no such file") from err
+    name = media_shapes.osd_upload_name(filename)
     if len(data) > MAX_UPLOAD:
         raise InvalidInput("File too large")
-    name = form.fields.get("name") or filename
-    file = backend.picture.upload_osd_image(name, form.content_types.get("file", ""), data)
-    return schemas.ok(
-        {"name": file.name, "size": len(file.data), "url": f"/api/v1/media/osd/image/{file.name}"}
-    )
+    backend.picture.upload_osd_image(name, form.content_types.get("file", ""), data)
+    return schemas.ok({"path": f"{OSD_IMAGE_DIR}/{name}", "size": len(data)})
 
 
 @router.get("/osd/font")

@@ -4,11 +4,21 @@ picture settings' requests and answers."""
 from __future__ import annotations
 
 import dataclasses
+import posixpath
+from collections.abc import Callable
 from typing import Any
 
 from api import json_input
 from api.gateway.schemas.binding import bind, check
-from hardware.ports.camera_hw import PrivacyMaskConfig, PrivacyRegion
+from hardware.ports.camera_hw import (
+    OSD_IMAGE_DIR,
+    OsdDatetime,
+    OsdImage,
+    OsdStream,
+    OsdText,
+    PrivacyMaskConfig,
+    PrivacyRegion,
+)
 from hardware.ports.errors import InvalidInput
 from hardware.ports.media import StreamStatus
 
@@ -190,3 +200,121 @@ def privacy_mask(p: PrivacyMaskConfig) -> dict[str, Any]:
         "dpm_mode": p.dpm_mode,
         "dpm_color": p.dpm_color,
     }
+
+
+# OSD -------------------------------------------------------------------------------------------
+_ALIGN = {"h_align": "int32", "v_align": "int32"}
+TEXT_REQ = {"id": "string", "text": "string", "x": "float32", "y": "float32", "font_size": "float32"}
+TEXT_REQ |= {"text_color": "uint32", **_ALIGN, "enabled": "bool"}
+DATETIME_REQ = {"id": "string", "x": "float32", "y": "float32", "format": "string", "font_size": "float32"}
+DATETIME_REQ |= {"text_color": "uint32", **_ALIGN, "enabled": "bool"}
+IMAGE_REQ = {"id": "string", "image_path": "string", "x": "float32", "y": "float32", "width": "float32"}
+IMAGE_REQ |= {"height": "float32", **_ALIGN, "enabled": "bool"}
+OVERLAYS = {"text_overlays": TEXT_REQ, "datetime_overlays": DATETIME_REQ, "image_overlays": IMAGE_REQ}
+
+
+def _typed(value: Any, fields: dict[str, str]) -> dict[str, Any]:
+    """One object of ``UpdateOsdConfig``'s request: every field present with its Go value."""
+    if not isinstance(value, dict):
+        raise InvalidInput(BAD)
+    out = {}
+    for name, go_type in fields.items():
+        v = value.get(name)
+        if v is not None:
+            check(v, go_type, "", name)
+        zero = {"string": "", "bool": False}.get(go_type, 0)
+        out[name] = zero if v is None else float(v) if go_type == "float32" else v
+    return out
+
+
+def _unit(v: float) -> float:
+    """``clampOsdUnit``."""
+    return min(max(v, 0.0), 1.0)
+
+
+def parse_osd(raw: bytes, image_exists: Callable[[str], bool]) -> tuple[OsdStream, ...]:
+    """``UpdateOsdConfig``: any bind failure is the bare ``Invalid request body``; then, as the handler
+    does, a stream without a name, an overlay without an id and an image overlay whose ``image_path`` is
+    not an uploaded PNG/BMP under :data:`OSD_IMAGE_DIR` or whose size is outside (0, 1] are dropped, and
+    ``x``/``y`` are clamped to [0, 1]."""
+    try:
+        body = bind(raw, "", {"streams": "[]object", "suppress_bake": "bool"})
+        streams = []
+        for item in body.get("streams") or []:
+            s = _typed(item, {"stream_name": "string", **dict.fromkeys(OVERLAYS, "[]object")})
+            lists = {k: [_typed(v, OVERLAYS[k]) for v in s[k] or []] for k in OVERLAYS}
+            streams.append((s["stream_name"].strip(), lists))
+    except InvalidInput as err:
+        raise InvalidInput(BAD) from err
+    out = []
+    for name, lists in streams:
+        if not name:
+            continue
+        texts = tuple(_text(t) for t in lists["text_overlays"] if t["id"].strip())
+        dates = tuple(_datetime(d) for d in lists["datetime_overlays"] if d["id"].strip())
+        images = tuple(
+            _image(m, path)
+            for m in lists["image_overlays"]
+            if m["id"].strip()
+            and (path := _image_path(m["image_path"], image_exists))
+            and 0 < m["width"] <= 1
+            and 0 < m["height"] <= 1
+        )
+        out.append(OsdStream(name, texts, dates, images))
+    return tuple(out)
+
+
+def _text(t: dict[str, Any]) -> OsdText:
+    x, y, size, color = _unit(t["x"]), _unit(t["y"]), t["font_size"], t["text_color"]
+    return OsdText(t["id"].strip(), t["text"], x, y, size, color, t["enabled"], t["h_align"], t["v_align"])
+
+
+def _datetime(d: dict[str, Any]) -> OsdDatetime:
+    x, y, size, color = _unit(d["x"]), _unit(d["y"]), d["font_size"], d["text_color"]
+    return OsdDatetime(
+        d["id"].strip(), x, y, d["format"], size, color, d["enabled"], d["h_align"], d["v_align"]
+    )
+
+
+def _image(m: dict[str, Any], path: str) -> OsdImage:
+    x, y, w, h = _unit(m["x"]), _unit(m["y"]), m["width"], m["height"]
+    return OsdImage(m["id"].strip(), path, x, y, w, h, m["enabled"], m["h_align"], m["v_align"])
+
+
+def _image_path(raw: str, image_exists: Callable[[str], bool]) -> str:
+    """``validOsdImagePath``: the cleaned path if it names an uploaded PNG/BMP, else empty."""
+    path = posixpath.normpath(raw.strip()) if raw.strip() else ""
+    name = posixpath.basename(path)
+    ok = posixpath.dirname(path) == OSD_IMAGE_DIR and name.lower().endswith((".png", ".bmp"))
+    return path if ok and image_exists(name) else ""
+
+
+def osd(streams: tuple[OsdStream, ...], image_size: Callable[[str], int]) -> dict[str, Any]:
+    """``GetOsdConfig``'s ``gin.H`` rows, every key present (an image's size 0 when it is gone)."""
+    return {
+        "streams": [
+            {
+                "stream_name": o.stream_name,
+                "text_overlays": [{k: getattr(t, k) for k in TEXT_REQ} for t in o.text_overlays],
+                "datetime_overlays": [{k: getattr(d, k) for k in DATETIME_REQ} for d in o.datetime_overlays],
+                "image_overlays": [
+                    {
+                        "id": i.id,
+                        "image_path": i.image_path,
+                        "image_size": image_size(posixpath.basename(i.image_path)),
+                        **{k: getattr(i, k) for k in IMAGE_REQ if k not in ("id", "image_path")},
+                    }
+                    for i in o.image_overlays
+                ],
+            }
+            for o in streams
+        ]
+    }
+
+
+def osd_upload_name(filename: str) -> str:
+    """``UploadOsdImage``: the base name of a PNG or BMP, 1001 otherwise."""
+    name = posixpath.basename(filename.replace("\\", "/"))
+    if not name.lower().endswith((".png", ".bmp")):
+        raise InvalidInput("only PNG and BMP images are supported")
+    return name

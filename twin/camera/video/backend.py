@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 import cv2
@@ -200,9 +201,9 @@ class TwinGatewayMedia(MediaConfiguration):
         else:
             texts, dates = osd.text_overlays, osd.datetime_overlays
             images = tuple(
-                (i.x, i.y, self._osd_pixels[i.name])
+                (i.x, i.y, i.width, i.height, self._osd_pixels[PurePosixPath(i.image_path).name])
                 for i in osd.image_overlays
-                if i.enabled and i.name in self._osd_pixels
+                if i.enabled and PurePosixPath(i.image_path).name in self._osd_pixels
             )
         detections = (
             self._detector.detect(self._scene, self._world.env.now, zoom, pan, tilt)
@@ -335,12 +336,11 @@ class TwinGatewayMedia(MediaConfiguration):
         return tuple(out)
 
     def set_osd(self, streams: tuple[OsdStream, ...]) -> None:
+        """As the daemon does, a stream it has no encoder for is skipped."""
         s = self._settings_now()
         for o in streams:
-            if s.stream(o.stream_name) is None:
-                raise NotFound(f"stream {o.stream_name} not found", resource="stream")
-        for o in streams:
-            s.osd[o.stream_name] = o
+            if s.stream(o.stream_name) is not None:
+                s.osd[o.stream_name] = o
         self._save()
 
     def _check_osd_streams(self) -> None:
@@ -358,8 +358,6 @@ class TwinGatewayMedia(MediaConfiguration):
         if name not in self._osd_files and len(self._osd_files) >= MAX_OSD_IMAGES:
             raise InvalidInput(f"at most {MAX_OSD_IMAGES} OSD images")
         pixels = _decode(data)
-        if pixels is None:
-            raise InvalidInput("not a PNG, JPEG or BMP image")
         file = self._keep_osd_image(name, content_type or "application/octet-stream", data, pixels)
         doc = {"content_type": file.content_type, "data": base64.b64encode(data).decode()}
         self._world.store.collection(OSD_IMAGES_KIND).put(f"{self._id}:{name}", doc)

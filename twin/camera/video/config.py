@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any
 
 from hardware.ports.camera_hw import (
+    OSD_IMAGE_DIR,
     AiOverlay,
     ImageSettings,
     OsdDatetime,
@@ -256,9 +257,11 @@ def parse_osd_stream(item: Any) -> OsdStream:
                 _str(t.get("text", ""), "text_overlays.text"),
                 _num(t.get("x", 0.0), "text_overlays.x", 0, 1),
                 _num(t.get("y", 0.0), "text_overlays.y", 0, 1),
-                _num(t.get("font_size", 24.0), "text_overlays.font_size", 1, 512),
+                _num(t.get("font_size", 24.0), "text_overlays.font_size", 0, 4096),
                 _int(t.get("text_color", 0xFFFFFF), "text_overlays.text_color", 0, 0xFFFFFFFF),
                 _bool(t.get("enabled", True), "text_overlays.enabled"),
+                _int(t.get("h_align", 0), "text_overlays.h_align", -(2**31), 2**31 - 1),
+                _int(t.get("v_align", 0), "text_overlays.v_align", -(2**31), 2**31 - 1),
             )
         )
     dates = []
@@ -270,21 +273,30 @@ def parse_osd_stream(item: Any) -> OsdStream:
                 _num(d.get("x", 0.0), "datetime_overlays.x", 0, 1),
                 _num(d.get("y", 0.0), "datetime_overlays.y", 0, 1),
                 _str(d.get("format", "%Y-%m-%d %H:%M:%S"), "datetime_overlays.format"),
-                _num(d.get("font_size", 24.0), "datetime_overlays.font_size", 1, 512),
+                _num(d.get("font_size", 24.0), "datetime_overlays.font_size", 0, 4096),
                 _int(d.get("text_color", 0xFFFFFF), "datetime_overlays.text_color", 0, 0xFFFFFFFF),
                 _bool(d.get("enabled", True), "datetime_overlays.enabled"),
+                _int(d.get("h_align", 0), "datetime_overlays.h_align", -(2**31), 2**31 - 1),
+                _int(d.get("v_align", 0), "datetime_overlays.v_align", -(2**31), 2**31 - 1),
             )
         )
     images = []
     for i, m in enumerate(o.get("image_overlays") or []):
         m = _obj(m, "image overlay")
+        path = m.get("image_path")
+        if path is None and m.get("name") is not None:  # a document from before image paths
+            path = f"{OSD_IMAGE_DIR}/{_str(m['name'], 'image_overlays.name')}"
         images.append(
             OsdImage(
                 _str(m.get("id", f"image{i}"), "image_overlays.id"),
-                _str(m.get("name"), "image_overlays.name"),
+                _str(path, "image_overlays.image_path"),
                 _num(m.get("x", 0.0), "image_overlays.x", 0, 1),
                 _num(m.get("y", 0.0), "image_overlays.y", 0, 1),
+                _num(m.get("width", 0.1), "image_overlays.width", 0, 1),
+                _num(m.get("height", 0.1), "image_overlays.height", 0, 1),
                 _bool(m.get("enabled", True), "image_overlays.enabled"),
+                _int(m.get("h_align", 0), "image_overlays.h_align", -(2**31), 2**31 - 1),
+                _int(m.get("v_align", 0), "image_overlays.v_align", -(2**31), 2**31 - 1),
             )
         )
     return OsdStream(name, tuple(texts), tuple(dates), tuple(images))

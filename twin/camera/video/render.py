@@ -73,8 +73,8 @@ class View:
     mask_blur: int = 0
     texts: tuple[OsdText, ...] = ()
     datetimes: tuple[OsdDatetime, ...] = ()
-    images: tuple[tuple[float, float, np.ndarray], ...] = field(default=())
-    """Uploaded OSD images to paste: (x, y, BGR or BGRA pixels at 1080 lines)."""
+    images: tuple[tuple[float, float, float, float, np.ndarray], ...] = field(default=())
+    """Uploaded OSD images to paste: (x, y, width, height in fractions of the frame, BGR or BGRA pixels)."""
     overlay: AiOverlay = field(default_factory=AiOverlay)
     detections: tuple[Detection, ...] = ()
 
@@ -317,14 +317,11 @@ class Renderer:
             org = (round(x * W), round(y * H + px))
             cv2.putText(img, text, org, FONT, scale, (0, 0, 0), thick + 2)
             cv2.putText(img, text, org, FONT, scale, _bgr(color), thick)
-        for x, y, pixels in view.images:
-            self._paste(img, pixels, round(x * W), round(y * H))
+        for x, y, w, h, pixels in view.images:
+            self._paste(img, pixels, round(x * W), round(y * H), (max(1, round(w * W)), max(1, round(h * H))))
 
-    def _paste(self, img: np.ndarray, pixels: np.ndarray, x: int, y: int) -> None:
-        H = self.height
-        f = H / 1080
+    def _paste(self, img: np.ndarray, pixels: np.ndarray, x: int, y: int, size: tuple[int, int]) -> None:
         ph, pw = pixels.shape[:2]
-        size = (max(1, round(pw * f)), max(1, round(ph * f)))
         if size != (pw, ph):
             pixels = cv2.resize(pixels, size, interpolation=cv2.INTER_AREA)
         h = min(pixels.shape[0], img.shape[0] - y)
