@@ -1,9 +1,9 @@
 """The local Linux host's figures behind the gateway's monitor port, for a camera whose gateway runs
 on real hardware: CPU from ``/proc/stat`` (the busy share between two reads), memory and swap from
-``/proc/meminfo``, the disk from ``os.statvfs``, uptime from ``/proc/uptime``, interfaces from
-``/proc/net/dev``, hostname and kernel from ``/proc/sys/kernel``, the distribution from
-``/etc/os-release``. Shapes and formulas are the device's (its handler reads the same files through
-gopsutil). Only figures are read, from fixed paths: nothing a client names.
+``/proc/meminfo``, the disk from ``/proc/mounts`` and ``os.statvfs``, uptime from ``/proc/uptime``,
+interfaces from ``/proc/net/dev``, hostname and kernel from ``/proc/sys/kernel``, the distribution
+from ``/etc/os-release``. Shapes and formulas are the device's (its handler reads the same files
+through gopsutil). Only figures are read, from fixed paths: nothing a client names.
 
 Processes, signals, the NPU, temperatures and the gyro stay the simulated camera's (``inner``).
 """
@@ -11,6 +11,7 @@ Processes, signals, the NPU, temperatures and the gyro stay the simulated camera
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,13 @@ from hardware.ports.gateway_apps import GatewayMonitor
 MIN_WINDOW_TICKS = 100
 """A CPU reading spans at least this many clock ticks of ``/proc/stat``'s ``cpu`` line (all cores
 together: half a second on two cores at USER_HZ 100); a sooner read reuses the baseline before."""
+PSEUDO_FSTYPES = frozenset(
+    {
+        *("sysfs", "proc", "devfs", "devtmpfs", "securityfs", "tmpfs", "cgroup", "cgroup2", "pstore"),
+        *("debugfs", "tracefs", "configfs", "fusectl", "mqueue", "hugetlbfs", "overlay"),
+    }
+)
+"""File systems the device's summary never counts as a disk."""
 GOARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "armv6l": "arm", "i686": "386"}
 """The handler reports Go's ``runtime.GOARCH``."""
 
@@ -47,12 +55,10 @@ class HostFigures:
         self,
         root: Path | str = "/proc",
         *,
-        disks: tuple[str, ...] = ("/",),
         os_release: Path | str = "/etc/os-release",
         min_window: int = MIN_WINDOW_TICKS,
     ) -> None:
         self.root = Path(root)
-        self.disks = disks
         self.os_release = Path(os_release)
         self.min_window = min_window
         self._base: Ticks | None = None
@@ -127,10 +133,23 @@ class HostFigures:
         return out
 
     # Disk, uptime, network, host -----------------------------------------------------------------
+    def mountpoints(self) -> list[str]:
+        """Where ``mounts`` has a real file system (the device's pseudo and overlay types left out) on
+        a device that is still there; ``/`` when there is none (a container's overlay root)."""
+        out = []
+        for line in self._text("mounts").splitlines():
+            fields = line.split()
+            if len(fields) < 3 or fields[2] in PSEUDO_FSTYPES or not os.path.exists(fields[0]):
+                continue
+            mountpoint = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
+            if mountpoint not in out:
+                out.append(mountpoint)
+        return out or ["/"]
+
     def disk(self) -> DiskUsage | None:
-        """The largest of :attr:`disks` (the device picks its largest real partition)."""
+        """The largest real partition, as the device picks the one its summary shows."""
         best = None
-        for mountpoint in self.disks:
+        for mountpoint in self.mountpoints():
             try:
                 st = os.statvfs(mountpoint)
             except OSError:

@@ -132,14 +132,14 @@ class SerialRs485:
             try:
                 self._port.apply_settings(settings)
             except (serial.SerialException, OSError, ValueError) as err:
-                raise _device(f"RS485 port {self.url} cannot be configured", err) from err
+                raise _device("RS485 port cannot be configured", err) from err
             self._gap = _frame_gap(settings)
             return OK
         self.rs485_deinit()
         try:
             port = serial.serial_for_url(self.url, timeout=READ_TIMEOUT_S, **settings)
         except Exception as err:  # whatever the URL handler raises: the port cannot be had
-            raise _device(f"RS485 port {self.url} cannot be opened", err) from err
+            raise _device("RS485 port cannot be opened", err) from err
         with contextlib.suppress(RuntimeError):  # no loop: frames are handed over on the reader thread
             self._loop = asyncio.get_running_loop()
         self._port, self._failure, self._gap = port, None, _frame_gap(settings)
@@ -168,12 +168,12 @@ class SerialRs485:
         if port is None:
             return ENODEV
         if self._failure is not None:
-            raise _device(f"RS485 port {self.url} failed", self._failure) from self._failure
+            raise _device("RS485 port failed", self._failure) from self._failure
         try:
             port.write(data)
         except (serial.SerialException, OSError) as err:
             self._failure = err
-            raise _device(f"RS485 port {self.url} failed", err) from err
+            raise _device("RS485 port failed", err) from err
         return OK
 
     def close(self) -> None:
@@ -199,7 +199,7 @@ class SerialRs485:
         except (serial.SerialException, OSError, TypeError, ValueError) as err:
             if not stop.is_set():  # closed under us: tx answers Unavailable from now on
                 self._failure = err
-                log.warning("%s: RS485 port stopped: %s", self.name, err)
+                log.warning("%s: RS485 port stopped (%s)", self.name, type(err).__name__)  # no address in logs
 
     def _deliver(self, frame: bytes) -> None:
         loop = self._loop

@@ -66,12 +66,19 @@ def proc(tmp_path: Path) -> Path:
     (root / "sys" / "kernel" / "hostname").write_text("edge-box\n")
     (root / "sys" / "kernel" / "osrelease").write_text("6.1.84-aipc\n")
     (tmp_path / "os-release").write_text('PRETTY_NAME="Debian GNU/Linux 12"\nID=debian\nVERSION_ID="12"\n')
+    (tmp_path / "data disk").mkdir()
+    (tmp_path / "sdz1").touch()  # the block device of that mount, still there
+    data = str(tmp_path / "data disk").replace(" ", "\\040")  # as the kernel writes a space
+    (root / "mounts").write_text(
+        f"proc /proc proc rw 0 0\noverlay / overlay rw 0 0\ntmpfs /run tmpfs rw 0 0\n"
+        f"{tmp_path / 'sdz1'} {data} ext4 rw 0 0\n{tmp_path / 'gone1'} /mnt/card vfat rw 0 0\n"
+    )
     return root
 
 
 @pytest.fixture
 def figures(proc: Path) -> HostFigures:
-    return HostFigures(proc, disks=(str(proc.parent),), os_release=proc.parent / "os-release")
+    return HostFigures(proc, os_release=proc.parent / "os-release")
 
 
 def test_cpu_is_the_busy_share_between_two_reads(proc: Path, figures: HostFigures) -> None:
@@ -83,6 +90,12 @@ def test_cpu_is_the_busy_share_between_two_reads(proc: Path, figures: HostFigure
     # a read sooner than the window measures from the baseline before: +60 ticks of core 0 idle
     (proc / "stat").write_text(stat(u0=300, u1=350, s=100, i0=960, i1=550, w=100))
     assert figures.cpu_usage() == (54.35, [76.92, 25.0])
+
+
+def test_the_disk_is_a_real_partition_else_the_root(proc: Path, figures: HostFigures) -> None:
+    assert figures.mountpoints() == [str(proc.parent / "data disk")]
+    (proc / "mounts").write_text("overlay / overlay rw 0 0\nproc /proc proc rw 0 0\n")  # a container
+    assert figures.mountpoints() == ["/"] and figures.disk().mountpoint == "/"
 
 
 def test_a_read_with_no_time_passed_is_not_a_division_by_zero(figures: HostFigures) -> None:
@@ -127,8 +140,8 @@ async def test_monitor_routes_answer_the_hosts_figures(proc: Path, figures: Host
         "kernel_arch": os.uname().machine,
         "uptime_seconds": 12345,
     }
-    st = os.statvfs(proc.parent)
-    assert summary["disk"]["mountpoint"] == str(proc.parent)
+    st = os.statvfs(proc.parent / "data disk")
+    assert summary["disk"]["mountpoint"] == str(proc.parent / "data disk")  # the one real, present mount
     assert summary["disk"]["total"] == st.f_blocks * st.f_frsize
     assert summary["memory"]["swap_used"] == 250_000 * kib and summary["cpu"]["cores"] == 2
     assert summary["network"] == snapshot["network"] == {"bytes_sent": 701_000, "bytes_recv": 5_001_000}
@@ -176,7 +189,7 @@ def test_the_real_proc_gives_plausible_figures() -> None:
     assert 64 * 1024**2 < mem["MemTotal"] < 2**50 and 0 < mem["MemAvailable"] <= mem["MemTotal"]
     assert host.uptime() > 0
     disk = host.disk()
-    assert disk is not None and disk.mountpoint == "/" and 0 < disk.used < disk.total
+    assert disk is not None and disk.mountpoint in host.mountpoints() and 0 < disk.used < disk.total
     assert any(row["name"] == "lo" for row in host.interfaces())
     assert (
         host.host()["hostname"] == os.uname().nodename and host.host()["kernel_version"] == os.uname().release
