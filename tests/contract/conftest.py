@@ -1,15 +1,15 @@
 """Fixtures of the contract suite: ``backend`` runs each test against the twin, against a twin
 behind the passthrough adapter, and against real hardware when the environment names it.
 
-One pair of twins serves the whole session on loopback port 0: the stand-in (what the passthrough
-calls "the real device") is the ``twin`` backend itself, served over HTTP; the front twin passes
-cam-01 and its automation server through to it, and is the ``passthrough`` backend, its camera
-reached over HTTPS with the self-signed certificate a real camera has. The two backends therefore
-share one world: tests name what they create per backend and put back what they change.
+The ``twin`` backend is a twin in this process, served on loopback port 0 over HTTP. The
+``passthrough`` backend is a front twin whose cam-01 and automation server are "real" ones: a
+second twin running as its own process (``twin run``, step clock), as a device on the network
+would be; its camera is reached over HTTPS with the self-signed certificate a real camera has.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -34,33 +34,42 @@ from tests.contract.backends import (
     Server,
     hardware,
 )
+from tests.contract.standin import StandIn, launch_standin, stop_standin
 from tests.sockets import socket_settings
 from twin.serve import Running, build, start, stop
 from twin.settings import LOOPBACK, Settings
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def twin_pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Running, Running]]:
-    """(stand-in, front): the front's cam-01 and automation server are the stand-in's."""
+async def in_process(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Running]:
+    """The twin in this process: the ``twin`` backend."""
+    running = await start(build(socket_settings(api_key=TWIN_API_KEY)), tmp_path_factory.mktemp("twin"))
+    try:
+        yield running
+    finally:
+        await stop(running)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def twin_pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[StandIn, Running]]:
+    """(stand-in process, front twin): the front's cam-01 and automation server are the stand-in's."""
     root: Path = tmp_path_factory.mktemp("contract")
-    (root / "up").mkdir()
-    (root / "front").mkdir()
-    up = await start(build(socket_settings(api_key=TWIN_API_KEY)), root / "up")
+    standin = await asyncio.to_thread(launch_standin, root)
     try:
         front_settings = Settings(
             scenario=SCENARIOS / "test.yaml",
             **LOOPBACK,
-            real_automation=up.url("automation"),
+            real_automation=standin.url("automation"),
             real_automation_api_key=TWIN_API_KEY,
-            real_cameras=(f"cam-01={up.url('cam-01/http')}",),
+            real_cameras=(f"cam-01={standin.url('cam-01/http')}",),
         )
-        front = await start(build(front_settings), root / "front")
+        front = await start(build(front_settings), root)
         try:
-            yield up, front
+            yield standin, front
         finally:
             await stop(front)
     finally:
-        await stop(up)
+        await asyncio.to_thread(stop_standin, standin)
 
 
 def _twin_backend(name: str, running: Running, scheme: str) -> Backend:
@@ -87,10 +96,11 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     """Made once per session and backend, so each keeps its sign-ins across tests. The twins
     start only when a twin backend is asked for (``-k real`` starts none)."""
     if request.param in (TWIN, PASSTHROUGH):
-        up, front = request.getfixturevalue("twin_pair")
-        # the stand-in over HTTP, the passthrough over HTTPS with its self-signed certificate
+        # both twins start before the sign-ins, so these are signed out while they still serve
+        twin, (_, front) = request.getfixturevalue("in_process"), request.getfixturevalue("twin_pair")
+        # the passthrough over HTTPS with its self-signed certificate
         made = (
-            _twin_backend(TWIN, up, "http")
+            _twin_backend(TWIN, twin, "http")
             if request.param == TWIN
             else _twin_backend(PASSTHROUGH, front, "https")
         )

@@ -1,7 +1,7 @@
 """Byte for byte through the passthrough: for the contract's deterministic answers, the body fetched
 from the stand-in device directly and the one fetched through the front twin's passthrough are the
 same bytes (the automation server's per-request id aside), with the same status and content type.
-The stand-in runs on the step clock, so nothing moves between the two fetches."""
+The stand-in (a ``twin run`` process) runs on the step clock, so nothing moves between the two fetches."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from tests.contract.backends import TWIN_API_KEY, TWIN_GATEWAY_PASSWORD, Camera, Server
+from tests.contract.standin import StandIn
 from tests.test_passthrough import REQUEST_ID
 from twin.serve import Running
 
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.socket]
 V1 = "/api/v1"
 
 
-async def both(http: httpx.AsyncClient, pair: tuple[Running, Running], member: str, path: str, **kw):
+async def both(http: httpx.AsyncClient, pair: tuple[StandIn, Running], member: str, path: str, **kw):
     up, front = pair
     direct = await http.request(kw.pop("method", "GET"), up.url(member) + path, **kw)
     relayed = await http.request(direct.request.method, front.url(member) + path, **kw)
@@ -47,7 +48,7 @@ def identical(direct: httpx.Response, relayed: httpx.Response) -> None:
     ],
 )
 async def test_gateway_answers_are_relayed_byte_for_byte(
-    twin_pair: tuple[Running, Running], http: httpx.AsyncClient, path: str, signed_in: bool
+    twin_pair: tuple[StandIn, Running], http: httpx.AsyncClient, path: str, signed_in: bool
 ) -> None:
     up, _ = twin_pair
     camera = Camera(up.url("cam-01/http"), password=TWIN_GATEWAY_PASSWORD)
@@ -56,7 +57,7 @@ async def test_gateway_answers_are_relayed_byte_for_byte(
 
 
 async def test_gateway_login_failures_are_relayed_byte_for_byte(
-    twin_pair: tuple[Running, Running], http: httpx.AsyncClient
+    twin_pair: tuple[StandIn, Running], http: httpx.AsyncClient
 ) -> None:
     for body in ({"username": "admin", "password": "wrong", "timestamp": 0}, {"username": "admin"}):
         identical(*await both(http, twin_pair, "cam-01/http", "/api/login", method="POST", json=body))
@@ -74,7 +75,7 @@ async def test_gateway_login_failures_are_relayed_byte_for_byte(
     ],
 )
 async def test_automation_answers_are_relayed_byte_for_byte(
-    twin_pair: tuple[Running, Running], http: httpx.AsyncClient, path: str, signed_in: bool
+    twin_pair: tuple[StandIn, Running], http: httpx.AsyncClient, path: str, signed_in: bool
 ) -> None:
     server = Server(twin_pair[0].url("automation"), api_key=TWIN_API_KEY)
     headers = await server.auth(http) if signed_in else {}
