@@ -216,6 +216,9 @@ async def test_models_and_their_desired_state_survive_a_restart(durable: Setting
         await c.call("POST", "/ai/models/car/load")
         await c.call("POST", "/ai/models/car/unload")
         await c.call("DELETE", "/ai/models/dropped")
+        await c.call("POST", "/ai/models/person/load", status=400)  # already loaded: refused
+        await c.call("POST", "/ai/models/ghost/load", status=404)
+        await c.call("POST", "/ai/models/upload", status=400, files={"model": ("bad.onnx", b"x")}, data=form)
         await c.call(
             "POST", "/ai/models", json={"model_id": "alias", "model_path": "/data/aipc/models/car.hef"}
         )
@@ -280,7 +283,11 @@ async def test_container_and_image_writes_survive_a_restart(durable: Settings) -
         await c.call("POST", "/apps/b/start")
         await c.call("POST", "/containers/aipc-b/stop")
         await c.call("DELETE", "/containers/aipc-b")
+        # Refused: they change nothing, before or after the restart.
         await c.call("POST", "/images/pull", status=500, json={"image": "nginx:latest"})
+        await c.call("DELETE", "/images/people-counter:1.2.0", status=500)  # in use
+        await c.call("DELETE", "/containers/aipc-people-counter", status=400)  # running
+        await c.call("POST", "/containers/ghost/start", status=404)
         # A second app's image, deleted while no container uses it.
         plain = MANIFEST.replace("people-counter", "door-watch")
         image = await c.call("POST", "/apps/upload-image", files={"file": ("door.tar", b"tar" * 500)})
