@@ -197,9 +197,9 @@ class SerialRs485:
                     frame += port.read(min(waiting, MAX_FRAME - len(frame)))
                 self._deliver(bytes(frame))
         except (serial.SerialException, OSError, TypeError, ValueError) as err:
-            if not stop.is_set():  # closed under us: tx answers Unavailable from now on
+            if not stop.is_set():  # closed under us: tx answers the device's 7000 from now on
                 self._failure = err
-                log.warning("%s: RS485 port stopped (%s)", self.name, type(err).__name__)  # no address in logs
+                log.warning("%s: RS485 port stopped (%s)", self.name, type(err).__name__)  # no address
 
     def _deliver(self, frame: bytes) -> None:
         loop = self._loop
