@@ -58,7 +58,7 @@ async def test_config_document_overlay_is_validated_whole(gateway, auth) -> None
     resp = await gateway.post(
         MEDIA + "/config", json={"image": {"contrast": 25}, "rtsp": {"port": 9554}}, headers=auth
     )
-    assert resp.json() == {"code": 0, "message": "Configuration updated"}
+    assert resp.json()["data"] == {"message": "Configuration saved and applied"}
     assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["contrast"] == 62  # 0..100
     bad = {"image": {"contrast": 10}, "streams": [{"name": "sub", "encoder": {"width": 7}}]}
     assert fails(await gateway.post(MEDIA + "/config", json=bad, headers=auth))

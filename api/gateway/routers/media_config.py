@@ -44,9 +44,9 @@ async def get_config(backend: Backend) -> JSONResponse:
 async def set_config(request: Request, backend: Backend) -> JSONResponse:
     if not is_json(request):
         return errors.unsupported_media()
-    backend.media.set_config(Body(await request.body()).body)
+    backend.media.set_config(Body(await request.body(), "Invalid request body").body)
     await _rtsp_follows(request)
-    return ok_msg("Configuration updated")
+    return schemas.ok({"message": "Configuration saved and applied"})
 
 
 @router.get("/config/field")
@@ -69,7 +69,7 @@ async def set_field(request: Request, backend: Backend) -> JSONResponse:
         raise InvalidInput("type must be between 0 and 4")
     backend.media.set_config_field(path, kind, body.str("value", required=True))
     await _rtsp_follows(request)
-    return ok_msg("Config field applied")
+    return schemas.ok({"message": "Config field applied successfully"})
 
 
 @router.get("/config/export")
@@ -95,7 +95,7 @@ async def set_encoder(request: Request, backend: Backend) -> JSONResponse:
     body = Body(await request.body())
     name = body.str("stream_name", required=True)
     backend.media.set_encoder(name, _uint(body, "bitrate_bps"), _uint(body, "framerate"), _uint(body, "gop"))
-    return ok_msg("Encoder parameters updated")
+    return schemas.ok({"message": "Encoder config updated successfully", "stream": name})
 
 
 @router.put("/encoder/reconfig")
