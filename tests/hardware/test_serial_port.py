@@ -19,10 +19,11 @@ import pytest
 from hardware.adapters.serial_port import SerialPeripherals, SerialPortError, SerialRs485
 from hardware.ports.events import EventKind
 from tests.conftest import SCENARIOS, gateway_token
+from tests.sockets import socket_settings
 from twin.camera.gateway import close_host_hardware
 from twin.cli import main
 from twin.scenario.model import ScenarioError, load_scenario
-from twin.serve import Twin, build
+from twin.serve import Twin, build, start, stop
 from twin.settings import RealMemberError, Settings, parse
 
 DEV = "/api/v1/device"
@@ -305,3 +306,25 @@ def test_the_reader_hands_frames_over_without_an_event_loop() -> None:
         assert frames == [b"\x10\x20"]
     finally:
         port.close()
+
+
+# The whole twin on sockets ----------------------------------------------------------------------------
+@pytest.mark.socket
+async def test_a_started_twin_serves_the_port_and_stop_closes_it(tmp_path: Path) -> None:
+    twin = build(socket_settings(rs485=("cam-01=loop://",), host_stats=("cam-01",)))
+    sub = twin.world.bus.subscribe([EventKind.CAMERA_RS485_RX])
+    running = await start(twin, tmp_path)
+    port = twin.gateways["cam-01"].peripherals.rs485
+    try:
+        async with httpx.AsyncClient(base_url=running.url("cam-01/http"), timeout=30) as http:
+            auth = {"Authorization": await gateway_token(http)}
+            assert (await post(http, auth, "/rs485/init", {"baudrate": 57600})).json()["data"]["success"]
+            await post(http, auth, "/rs485/tx", tx(b"over a socket"))
+            assert await received(twin, sub, 13) == b"over a socket"
+            summary = (await http.get("/api/v1/monitor/summary", headers=auth)).json()["data"]
+            assert summary["host"]["hostname"] == os.uname().nodename
+        reader = port._reader
+        assert reader is not None and reader.is_alive()
+    finally:
+        await stop(running)
+    assert port._port is None and not reader.is_alive()
