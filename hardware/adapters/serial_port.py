@@ -190,11 +190,13 @@ class SerialRs485:
                     continue
                 frame = bytearray(first)
                 while len(frame) < MAX_FRAME:
-                    time.sleep(self._gap)  # this thread's own pace on the real line, not the world's
                     waiting = port.in_waiting
-                    if not waiting:
+                    if waiting:
+                        frame += port.read(min(waiting, MAX_FRAME - len(frame)))
+                        continue
+                    time.sleep(self._gap)  # this thread's own pace on the real line, not the world's
+                    if not port.in_waiting:
                         break
-                    frame += port.read(min(waiting, MAX_FRAME - len(frame)))
                 self._deliver(bytes(frame))
         except (serial.SerialException, OSError, TypeError, ValueError) as err:
             if not stop.is_set():  # closed under us: tx answers the device's 7000 from now on
