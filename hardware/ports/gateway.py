@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from hardware.ports.camera_hw import GatewayAudio, GatewayLens, GatewayPeripherals, GatewayPicture
+from hardware.ports.camera_audio import GatewayAudio
+from hardware.ports.camera_hw import GatewayLens, GatewayPeripherals, GatewayPicture
 from hardware.ports.clock import Clock
 from hardware.ports.gateway_apps import (
     GatewayAdmin,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from api.gateway.schemas.binding import bind
-from hardware.ports.camera_hw import AudioDevice, AudioStatus, AudioUpdate
+from hardware.ports.camera_audio import AudioDevice, AudioStatus, AudioUpdate
 
 CONFIG_REQ = {
     "device": "string",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hardware.ports.camera_hw import AudioConfig, AudioDevice, AudioStatus, AudioUpdate
+from hardware.ports.camera_audio import AudioConfig, AudioDevice, AudioStatus, AudioUpdate
 from hardware.ports.errors import InternalError, InvalidInput, RateLimited, Unavailable
 from twin.camera.video.scene import Scene, scene_of
 from twin.rng import hash_uniform

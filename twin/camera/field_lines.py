@@ -1,0 +1,106 @@
+"""The camera's field lines, mixed into :class:`twin.camera.peripherals.Peripherals`: Wiegand card
+reads (seeded SimPy arrivals that become events), the radar's targets (from the scene's ground truth) and
+the RS485 port (the camera daemon's ``OK``/``HAL error`` answers; with ``loopback`` in its config the sent
+bytes come back as an event)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from typing import Any
+
+import simpy
+
+from hardware.ports.camera_hw import HwStatus
+from hardware.ports.events import EventKind
+from twin.camera.video.scene import Scene, SceneWorld
+from twin.rng import hash_uniform
+
+CHANNELS = (0, 1)
+WIEGAND_MEAN_S = 600.0
+"""Mean time between card reads on an enabled Wiegand channel."""
+BAUD_RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200)
+HAL_OK, HAL_EINVAL, HAL_ENODEV = "OK", "HAL error: -22", "HAL error: -19"
+
+
+class FieldLines:
+    world: SceneWorld
+    env: simpy.Environment
+    id: str
+    _key: int
+    scene: Scene
+    radar: bool
+    wiegand: dict[int, bool]
+    rs485: dict[str, Any] | None
+
+    def pan_deg(self) -> float:
+        raise NotImplementedError
+
+    def save(self) -> None:
+        raise NotImplementedError
+
+    def _cards(self) -> Generator[simpy.Event, Any, None]:
+        """Card reads on enabled Wiegand channels: 26-bit frames (facility 8 bits, card 16 bits)."""
+        n = 10_000
+        while True:
+            n += 1
+            yield self.env.timeout(_exp(self._key, n, WIEGAND_MEAN_S))
+            channel = int(hash_uniform(self._key, n + 500_000) * len(CHANNELS))
+            if not self.wiegand[channel]:
+                continue
+            facility = int(hash_uniform(self._key, n + 600_000) * 256)
+            card = int(hash_uniform(self._key, n + 700_000) * 65536)
+            self.world.emit(
+                EventKind.CAMERA_WIEGAND, self.id, channel=channel, bits=26, facility=facility, card=card
+            )
+
+    # Radar ---------------------------------------------------------------------------------------
+    def radar_targets(self) -> list[dict[str, float]]:
+        """Targets from the scene's ground truth: range from the box's foot, angle from its centre."""
+        if not self.radar:
+            return []
+        out = []
+        for box in self.scene.boxes(self.env.now):
+            foot = box.y + box.h
+            out.append(
+                {
+                    "id": box.object_id,
+                    "range_m": round(2.0 + 40.0 * (1.0 - foot), 2),
+                    "angle_deg": round((box.x + box.w / 2 - 0.5) * 60.0 + self.pan_deg(), 2),
+                }
+            )
+        return out
+
+    # RS485 ---------------------------------------------------------------------------------------
+    def rs485_init(self, baudrate: int, config: str) -> HwStatus:
+        """The daemon takes a 3-character ``config`` (``8N1``, ``7E1``…) and ``8N1`` otherwise; the twin
+        also reads ``loopback`` in it (the sent bytes come back as an event)."""
+        if baudrate not in BAUD_RATES:
+            return HwStatus(False, HAL_EINVAL)
+        frame = config if len(config) == 3 else "8N1"
+        self.rs485 = {"baudrate": baudrate, "config": frame, "loopback": "loopback" in config.lower()}
+        self.save()
+        return HwStatus(True, HAL_OK)
+
+    def rs485_deinit(self) -> HwStatus:
+        self.rs485 = None
+        self.save()
+        return HwStatus(True, HAL_OK)
+
+    def rs485_tx(self, data: bytes) -> HwStatus:
+        if self.rs485 is None:
+            return HwStatus(False, HAL_ENODEV)
+        if data and self.rs485["loopback"]:
+            seconds = len(data) * 10 / self.rs485["baudrate"]
+            self.env.process(self._echo(data, seconds))
+        return HwStatus(True, HAL_OK)
+
+    def _echo(self, data: bytes, seconds: float) -> Generator[simpy.Event, Any, None]:
+        yield self.env.timeout(seconds)
+        self.world.emit(EventKind.CAMERA_RS485_RX, self.id, data=data.hex())
+
+
+def _exp(key: int, n: int, mean: float) -> float:
+    """A seeded exponential interval: the ``n``-th draw of this entity, at least 1 s."""
+    u = float(hash_uniform(key, n))
+    return max(1.0, -mean * math.log(1.0 - u))
