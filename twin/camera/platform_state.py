@@ -19,6 +19,7 @@ tasks. A container's log keeps its last lines as of the last change written (a s
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import deque
 from dataclasses import asdict, dataclass
@@ -31,6 +32,7 @@ from twin.camera.ai_runtime import Model
 from twin.camera.app_runtime import App
 from twin.camera.containers import Container, Image, Volume
 from twin.camera.fs import DurableFiles
+from twin.camera.storage import ROOT
 
 if TYPE_CHECKING:
     from twin.camera.admin import DeviceAdmin
@@ -260,6 +262,7 @@ def _durable_doc(apps: AppManager) -> dict[str, Any]:
                 "started_at": c.started_at,
                 "stopped_at": c.stopped_at,
                 "logs": [asdict(ln) for ln in list(c.logs)[-LOG_LINES_KEPT:]],
+                "log_bytes": runtime.storage.held(f"logs:{c.id}", ROOT),
             }
             for c in runtime.containers.values()
         ],
@@ -350,6 +353,8 @@ def _apply(apps: AppManager, stored: _Stored) -> None:
         container.state = "stopped" if c["started"] else "created"
         container.started_at, container.stopped_at = c["started_at"], c["stopped_at"]
         container.logs.extend(c["logs"])
+        with contextlib.suppress(DomainError):  # a root partition full of something else: uncharged
+            storage.charge(ROOT, f"logs:{container.id}", int(c["log_bytes"]))
         runtime.containers[container.id] = container
     ai._scanned = stored.scanned
     ai.models = {model.model_id: model for model in stored.models}
