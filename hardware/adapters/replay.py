@@ -31,7 +31,8 @@ import asyncio
 import contextlib
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
@@ -43,13 +44,22 @@ from api.automation.deps import API_KEY_PREFIX
 from api.gateway import errors as gateway_errors
 from api.gateway.deps import request_token
 from api.journal import query_of
-from hardware.adapters.fixture import Fixture, Frame, Http, Recorded, credentials_in, is_own
+from hardware.adapters.fixture import Fixture, Frame, Http, Recorded, credentials_in, is_own, load_fixture
 from hardware.adapters.passthrough import _deny as deny_upgrade
 from hardware.ports.errors import DomainError, Unauthenticated
+from hardware.ports.types import ClockState
 
 OPENING_S = 1.0
 """A stream's frames within this many seconds of its opening are its greeting (see the docstring)."""
 AUTOMATION_WS = "/api/events/ws"
+
+
+class WorldClock(Protocol):
+    """What a replay needs of the world clock (:class:`twin.clock.SimClock` is one)."""
+
+    def state(self) -> ClockState: ...
+
+    def sleep(self, seconds: float, *, background: bool = False) -> Awaitable[None]: ...
 
 
 class Replay:
@@ -75,6 +85,19 @@ class Replay:
         self.release = release
         self.routes = tuple(routes)
         self._stack: ASGIApp = self._serve
+
+    @classmethod
+    def load(cls, path: Path, simulated: Any, clock: WorldClock, release: str = "0.9.24") -> Replay:
+        """The member ``simulated`` served from the fixture at ``path`` on ``clock``; the routes of
+        ``simulated`` name the journal's templates."""
+        return cls(
+            load_fixture(path),
+            simulated,
+            now=lambda: clock.state().sim_time,
+            sleep=lambda seconds: clock.sleep(seconds, background=True),
+            release=release,
+            routes=simulated.state.routes,
+        )
 
     def add_middleware(self, middleware: Any, **options: Any) -> None:
         self._stack = middleware(self._stack, **options)
