@@ -214,6 +214,15 @@ async def test_bad_values_answer_as_the_simulated_port_does() -> None:
                 assert got.json()["data"] == {"success": False, "message": "HAL error: -22"}, body
             else:
                 assert got.json()["code"] == 1001 and got.json()["error"]["detail"], body
+        fast = await post(real, auth, "/rs485/init", {"baudrate": "fast"})
+        assert fast.json() == {
+            "code": 1001,
+            "message": "Invalid request",
+            "error": {
+                "detail": "Invalid request body: json: cannot unmarshal string into Go struct field "
+                ".baudrate of type uint32"
+            },
+        }
         bad_data = await post(real, auth, "/rs485/tx", {"data": "not base64!"})
         assert bad_data.status_code == 400 and bad_data.json()["code"] == 1001
     assert serial_twin.gateways["cam-01"].peripherals.rs485._port is None  # nothing was opened
