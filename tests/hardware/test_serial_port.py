@@ -27,7 +27,8 @@ from twin.serve import Twin, build, start, stop
 from twin.settings import RealMemberError, Settings, parse
 
 DEV = "/api/v1/device"
-RX_TIMEOUT_S = 20.0  # a generous bound for the reader thread on a loaded machine; it is never slept
+RX_TIMEOUT_S = 20.0
+"""How long a test waits for the reader thread at the most (a loaded machine), never a sleep."""
 
 
 def settings_with(**overrides: object) -> Settings:
@@ -54,7 +55,7 @@ def tx(data: bytes) -> dict[str, str]:
     return {"data": base64.b64encode(data).decode()}
 
 
-async def received(twin: Twin, sub, length: int) -> bytes:
+async def received(sub, length: int) -> bytes:
     """The bytes of ``camera.rs485_rx`` events until ``length`` have come (one frame or several)."""
     out = b""
     while len(out) < length:
@@ -77,11 +78,11 @@ async def test_what_is_sent_on_loop_comes_back_as_an_event() -> None:
         assert init.json() == {"code": 0, "message": "Success", "data": {"success": True, "message": "OK"}}
         sent = await post(gateway, auth, "/rs485/tx", tx(b"\x01\x03hello"))
         assert sent.json()["data"] == {"success": True, "message": "OK"}
-        assert await received(twin, sub, 7) == b"\x01\x03hello"
+        assert await received(sub, 7) == b"\x01\x03hello"
         again = await post(gateway, auth, "/rs485/init", {"baudrate": 9600, "config": "7O2"})
         assert again.json()["data"]["success"] is True  # the open port is set up anew
         await post(gateway, auth, "/rs485/tx", tx(b"ping"))
-        assert await received(twin, sub, 4) == b"ping"
+        assert await received(sub, 4) == b"ping"
         released = await post(gateway, auth, "/rs485/deinit")
         assert released.json()["data"] == {"success": True, "message": "OK"}
         after = await post(gateway, auth, "/rs485/tx", tx(b"\x01"))
@@ -101,7 +102,7 @@ async def test_a_scenario_group_puts_its_cameras_rs485_on_a_serial_port(tmp_path
     async with gateway_of(twin) as (gateway, auth):
         assert (await post(gateway, auth, "/rs485/init", {"baudrate": 9600})).json()["data"]["success"]
         await post(gateway, auth, "/rs485/tx", tx(b"scenario"))
-        assert await received(twin, sub, 8) == b"scenario"
+        assert await received(sub, 8) == b"scenario"
     assert isinstance(twin.gateways["cam-01"].peripherals, SerialPeripherals)
 
 
@@ -168,7 +169,7 @@ async def test_a_modbus_device_on_a_pty_answers_through_the_gateway(pty: tuple[i
             assert init.json()["data"] == {"success": True, "message": "OK"}
             request = modbus(b"\x01\x03\x00\x00\x00\x02")  # unit 1, registers 0..1
             assert (await post(gateway, auth, "/rs485/tx", tx(request))).json()["data"]["success"] is True
-            answer = await received(twin, sub, 9)
+            answer = await received(sub, 9)
             assert answer == modbus(b"\x01\x03\x04\x00\x2a\x01\xf4")
             assert device.requests == [request]
     finally:
@@ -187,8 +188,10 @@ async def test_a_port_that_goes_away_mid_use_answers_the_devices_error(pty: tupl
         assert (body["code"], body["message"]) == (7000, "Device error")
         assert body["error"]["detail"].startswith("RS485 port failed: ")
         assert "data" not in body
-        # deinit releases it; a new init opens the path again, which is gone with its master
         assert (await post(gateway, auth, "/rs485/deinit")).json()["data"]["success"] is True
+        reopen = await post(gateway, auth, "/rs485/init", {"baudrate": 9600})  # its master is gone
+        assert reopen.status_code == 500 and reopen.json()["code"] == 7000
+        assert reopen.json()["error"]["detail"].startswith("RS485 port cannot be opened: ")
 
 
 # Refused values --------------------------------------------------------------------------------------
@@ -329,7 +332,7 @@ async def test_a_started_twin_serves_the_port_and_stop_closes_it(tmp_path: Path)
             auth = {"Authorization": await gateway_token(http)}
             assert (await post(http, auth, "/rs485/init", {"baudrate": 57600})).json()["data"]["success"]
             await post(http, auth, "/rs485/tx", tx(b"over a socket"))
-            assert await received(twin, sub, 13) == b"over a socket"
+            assert await received(sub, 13) == b"over a socket"
             summary = (await http.get("/api/v1/monitor/summary", headers=auth)).json()["data"]
             assert summary["host"]["hostname"] == os.uname().nodename
         reader = port._reader
