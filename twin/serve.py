@@ -29,10 +29,12 @@ from api.control.app import create_app as create_control_app
 from api.faults import FaultMiddleware, FaultSet
 from api.gateway.app import create_app as create_gateway_app
 from api.gateway.rtsp import RtspServer
+from api.gateway.storm import StormMiddleware
 from api.gateway.tls import write_self_signed
 from api.journal import JournalMiddleware
 from api.realtime.mqtt import DEVICE_FILTERS, EmbeddedBroker, MqttBridge
 from api.realtime.mqtt_link import BridgeLink
+from hardware.adapters.credentials import refused_credentials
 from hardware.adapters.gates import AutomationGate, Gate, GatewayGate
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from hardware.adapters.passthrough import Passthrough
@@ -50,8 +52,8 @@ from twin.control import TwinControl
 from twin.fleet import WorldConfig, default_sensor_group
 from twin.journal import RequestJournal
 from twin.scenario.actions import describe
-from twin.scenario.model import load_scenario
-from twin.settings import AUTOMATION, RealMember, Settings
+from twin.scenario.model import Scenario, load_scenario
+from twin.settings import AUTOMATION, RealMember, Settings, in_words
 from twin.store import Store
 from twin.world import World
 
@@ -80,10 +82,11 @@ class Twin:
     rtsp: dict[str, RtspServer] = field(default_factory=dict)
     real: dict[str, Passthrough] = field(default_factory=dict)
     """The members served by a real device or server (by name), in place of their simulated app."""
+    members: dict[str, RealMember] = field(default_factory=dict)  # each with the credential checked at start
 
 
-def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
-    scenario = load_scenario(settings.scenario) if settings.scenario else None
+def world_config(settings: Settings, loaded: Scenario | None = None) -> tuple[WorldConfig, ClockMode, float]:
+    scenario = loaded or (load_scenario(settings.scenario) if settings.scenario else None)
     config = scenario.world_config(wall_now=time.time()) if scenario else WorldConfig()
     mode = ClockMode(scenario.clock.mode) if scenario else ClockMode.REALTIME
     speed = scenario.clock.speed if scenario else 1.0
@@ -104,8 +107,7 @@ def world_config(settings: Settings) -> tuple[WorldConfig, ClockMode, float]:
         mode = ClockMode.STEP
     if settings.speed is not None:
         speed = settings.speed
-    if settings.has_real_members:  # a real device keeps wall time, whatever the scenario says
-        mode, speed = ClockMode.REALTIME, 1.0
+    mode, speed = settings.real_clock(mode, speed, in_words(scenario.real_names()) if scenario else "")
     return config, mode, speed
 
 
@@ -129,14 +131,15 @@ def _real(member: RealMember, gate: Gate, simulated: FastAPI) -> Passthrough:
 
 
 def build(settings: Settings, *, record_trace: bool = False) -> Twin:
-    config, mode, speed = world_config(settings)
+    scenario = load_scenario(settings.scenario) if settings.scenario else None
+    config, mode, speed = world_config(settings, scenario)
     store = Store(settings.state_dir / "twin.sqlite3" if settings.state_dir else None)
     world = World(config, store=store, record_trace=record_trace)
-    real = settings.real_members(list(world.cameras))
+    real = settings.real_members(list(world.cameras), scenario.real_members(os.environ) if scenario else {})
     clock = SimClock(world, mode=mode, speed=speed)
     automation = TwinAutomation(world, clock)
     faults: dict[str, FaultSet] = {"automation": FaultSet()}
-    limiter = RateLimiter(settings.rate_limit or host_rate_limit(), clock.now)
+    limiters = {"automation": (limiter := RateLimiter(settings.rate_limit or host_rate_limit(), clock.now))}
     if settings.api_key:
         world.api_keys.ensure_default(settings.api_key)
     automation_app = create_automation_app(
@@ -154,12 +157,12 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         app = create_gateway_app(gateways[camera_id])
         if camera_id in real:
             app = _real(real[camera_id], GatewayGate(), app)
+        limiters[camera_id] = RateLimiter(limiter.base_limit, clock.now)  # counts during a storm only
+        app.add_middleware(StormMiddleware, limiter=limiters[camera_id])
         _front(app, faults[camera_id], journal, camera_id, clock)
         gateway_apps[camera_id] = app
     host_hardware(settings, world, gateways, real)  # RS485 on a serial port, /proc figures
-    control = TwinControl(
-        world, clock, faults=faults, limiters={"automation": limiter}, journal=journal, gateways=gateways
-    )
+    control = TwinControl(world, clock, faults=faults, limiters=limiters, journal=journal, gateways=gateways)
     twin = Twin(
         settings,
         world,
@@ -170,9 +173,10 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         faults,
         automation_app,
         gateway_apps,
-        create_control_app(control, faults, {"automation": limiter}, journal=journal, actions=describe()),
+        create_control_app(control, faults, limiters, journal=journal, actions=describe()),
         journal=journal,
         real={name: {AUTOMATION: automation_app, **gateway_apps}[name] for name in real},
+        members=real,
     )
     for camera_id, camera in world.cameras.items():
         if camera_id in real:
@@ -232,6 +236,7 @@ class Running:
     broker: EmbeddedBroker | None = None
     tasks: list[asyncio.Task] = field(default_factory=list)
     supervisor: asyncio.Task | None = None
+    refused: list[str] = field(default_factory=list)  # real members that refused their credential at start
 
     def url(self, name: str) -> str:
         return self.listeners[name].url
@@ -297,11 +302,7 @@ async def start(twin: Twin, cert_dir: Path) -> Running:
     except OSError:
         await stop(running)
         raise
-    for name, app in twin.real.items():  # a warning, not a refusal: a device may come up later
-        key = twin.settings.real_automation_api_key if name == AUTOMATION else None
-        status = await app.probe(key)
-        if status is not None:
-            log.info("twin: real %s answers (HTTP %d%s)", name, status, " to its API key" if key else "")
+    running.refused = await refused_credentials(twin.real, twin.members)
     return running
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from hardware.ports.types import ClockMode
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "default.yaml"
 AUTOMATION = "automation"
@@ -103,16 +105,30 @@ class Settings:
     def has_real_members(self) -> bool:
         return bool(self.real_automation or self.real_cameras)
 
-    def real_members(self, camera_ids: Sequence[str]) -> dict[str, RealMember]:
-        """Every real member by name; a camera given without an id takes the fleet's next camera
-        (``camera_ids`` in fleet order) not named by another. :class:`RealMemberError` says what is wrong."""
-        members: dict[str, RealMember] = {}
+    def real_clock(self, mode: ClockMode, speed: float, declared: str = "") -> tuple[ClockMode, float]:
+        """The clock of a run: realtime at speed 1 when a member is real, whatever the scenario says
+        (``mode``, ``speed``); :class:`RealMemberError` when the scenario's real members (``declared``,
+        in words; its own clock was checked with the file) meet ``step`` or another ``speed`` here."""
+        problem = wall_clock_problem(declared, self.step, self.speed or 1.0) if declared else None
+        if problem is not None:
+            raise RealMemberError(problem)
+        return (ClockMode.REALTIME, 1.0) if self.has_real_members or declared else (mode, speed)
+
+    def real_members(
+        self, camera_ids: Sequence[str], declared: Mapping[str, RealMember] | None = None
+    ) -> dict[str, RealMember]:
+        """Every real member by name: the scenario's (``declared``), then the command line's; a
+        camera given without an id takes the fleet's next camera (``camera_ids`` in fleet order) not
+        named by another. :class:`RealMemberError` says what is wrong."""
+        members: dict[str, RealMember] = dict(declared or {})
         if self.real_automation:
+            if AUTOMATION in members:
+                raise RealMemberError("--real-automation: the scenario's automation server is real already")
             members[AUTOMATION] = RealMember(
                 AUTOMATION, self.real_automation, AUTOMATION in self.insecure, self.real_automation_api_key
             )
         specs = [camera_spec(spec) for spec in self.real_cameras]
-        free = iter(c for c in camera_ids if c not in {name for name, _ in specs})
+        free = iter(c for c in camera_ids if c not in {name for name, _ in specs} and c not in members)
         for name, url in specs:
             if not name:
                 name = next(free, "")
@@ -121,11 +137,14 @@ class Settings:
             elif name not in camera_ids:
                 raise RealMemberError(f"--real-camera: the fleet has no camera {name!r}")
             if name in members:
-                raise RealMemberError(f"--real-camera: camera {name!r} is given twice")
+                where = "real in the scenario already" if name in (declared or {}) else "given twice"
+                raise RealMemberError(f"--real-camera: camera {name!r} is {where}")
             members[name] = RealMember(name, url, name in self.insecure)
         unknown = sorted(set(self.insecure) - set(members))
         if unknown:
             raise RealMemberError(f"--insecure: {', '.join(unknown)} is not a real member")
+        for name in set(self.insecure) & set(declared or {}):
+            members[name] = replace(members[name], insecure=True)
         return members
 
     def host_hardware(
@@ -337,6 +356,11 @@ def _camera_endpoint(value: str) -> str:
     if not name:
         raise argparse.ArgumentTypeError("expected ID=URL or URL")
     return f"{name}={_endpoint(url)}"
+
+
+def in_words(members: Sequence[str]) -> str:
+    """Real members by name (``automation``, camera ids) in words: ``the automation server, camera X``."""
+    return ", ".join("the automation server" if name == AUTOMATION else f"camera {name}" for name in members)
 
 
 def _real_names(values: Mapping[str, object]) -> str:

@@ -4,12 +4,8 @@ Each action is a function ``run(target, params)`` of what it acts on (a :class:`
 its clock, the servers' fault sets and rate limiters, the cameras, the MQTT broker's switch; the
 twin's control object is one) that returns its undo (or ``None``), with a strict parameter model.
 A timeline entry's ``for`` undoes it that many world seconds later; the control plane's
-``POST /actions/{name}`` runs the same function.
-
-Each action says what it reaches (:class:`Reach`): a transport or API fault acts at the twin's own
-layers in front of a server, so it reaches a real member as it reaches a simulated one; every other
-action changes the simulated world, which a real member is not part of. A scenario is refused when
-such an action targets a real member (:mod:`twin.scenario.targets`).
+``POST /actions/{name}`` runs the same function. What each action reaches, and so whether it may
+target a real member, is in :mod:`twin.scenario.reach`.
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -176,56 +171,12 @@ class ModelPaceParams(Params):
     tokens_per_second: float = Field(gt=0, le=1000, description="the chat model's pace in world time")
 
 
-class Reach(StrEnum):
-    """What an action acts on, and so whether it may target a real member."""
-
-    LAYER = "layer"
-    """A transport or API fault at the twin's layers in front of the ``server`` it names (the fault
-    middleware, the rate limiter): a real member gets it as a simulated one does."""
-    CAMERA = "camera"
-    """The simulated camera its ``camera`` names: its OS, storage, apps, services and clock."""
-    AUTOMATION = "automation"
-    """The simulated automation server's world: its devices and simulated sensors, the marketplace,
-    the chat's model."""
-    CLOCK = "clock"
-    """The world clock every member shares; a real member keeps wall time at speed 1."""
-    SESSIONS = "sessions"
-    """The login sessions a simulated member keeps (a real member keeps its own)."""
-    TWIN = "twin"
-    """A part of the twin's own that is no member (the embedded MQTT broker)."""
-
-
-SIMULATED_ONLY = {
-    Reach.CAMERA: "it changes the simulated camera (its OS, storage, apps, services or clock), "
-    "which a real camera is not",
-    Reach.AUTOMATION: "it changes the simulated automation server's world (devices, sensors, "
-    "marketplace or chat model), which a real server is not",
-    Reach.SESSIONS: "it ends the sessions a simulated member keeps; a real member keeps its own",
-    Reach.CLOCK: "it changes the world clock's speed, and a real member runs on wall time at speed 1",
-}
-"""Why an action cannot target a real member, by what it reaches."""
-
-
 @dataclass(frozen=True, slots=True)
 class Action:
     name: str
     params: type[Params]
     run: Callable[[Target, Any], Undo | None]
     doc: str
-    reach: Reach
-
-    def member(self, params: dict[str, Any]) -> str | None:
-        """The member this action with ``params`` acts on (a camera id or ``automation``), if it
-        acts on one; the default of a parameter left out counts."""
-        fields = self.params.model_fields
-        if self.reach is Reach.AUTOMATION:
-            return "automation"
-        if self.reach in (Reach.LAYER, Reach.CAMERA, Reach.SESSIONS):
-            key = "camera" if "camera" in fields else "server" if "server" in fields else None
-            if key is not None:
-                value = params.get(key, fields[key].default)
-                return value if isinstance(value, str) else None
-        return None
 
 
 # Implementations ---------------------------------------------------------------------------------
@@ -446,101 +397,76 @@ def _marketplace_unreachable(c: Target, p: NoParams) -> Undo:
     return lambda: setattr(market, "online", True)
 
 
-def _reaching(reach: Reach, *actions: tuple) -> list[Action]:
-    return [Action(*action, reach=reach) for action in actions]
-
-
 ACTIONS: dict[str, Action] = {
     a.name: a
     for a in (
-        *_reaching(
-            Reach.LAYER,
-            ("rate_limit_storm", StormParams, _storm, "lower the rate limit; 429 with Retry-After"),
-            ("latency", LatencyParams, _latency, "delay requests on the world clock (± jitter)"),
-            ("http_errors", ErrorParams, _errors, "a 5xx burst: answer requests with a server error"),
-            ("network_loss", LossParams, _loss, "reset a fraction of connections"),
-            ("network_reset", ResetParams, _reset, "reset the next N connections"),
-            ("truncated_body", ResetParams, _truncate, "the next N responses stop halfway"),
-            ("drop_streams", ServerParams, _drop_streams, "end every open WebSocket (1012) and SSE stream"),
-            ("network_hang", ServerParams, _hang, "requests get no answer until undone, then close"),
-            ("bandwidth", BandwidthParams, _bandwidth, "cap response bytes per world second"),
+        Action("rate_limit_storm", StormParams, _storm, "lower the rate limit; 429 with Retry-After"),
+        Action("latency", LatencyParams, _latency, "delay requests on the world clock (± jitter)"),
+        Action("http_errors", ErrorParams, _errors, "a 5xx burst: answer requests with a server error"),
+        Action("network_loss", LossParams, _loss, "reset a fraction of connections"),
+        Action("network_reset", ResetParams, _reset, "reset the next N connections"),
+        Action("truncated_body", ResetParams, _truncate, "the next N responses stop halfway"),
+        Action("drop_streams", ServerParams, _drop_streams, "end every open WebSocket (1012) and SSE stream"),
+        Action("network_hang", ServerParams, _hang, "requests get no answer until undone, then close"),
+        Action("bandwidth", BandwidthParams, _bandwidth, "cap response bytes per world second"),
+        Action("device_delete", DeviceParams, _device_delete, "delete a device (history stays archived)"),
+        Action("device_recreate", SensorParams, _device_recreate, "bring a deleted simulated sensor back"),
+        Action("device_offline", SensorParams, _device_offline, "a simulated sensor stops reporting"),
+        Action("device_online", SensorParams, _device_online, "a sensor taken offline reports again"),
+        Action("telemetry_gap", GapParams, _telemetry_gap, "a sensor reports nothing for a while"),
+        Action("telemetry_spike", SpikeParams, _telemetry_spike, "a sensor's metric jumps by delta"),
+        Action("token_expiry", ServerParams, _token_expiry, "end every session on a server"),
+        Action("session_drop", CameraParams, _session_drop, "a camera drops every login session"),
+        Action("ntp_jump", NtpJumpParams, _ntp_jump, "a camera's clock jumps by N seconds"),
+        Action("clock_speed", SpeedParams, _clock_speed, "change the world clock's speed factor"),
+        Action("camera_restart", CameraParams, _camera_restart, "power-cycle a camera (reboot, then boot)"),
+        Action("ota_failure", OtaFailParams, _ota_failure, "the next OTA run fails at a stage"),
+        Action("ota_power_loss", CameraParams, _ota_power_loss, "power is cut now, mid-install"),
+        Action("os_upgrade_failure", OsUpgradeFailParams, _os_upgrade_failure, "the next OS upgrade fails"),
+        Action(
+            "os_upgrade_rollback", CameraParams, _os_upgrade_rollback, "the OS upgrade fails verify: rollback"
         ),
-        *_reaching(
-            Reach.SESSIONS,
-            ("token_expiry", ServerParams, _token_expiry, "end every session on a server"),
-            ("session_drop", CameraParams, _session_drop, "a camera drops every login session"),
+        Action("os_upgrade_power_loss", CameraParams, _os_upgrade_power_loss, "power is cut mid OS upgrade"),
+        Action("partition_fill", PartitionParams, _partition_fill, "stale logs fill a partition"),
+        Action("partition_free", CameraParams, _partition_free, "stale logs and core dumps deleted"),
+        Action("core_dump", CoreDumpParams, _core_dump, "a crashing process dumps core on root"),
+        Action("container_crash", ContainerParams, _container_crash, "an app's container dies"),
+        Action("container_oom", ContainerParams, _container_oom, "an app's container is OOM-killed"),
+        Action("slow_image_load", UnpackParams, _slow_image_load, "images unpack slowly (start deadline)"),
+        Action("camera_service_stop", CameraParams, _camera_service_stop, "the camera service stops"),
+        Action("camera_service_start", CameraParams, _camera_service_start, "the camera service starts"),
+        Action("event_bus_stop", CameraParams, _event_bus_stop, "the device event bus stops"),
+        Action("event_bus_start", CameraParams, _event_bus_start, "the device event bus starts"),
+        Action("mqtt_broker_outage", NoParams, _broker_outage, "the embedded MQTT broker is down"),
+        Action(
+            "marketplace_unreachable",
+            NoParams,
+            _marketplace_unreachable,
+            "the marketplaces and the cloud device-type repository cannot be reached",
         ),
-        *_reaching(
-            Reach.CAMERA,
-            ("ntp_jump", NtpJumpParams, _ntp_jump, "a camera's clock jumps by N seconds"),
-            ("camera_restart", CameraParams, _camera_restart, "power-cycle a camera (reboot, then boot)"),
-            ("ota_failure", OtaFailParams, _ota_failure, "the next OTA run fails at a stage"),
-            ("ota_power_loss", CameraParams, _ota_power_loss, "power is cut now, mid-install"),
-            ("os_upgrade_failure", OsUpgradeFailParams, _os_upgrade_failure, "the next OS upgrade fails"),
-            (
-                "os_upgrade_rollback",
-                CameraParams,
-                _os_upgrade_rollback,
-                "the OS upgrade fails verify: rollback",
-            ),
-            ("os_upgrade_power_loss", CameraParams, _os_upgrade_power_loss, "power is cut mid OS upgrade"),
-            ("partition_fill", PartitionParams, _partition_fill, "stale logs fill a partition"),
-            ("partition_free", CameraParams, _partition_free, "stale logs and core dumps deleted"),
-            ("core_dump", CoreDumpParams, _core_dump, "a crashing process dumps core on root"),
-            ("container_crash", ContainerParams, _container_crash, "an app's container dies"),
-            ("container_oom", ContainerParams, _container_oom, "an app's container is OOM-killed"),
-            ("slow_image_load", UnpackParams, _slow_image_load, "images unpack slowly (start deadline)"),
-            ("camera_service_stop", CameraParams, _camera_service_stop, "the camera service stops"),
-            ("camera_service_start", CameraParams, _camera_service_start, "the camera service starts"),
-            ("event_bus_stop", CameraParams, _event_bus_stop, "the device event bus stops"),
-            ("event_bus_start", CameraParams, _event_bus_start, "the device event bus starts"),
+        Action(
+            "model_slow_first_token",
+            ModelSlowParams,
+            lambda c, p: c.world.chat.faults.slow(p.seconds),
+            "the chat's model is slow to start answering",
         ),
-        *_reaching(
-            Reach.AUTOMATION,
-            ("device_delete", DeviceParams, _device_delete, "delete a device (history stays archived)"),
-            ("device_recreate", SensorParams, _device_recreate, "bring a deleted simulated sensor back"),
-            ("device_offline", SensorParams, _device_offline, "a simulated sensor stops reporting"),
-            ("device_online", SensorParams, _device_online, "a sensor taken offline reports again"),
-            ("telemetry_gap", GapParams, _telemetry_gap, "a sensor reports nothing for a while"),
-            ("telemetry_spike", SpikeParams, _telemetry_spike, "a sensor's metric jumps by delta"),
-            (
-                "marketplace_unreachable",
-                NoParams,
-                _marketplace_unreachable,
-                "the marketplaces and the cloud device-type repository cannot be reached",
-            ),
-            (
-                "model_slow_first_token",
-                ModelSlowParams,
-                lambda c, p: c.world.chat.faults.slow(p.seconds),
-                "the chat's model is slow to start answering",
-            ),
-            (
-                "model_hang",
-                NoParams,
-                lambda c, p: c.world.chat.faults.stall(),
-                "the chat's model never answers: turns time out after 20 world minutes",
-            ),
-            (
-                "model_errors",
-                ModelErrorParams,
-                lambda c, p: c.world.chat.faults.fail(p.status, p.count),
-                "the chat's model backend answers a server error",
-            ),
-            (
-                "model_pace",
-                ModelPaceParams,
-                lambda c, p: c.world.chat.faults.pace(p.tokens_per_second),
-                "the chat's model streams at this many tokens per world second",
-            ),
+        Action(
+            "model_hang",
+            NoParams,
+            lambda c, p: c.world.chat.faults.stall(),
+            "the chat's model never answers: turns time out after 20 world minutes",
         ),
-        *_reaching(
-            Reach.CLOCK,
-            ("clock_speed", SpeedParams, _clock_speed, "change the world clock's speed factor"),
+        Action(
+            "model_errors",
+            ModelErrorParams,
+            lambda c, p: c.world.chat.faults.fail(p.status, p.count),
+            "the chat's model backend answers a server error",
         ),
-        *_reaching(
-            Reach.TWIN,
-            ("mqtt_broker_outage", NoParams, _broker_outage, "the embedded MQTT broker is down"),
+        Action(
+            "model_pace",
+            ModelPaceParams,
+            lambda c, p: c.world.chat.faults.pace(p.tokens_per_second),
+            "the chat's model streams at this many tokens per world second",
         ),
     )
 }

@@ -27,7 +27,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.json_schema import SkipJsonSchema
 
 from hardware.adapters.serial_port import check_url
 from twin.camera.video.config import PROFILES
@@ -46,58 +45,18 @@ from twin.fleet import (
 from twin.scenario.actions import ACTIONS, check
 from twin.scenario.client import ClientSpec
 from twin.scenario.expectations import Expectation
+from twin.scenario.real import ENVIRON, RealCameraKeys, RealServerKeys, RealUrl, real_members, without_secrets
 from twin.scenario.source import Document, ScenarioError, read
 from twin.scenario.targets import Names, target_problems
-from twin.settings import AUTOMATION, RealMember, RealMemberError, endpoint_problem
+from twin.settings import AUTOMATION, RealMember
 
 ACTIONS_CHECKED = "actions_checked"
 """Validation context key: the timeline's actions and parameters were checked already (by
 :func:`parse_scenario`, at their own lines), so the step model does not report them again."""
 
 
-ENVIRON = "environ"
-"""Validation context key: the environment the file's ``*_env`` keys are looked up in (by
-:func:`parse_scenario`); without it, whether a variable is set is not checked."""
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-
-
-def _variable(name: str | None, info: ValidationInfo) -> str | None:
-    """A secret's environment variable, which must be set (checked when the context has the environment)."""
-    environ = (info.context or {}).get(ENVIRON)
-    if name is not None and environ is not None and not environ.get(name):
-        raise ValueError(f"the environment variable {name} is not set")
-    return name
-
-
-def _never_in_the_file(what: str, key: str) -> ValueError:
-    return ValueError(
-        f"a {what} is never written in the scenario file: "
-        f"name the environment variable that holds it with '{key}'"
-    )
-
-
-def _real_endpoint(url: str) -> str:
-    problem = endpoint_problem(url)
-    if problem is not None:
-        raise ValueError(problem)
-    return url.rstrip("/")
-
-
-RealUrl = Annotated[
-    str,
-    BeforeValidator(lambda v: _real_endpoint(v) if isinstance(v, str) else v),
-    Field(
-        description="a real member's address, http:// or https://, no path: the twin serves it through "
-        "its faults, journal and verdicts (passthrough)",
-        json_schema_extra={"format": "uri"},
-    ),
-]
 
 
 BATTERY_DRAIN_PER_DAY = -1.0
@@ -218,7 +177,7 @@ class Video(_Strict):
         return VideoSpec(self.source, self.loop)
 
 
-class Cameras(_Strict):
+class Cameras(RealCameraKeys):
     count: int = Field(default=1, ge=0, le=MAX_CAMERAS)
     profile: str = Field(
         default="default",
@@ -260,30 +219,7 @@ class Cameras(_Strict):
         description="each camera's video source (default: the synthetic scene); OSD, privacy masks "
         "and the AI overlay are drawn on it as on the scene",
     )
-    real: RealUrl | None = Field(
-        default=None, description="a real camera's gateway in place of a simulated one"
-    )
-    username: str | None = Field(default=None, min_length=1, description="real: the twin's start-up login")
-    password_env: str | None = Field(
-        default=None,
-        pattern=ENV_NAME,
-        description="real: the environment variable holding that login's password",
-    )
-    insecure: bool = Field(default=False, description="real: accept its certificate unverified (self-signed)")
-    password: SkipJsonSchema[Any] = Field(default=None, exclude=True)
-
-    REAL_KEYS: ClassVar = ("real", "username", "password_env", "insecure", "password")
     SIMULATED_KEYS: ClassVar = ("profile", "scene", "objects", "ai_overlay", "apps", "video")
-
-    @field_validator("password", mode="before")
-    @classmethod
-    def _no_password(cls, value: Any) -> Any:
-        raise _never_in_the_file("password", "password_env")
-
-    @field_validator("password_env")
-    @classmethod
-    def _password_set(cls, name: str | None, info: ValidationInfo) -> str | None:
-        return _variable(name, info)
 
     @field_validator("profile", "scene")
     @classmethod
@@ -297,25 +233,6 @@ class Cameras(_Strict):
     def _objects_fit_the_scene(self) -> Cameras:
         if self.scene == "empty" and self.objects:
             raise ValueError("scene 'empty' has no objects: drop 'objects' or choose another scene")
-        return self
-
-    @model_validator(mode="after")
-    def _real_or_simulated(self) -> Cameras:
-        given = self.model_fields_set
-        if self.real is None:
-            stray = [k for k in ("username", "password_env", "insecure") if k in given]
-            if stray:
-                raise ValueError(f"'{stray[0]}' applies to a real camera only (a group with 'real: URL')")
-            return self
-        if self.count != 1:
-            raise ValueError("a real camera group is one camera: drop 'count' or make it 1")
-        simulated = [k for k in self.SIMULATED_KEYS if k in given]
-        if simulated:
-            raise ValueError(f"'{simulated[0]}' applies to simulated cameras only: a real camera has its own")
-        if (self.username is None) != (self.password_env is None):
-            raise ValueError(
-                "'username' and 'password_env' go together: the twin's start-up login needs both"
-            )
         return self
 
 
@@ -424,27 +341,10 @@ class Stop(_Strict):
     wall_timeout: float = Field(default=600.0, gt=0, description="wall seconds before the run is abandoned")
 
 
-class RealAutomation(_Strict):
+class RealAutomation(RealServerKeys):
     """A real automation server in place of the simulated one."""
 
     real: RealUrl
-    api_key_env: str | None = Field(
-        default=None,
-        pattern=ENV_NAME,
-        description="the environment variable holding its API key, for the twin's start-up check",
-    )
-    insecure: bool = Field(default=False, description="accept its certificate unverified (self-signed)")
-    api_key: SkipJsonSchema[Any] = Field(default=None, exclude=True)
-
-    @field_validator("api_key", mode="before")
-    @classmethod
-    def _no_key(cls, value: Any) -> Any:
-        raise _never_in_the_file("key", "api_key_env")
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _key_set(cls, name: str | None, info: ValidationInfo) -> str | None:
-        return _variable(name, info)
 
 
 class Servers(_Strict):
@@ -495,27 +395,14 @@ class Scenario(_Strict):
             )
         return expectations
 
+    def real_names(self) -> tuple[str, ...]:
+        """The members that are real: ``automation`` if it is, then camera ids."""
+        automation = (AUTOMATION,) if self.servers.automation is not None else ()
+        return (*automation, *self.fleet.real_cameras())
+
     def real_members(self, environ: Mapping[str, str]) -> dict[str, RealMember]:
         """The real members by name (``automation``, camera ids), their secrets read from ``environ``."""
-
-        def secret(variable: str) -> str:
-            value = environ.get(variable)
-            if not value:
-                raise RealMemberError(f"the environment variable {variable} is not set")
-            return value
-
-        members = {}
-        if (server := self.servers.automation) is not None:
-            key = secret(server.api_key_env) if server.api_key_env else None
-            members[AUTOMATION] = RealMember(AUTOMATION, server.real, server.insecure, key)
-        for camera_id, group in self.fleet.real_cameras().items():
-            login = (
-                (group.username, secret(group.password_env))
-                if group.username and group.password_env
-                else None
-            )
-            members[camera_id] = RealMember(camera_id, group.real or "", group.insecure, login=login)
-        return members
+        return real_members(self.servers.automation, self.fleet.real_cameras(), environ)
 
     def world_config(self, wall_now: float | None = None) -> WorldConfig:
         """The world this scenario describes; ``wall_now`` resolves ``epoch: now``."""
@@ -556,18 +443,6 @@ def _message(error: Any) -> str:
     return "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
 
 
-def _without_secrets(fleet: Any) -> Any:
-    """The fleet with any password written in it left out (refused on its own), so that its names
-    are still checked."""
-    groups = fleet.get("cameras") if isinstance(fleet, dict) else None
-    if isinstance(groups, dict):
-        groups = [groups]
-    if not isinstance(groups, list):
-        return fleet
-    kept = [{k: v for k, v in g.items() if k != "password"} if isinstance(g, dict) else g for g in groups]
-    return {**fleet, "cameras": kept}
-
-
 def _names(doc: Document, scenario: Scenario | None) -> Names | None:
     """The fleet's cameras and sensors and which members are real, read off the fleet (and the
     servers) alone when the rest of the file is bad."""
@@ -575,15 +450,15 @@ def _names(doc: Document, scenario: Scenario | None) -> Names | None:
         fleet, servers = scenario.fleet, scenario.servers
     else:
         try:
-            fleet = Fleet.model_validate(_without_secrets(doc.data.get("fleet") or {}))
+            fleet = Fleet.model_validate(without_secrets(doc.data.get("fleet") or {}))
         except ValidationError:
             return None  # the fleet's own problems are reported by the schema
         try:
             servers = Servers.model_validate(doc.data.get("servers") or {})
         except ValidationError:
             servers = Servers()
-    real = [*([AUTOMATION] if servers.automation is not None else []), *fleet.real_cameras()]
-    return dataclasses.replace(fleet.names(), real=tuple(real))
+    automation = (AUTOMATION,) if servers.automation is not None else ()
+    return dataclasses.replace(fleet.names(), real=(*automation, *fleet.real_cameras()))
 
 
 def parse_scenario(

@@ -9,6 +9,11 @@ world event). A client that paces itself this way gets the same trace on every r
 file and seed. Without a client, step mode runs the timeline to the stop time as fast as the CPU
 allows; nothing is exercised then, so every expectation is inconclusive.
 
+A scenario's real members (a camera group's ``real``, ``servers.automation.real``) are served through
+the twin's layers by the composition root; they keep wall time, so ``--step`` and speeds other than
+1 are refused for such a run, and a real member that refuses the credential the scenario names for
+it stops the run before the client starts (:class:`RealMemberRefused`).
+
 A run's :attr:`RunResult.outcome` is ``failed`` when an expectation failed, the client's exit status
 is not the one the scenario expects (``client.expect_exit``) or a timeline step failed;
 ``inconclusive`` when nothing failed but an expectation the scenario requires was not exercised;
@@ -35,7 +40,8 @@ from hardware.ports.events import Event, EventKind
 from hardware.ports.types import ClockMode
 from twin.scenario.expectations import Outcome, RunRecord, Verdict, judge_all
 from twin.scenario.model import Scenario, Step, load_scenario
-from twin.settings import LOOPBACK, Settings
+from twin.scenario.source import ScenarioError
+from twin.settings import LOOPBACK, Settings, in_words, wall_clock_problem
 
 log = logging.getLogger("twin")
 
@@ -59,6 +65,10 @@ class RunOptions:
 
 class ClientNotStarted(OSError):
     """The client's command line could not be split or its program could not be started."""
+
+
+class RealMemberRefused(OSError):
+    """A real member answered the twin's start-up check but refused the credential it was given."""
 
 
 @dataclass
@@ -260,6 +270,9 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
 
     opts = opts or RunOptions()
     scenario = load_scenario(source)
+    real = in_words(scenario.real_names())
+    if real and (problem := wall_clock_problem(real, bool(opts.step), opts.speed or 1.0)):
+        raise ScenarioError(f"{source}: {problem}")
     twin = build(runner_settings(source, opts, scenario.servers.mqtt))
     world, clock, control = twin.world, twin.clock, twin.control
     if not scenario.servers.mqtt:
@@ -279,6 +292,10 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
     log_text = ""
     with tempfile.TemporaryDirectory(prefix="twin-run-") as tmp:
         running = await start(twin, Path(tmp))
+        if running.refused:
+            await stop(running)
+            recorder.close()
+            raise RealMemberRefused("; ".join(running.refused))
         mqtt_log = SessionLog(twin.journal.now)
         if running.broker is not None:
             running.broker.sessions = mqtt_log

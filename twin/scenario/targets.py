@@ -7,7 +7,7 @@ Devices in general are not checked: a client may create the device a timeline de
 that act on a simulated sensor's signal (:class:`~twin.scenario.actions.SensorParams`) are.
 
 A real member takes only the actions that reach it (transport and API faults, at the twin's own
-layers: :class:`~twin.scenario.actions.Reach`), and keeps wall time: the scenario's clock must be
+layers: :mod:`twin.scenario.reach`), and keeps wall time: the scenario's clock must be
 realtime at speed 1."""
 
 from __future__ import annotations
@@ -19,18 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from hardware.ports.events import EventKind
-from twin.scenario.actions import (
-    ACTIONS,
-    SIMULATED_ONLY,
-    Action,
-    CameraParams,
-    Reach,
-    SensorParams,
-    ServerParams,
-    SpikeParams,
-)
+from twin.scenario.actions import ACTIONS, Action, CameraParams, SensorParams, ServerParams, SpikeParams
 from twin.scenario.expectations import Expectation
-from twin.settings import AUTOMATION, wall_clock_problem
+from twin.scenario.reach import LAYER_ACTIONS, REACH, SIMULATED_ONLY, Reach, member
+from twin.settings import AUTOMATION, in_words, wall_clock_problem
 
 EVENT_KINDS = tuple(k.value for k in EventKind)
 MAX_LISTED = 12
@@ -59,7 +51,7 @@ class Names:
 
     def described(self) -> str:
         """The real members in words: ``the automation server, camera cam-01``."""
-        return ", ".join("the automation server" if n == AUTOMATION else f"camera {n}" for n in self.real)
+        return in_words(self.real)
 
 
 Problem = tuple[tuple, str]
@@ -135,31 +127,24 @@ def _params(kind: type, params: dict, names: Names) -> list[Problem]:
     return problems
 
 
-LAYER_ACTIONS = tuple(name for name, a in ACTIONS.items() if a.reach is Reach.LAYER)
-
-
 def _reaches(action: Action, params: dict, names: Names) -> list[Problem]:
     """An action that changes the simulated world, aimed at a real member (or, for the clock, in a
     run that has one)."""
-    if action.reach is Reach.CLOCK and names.real:
+    reach = REACH[action.name]
+    why = SIMULATED_ONLY.get(reach)
+    if reach is Reach.CLOCK and names.real:
         return [
-            (
-                ("do",),
-                f"{action.name} cannot run beside a real member ({names.described()} is real): "
-                + SIMULATED_ONLY[action.reach],
-            )
+            (("do",), f"{action.name} cannot run beside a real member ({names.described()} is real): {why}")
         ]
-    why = SIMULATED_ONLY.get(action.reach)
-    member = action.member(params)
-    if why is None or member not in names.real:
+    target = member(action, params)
+    if why is None or target not in names.real:
         return []
     key = next((k for k in ("camera", "server") if k in params), None)
-    what = "the automation server" if member == AUTOMATION else f"camera {member}"
     return [
         (
             ("params", key) if key else ("do",),
-            f"{action.name} cannot target {what}, a real member: {why}; only transport and API faults "
-            f"reach a real member ({', '.join(LAYER_ACTIONS)})",
+            f"{action.name} cannot target {in_words((target,))}, a real member: {why}; only transport and "
+            f"API faults reach a real member ({', '.join(LAYER_ACTIONS)})",
         )
     ]
 
