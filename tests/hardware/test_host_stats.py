@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from hardware.adapters.host_stats import HostFigures, HostMonitor
+from hardware.ports.gateway_apps import GatewayMonitor
 from tests.api.handler_shapes import MONITOR, mismatches
 from tests.conftest import SCENARIOS, gateway_token
 from twin.serve import Twin, build
@@ -199,7 +200,8 @@ def test_the_real_proc_gives_plausible_figures() -> None:
 async def test_host_stats_is_chosen_per_camera_on_the_command_line() -> None:
     _, settings = parse(["run", "--scenario", str(SCENARIOS / "test.yaml"), "--host-stats", "cam-01"])
     twin = build(settings)
-    assert isinstance(twin.gateways["cam-01"].monitor, HostMonitor)
+    monitor = twin.gateways["cam-01"].monitor
+    assert isinstance(monitor, HostMonitor) and isinstance(monitor, GatewayMonitor)  # every port method
     async with _client(twin) as gateway:
         auth = {"Authorization": await gateway_token(gateway)}
         summary = await _get(gateway, auth, "summary")

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from hardware.adapters.serial_port import SerialPeripherals, SerialPortError, SerialRs485
+from hardware.ports.camera_hw import GatewayPeripherals
 from hardware.ports.events import EventKind
 from tests.conftest import SCENARIOS, gateway_token
 from tests.sockets import socket_settings
@@ -68,7 +69,8 @@ async def received(sub, length: int) -> bytes:
 # loop:// ------------------------------------------------------------------------------------------
 async def test_what_is_sent_on_loop_comes_back_as_an_event() -> None:
     twin = build(settings_with(rs485=("cam-01=loop://",)))
-    assert isinstance(twin.gateways["cam-01"].peripherals, SerialPeripherals)
+    peripherals = twin.gateways["cam-01"].peripherals
+    assert isinstance(peripherals, SerialPeripherals) and isinstance(peripherals, GatewayPeripherals)
     sub = twin.world.bus.subscribe([EventKind.CAMERA_RS485_RX])
     async with gateway_of(twin) as (gateway, auth):
         early = await post(gateway, auth, "/rs485/tx", tx(b"\x01"))
