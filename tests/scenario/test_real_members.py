@@ -27,6 +27,9 @@ from twin.settings import LOOPBACK, RealMemberError, Settings
 CLIENT = Path(__file__).resolve().parent.parent / "clients" / "cameras.py"
 PASSWORD_ENV = "TWIN_TEST_CAM1_PASSWORD"
 DEVICE_PASSWORD = "password"
+KEY_ENV = "TWIN_TEST_AUTOMATION_KEY"
+API_KEY = "nmk_" + "ab" * 16
+"""The "real" automation server's key (its ``NEOMIND_API_KEY``)."""
 """The upstream twin's camera keeps the device's documented default login (admin / password)."""
 
 MIXED = """\
@@ -59,14 +62,20 @@ stop: {{at: 600, wall_timeout: 120}}
 
 
 @pytest.fixture
-async def device(tmp_path: Path):
-    """The base URL of a "real" camera's gateway: a camera of a second twin on loopback."""
+async def upstream(tmp_path: Path):
+    """A second twin on loopback whose camera and automation server play the real ones."""
     (tmp_path / "up").mkdir()
-    up = await start(build(socket_settings()), tmp_path / "up")
+    up = await start(build(socket_settings(api_key=API_KEY)), tmp_path / "up")
     try:
-        yield up.url("cam-01/http")
+        yield up
     finally:
         await stop(up)
+
+
+@pytest.fixture
+def device(upstream) -> str:
+    """The base URL of the "real" camera's gateway."""
+    return upstream.url("cam-01/http")
 
 
 def mixed(tmp_path: Path, url: str, **replace: str) -> Path:
@@ -111,6 +120,23 @@ async def test_a_wrong_credential_stops_the_run_at_start(
     with pytest.raises(RealMemberRefused, match=r"real cam-01 refused the twin's login \(HTTP 401\)") as err:
         await run(mixed(tmp_path, device), RunOptions(client=f"{sys.executable} {CLIENT}"))
     assert "not-the-password" not in str(err.value)
+
+
+@pytest.mark.socket
+async def test_a_real_automation_server_is_checked_with_the_key_the_file_names(
+    upstream, device: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(PASSWORD_ENV, DEVICE_PASSWORD)
+    monkeypatch.setenv(KEY_ENV, "nmk_" + "00" * 16)
+    automation = f"{{real: '{upstream.url('automation')}', api_key_env: {KEY_ENV}}}"
+    path = mixed(
+        tmp_path, device, **{"servers: {mqtt: false}": f"servers: {{mqtt: false, automation: {automation}}}"}
+    )
+    with pytest.raises(RealMemberRefused, match=r"^real automation refused the twin's API key \(HTTP 401\)$"):
+        await run(path, RunOptions(client=f"{sys.executable} {CLIENT}"))
+    monkeypatch.setenv(KEY_ENV, API_KEY)
+    result = await run(path, RunOptions(client=f"{sys.executable} {CLIENT}"))
+    assert [v.outcome for v in result.verdicts] == [Outcome.PASSED, Outcome.PASSED], result.client_output
 
 
 def with_steps(steps: str, **replace: str) -> str:
@@ -227,7 +253,7 @@ def test_a_real_member_keeps_wall_time(tmp_path: Path, monkeypatch: pytest.Monke
         RealMemberError, match=re.escape("--speed must be 1 with a real member (camera cam-01 is real)")
     ):
         build(Settings(scenario=path, speed=60, **LOOPBACK))
-    with pytest.raises(RealMemberError, match="camera .cam-01. is real in the scenario already"):
+    with pytest.raises(RealMemberError, match="camera 'cam-01' is real in the scenario already"):
         build(Settings(scenario=path, real_cameras=("cam-01=http://127.0.0.1:9",), **LOOPBACK))
     twin = build(Settings(scenario=path, real_cameras=("http://127.0.0.1:9",), **LOOPBACK))
     assert set(twin.real) == {"cam-01", "cam-02"}  # the command line's camera takes the next one
