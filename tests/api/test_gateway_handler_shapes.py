@@ -141,3 +141,26 @@ def test_the_checker_catches_what_it_should() -> None:
         "data.b: expected str, got int 3",
         "data.c[0].d: missing",
     ]
+
+
+async def test_device_and_audio_write_answers(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    """The hardware writes answer the device-control Status, the HAL's gin.H or gin.H{message}."""
+    steps = (
+        ("POST", "/api/v1/device/light", {"level": 30}, hs.STATUS),
+        ("POST", "/api/v1/device/ptz", {"action": "stop"}, hs.STATUS),
+        ("POST", "/api/v1/device/fan", {"enable": True}, hs.SWITCHED),
+        ("POST", "/api/v1/device/alarm-out", {"channel": 1, "enable": True}, hs.SWITCHED),
+        ("POST", "/api/v1/device/rs485/init", {"baudrate": 9600}, hs.RS485),
+        ("POST", "/api/v1/device/lens/af/oneshot", None, hs.AF_JOB),
+        ("POST", "/api/v1/device/lens/af/cancel", {}, hs.STATUS),
+        ("PUT", "/api/v1/device/lens/zoom-level", {"level": 0.25}, hs.STATUS),
+        ("PUT", "/api/v1/audio/config", {"volume": 0.5}, hs.MESSAGE),
+        ("POST", "/api/v1/audio/capture/start", {}, hs.MESSAGE),
+        ("PUT", "/api/v1/media/ai-overlay", {"enabled": True}, hs.MESSAGE),
+        ("PUT", "/api/v1/media/privacy-mask", {"enabled": False}, hs.MESSAGE),
+        ("PUT", "/api/v1/media/osd", {"streams": []}, hs.MESSAGE),
+    )
+    for method, path, body, shape in steps:
+        resp = await gateway.request(method, path, json=body, headers=auth)
+        assert resp.status_code == 200, (path, resp.text)
+        assert hs.mismatches(resp.json()["data"], shape) == [], path
