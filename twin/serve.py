@@ -38,6 +38,7 @@ from hardware.adapters.credentials import refused_credentials
 from hardware.adapters.gates import AutomationGate, Gate, GatewayGate
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from hardware.adapters.passthrough import Passthrough
+from hardware.adapters.replay import Replay
 from hardware.adapters.upstream import Upstream
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
@@ -145,8 +146,11 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     automation_app = create_automation_app(
         automation, release=settings.release, limiter=limiter, network=network_info(settings)
     )
+    replays = scenario.replays() if scenario is not None else {}
     if AUTOMATION in real:
         automation_app = _real(real[AUTOMATION], AutomationGate(limiter, settings.release), automation_app)
+    elif AUTOMATION in replays:
+        automation_app = Replay.load(replays[AUTOMATION], automation_app, clock, settings.release)
     journal = RequestJournal(world)
     _front(automation_app, faults["automation"], journal, "automation", clock)
     gateways: dict[str, TwinGateway] = {}
@@ -157,6 +161,8 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         app = create_gateway_app(gateways[camera_id])
         if camera_id in real:
             app = _real(real[camera_id], GatewayGate(), app)
+        elif camera_id in replays:
+            app = Replay.load(replays[camera_id], app, clock, settings.release)
         limiters[camera_id] = RateLimiter(limiter.base_limit, clock.now)  # counts during a storm only
         app.add_middleware(StormMiddleware, limiter=limiters[camera_id])
         _front(app, faults[camera_id], journal, camera_id, clock)

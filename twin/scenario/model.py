@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from hardware.adapters.fixture import AutomationFixture, GatewayFixture
 from hardware.adapters.serial_port import check_url
 from twin.camera.video.config import PROFILES
 from twin.camera.video.scene import MAX_OBJECTS, SCENES
@@ -45,7 +46,7 @@ from twin.fleet import (
 from twin.scenario.actions import ACTIONS, check
 from twin.scenario.client import ClientSpec
 from twin.scenario.expectations import Expectation
-from twin.scenario.real import ENVIRON, RealCameraKeys, RealServerKeys, RealUrl, real_members, without_secrets
+from twin.scenario.real import ENVIRON, RealCameraKeys, RealServerKeys, real_members, without_secrets
 from twin.scenario.source import Document, ScenarioError, read
 from twin.scenario.targets import Names, target_problems
 from twin.settings import AUTOMATION, RealMember
@@ -219,7 +220,13 @@ class Cameras(RealCameraKeys):
         description="each camera's video source (default: the synthetic scene); OSD, privacy masks "
         "and the AI overlay are drawn on it as on the scene",
     )
-    SIMULATED_KEYS: ClassVar = ("profile", "scene", "objects", "ai_overlay", "apps", "video")
+    replay: GatewayFixture | None = Field(
+        default=None,
+        description="serve these cameras' gateways from a fixture `twin record` wrote (a path relative to "
+        "the working directory) on the world clock; logins are the twin's",
+    )
+
+    SIMULATED_KEYS: ClassVar = ("profile", "scene", "objects", "ai_overlay", "apps", "video", "replay")
 
     @field_validator("profile", "scene")
     @classmethod
@@ -273,7 +280,7 @@ class Fleet(_Strict):
     def camera_specs(self) -> tuple[CameraSpec, ...]:
         return tuple(
             CameraSpec(
-                **g.model_dump(exclude={"video", *Cameras.REAL_KEYS}),
+                **g.model_dump(exclude={"video", "replay", *Cameras.REAL_KEYS}),
                 video=g.video.spec() if g.video else None,
             )
             for g in self.cameras
@@ -342,9 +349,19 @@ class Stop(_Strict):
 
 
 class RealAutomation(RealServerKeys):
-    """A real automation server in place of the simulated one."""
+    """A real automation server in place of the simulated one, or one replayed from a fixture."""
 
-    real: RealUrl
+    replay: AutomationFixture | None = Field(
+        default=None, description="a fixture `twin record` wrote, replayed on the world clock (no 'real')"
+    )
+
+    @model_validator(mode="after")
+    def _real_or_replayed(self) -> RealAutomation:
+        if (self.real is None) == (self.replay is None):
+            raise ValueError("give exactly one of 'real' (a URL) and 'replay' (a fixture)")
+        if self.replay is not None and {"api_key_env", "insecure"} & self.model_fields_set:
+            raise ValueError("'api_key_env' and 'insecure' apply to a real server only")
+        return self
 
 
 class Servers(_Strict):
@@ -353,7 +370,9 @@ class Servers(_Strict):
         description="run the embedded MQTT broker and bridge (each sample is published there)",
     )
     automation: RealAutomation | None = Field(
-        default=None, description="a real automation server in place of the simulated one: {real: URL, ...}"
+        default=None,
+        description="a real automation server in place of the simulated one: {real: URL, ...}; or the "
+        "simulated one answering from a fixture `twin record` wrote: {replay: FILE}",
     )
 
 
@@ -397,12 +416,23 @@ class Scenario(_Strict):
 
     def real_names(self) -> tuple[str, ...]:
         """The members that are real: ``automation`` if it is, then camera ids."""
-        automation = (AUTOMATION,) if self.servers.automation is not None else ()
+        automation = (AUTOMATION,) if getattr(self.servers.automation, "real", None) else ()
         return (*automation, *self.fleet.real_cameras())
 
     def real_members(self, environ: Mapping[str, str]) -> dict[str, RealMember]:
         """The real members by name (``automation``, camera ids), their secrets read from ``environ``."""
         return real_members(self.servers.automation, self.fleet.real_cameras(), environ)
+
+    def replays(self) -> dict[str, Path]:
+        """The members served from a fixture (``automation``, camera ids) and their files."""
+        server = self.servers.automation
+        out = {AUTOMATION: Path(server.replay)} if server is not None and server.replay else {}
+        ids = iter(self.fleet.names().cameras)
+        for group in self.fleet.cameras:
+            for camera_id in [next(ids) for _ in range(group.count)]:
+                if group.replay:
+                    out[camera_id] = Path(group.replay)
+        return out
 
     def world_config(self, wall_now: float | None = None) -> WorldConfig:
         """The world this scenario describes; ``wall_now`` resolves ``epoch: now``."""
@@ -457,7 +487,7 @@ def _names(doc: Document, scenario: Scenario | None) -> Names | None:
             servers = Servers.model_validate(doc.data.get("servers") or {})
         except ValidationError:
             servers = Servers()
-    automation = (AUTOMATION,) if servers.automation is not None else ()
+    automation = (AUTOMATION,) if getattr(servers.automation, "real", None) else ()
     return dataclasses.replace(fleet.names(), real=(*automation, *fleet.real_cameras()))
 
 
