@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from hardware.ports.errors import Conflict
 from tests.conftest import SCENARIOS
 from tests.sockets import socket_settings
 from twin.cli import main
 from twin.scenario import ScenarioError, load_scenario
 from twin.scenario.actions import ACTIONS
 from twin.scenario.expectations import Outcome
+from twin.scenario.live import LiveScenarios
 from twin.scenario.model import parse_scenario
 from twin.scenario.reach import REACH, Reach
 from twin.scenario.runner import RealMemberRefused, RunOptions, run
@@ -274,3 +276,12 @@ def test_every_action_says_what_it_reaches() -> None:
     layer = {name for name, reach in REACH.items() if reach is Reach.LAYER}
     assert {"rate_limit_storm", "latency", "http_errors", "drop_streams"} <= layer
     assert not layer & {"partition_fill", "ota_failure", "model_errors", "telemetry_gap", "clock_speed"}
+
+
+def test_a_live_run_from_the_console_refuses_a_scenario_with_real_members() -> None:
+    twin = build(Settings(scenario=SCENARIOS / "test.yaml", step=True))
+    live = LiveScenarios(twin.control)
+    live.load(text="name: mixed\nfleet:\n  cameras: {real: 'https://192.168.1.101'}\n", filename="m.yaml")
+    with pytest.raises(Conflict, match=re.escape("mixed has real members (camera cam-01): run it with")):
+        live.start()
+    assert live.run is None

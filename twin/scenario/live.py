@@ -24,7 +24,7 @@ from twin.scenario.expectations import RunRecord, judge_all
 from twin.scenario.model import Scenario, ScenarioError, parse_scenario
 from twin.scenario.report import html_report
 from twin.scenario.runner import RunResult, schedule, trace_of, watched_series
-from twin.settings import DEFAULT_SCENARIO
+from twin.settings import DEFAULT_SCENARIO, in_words
 
 if TYPE_CHECKING:
     from twin.control import TwinControl
@@ -126,6 +126,12 @@ class LiveScenarios:
         if self.run is not None and self.run.state == "running":
             raise Conflict("a scenario is running already", resource="scenario")
         scenario = self.loaded
+        if scenario.real_names():  # which members are real was settled when this twin started
+            real = in_words(scenario.real_names())
+            raise Conflict(
+                f"{scenario.name} has real members ({real}): run it with twin scenario run",
+                resource="scenario",
+            )
         config = scenario.world_config(wall_now=time.time())
         wanted, served = [cid for cid, _ in config.camera_specs()], c.camera_ids()
         if wanted != served:
