@@ -106,6 +106,9 @@ MEDIA: dict[str, Shape] = {
             }
         ]
     },
+    # GetProfile, ListProfiles (the proto's repeated string: null when empty)
+    "GET /api/v1/media/profile": {"profile_name": str},
+    "GET /api/v1/media/profiles": {"profiles": OrNull([str]), "current_profile": str},
     # GetOsdConfig's gin.H rows
     "GET /api/v1/media/osd": {
         "streams": [

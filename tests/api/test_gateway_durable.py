@@ -140,7 +140,9 @@ async def test_encoder_profiles_and_streams_survive_a_restart(durable: Settings)
         assert await read_all(gateway, auth, MEDIA[:3]) == before[:3]
         status = (await read_all(gateway, auth, ("/media/status",)))[0]
         assert str(status).count("'inactive'") == 1  # the stream disabled before is still off
-        switched = await gateway.post("/api/v1/media/profile/switch", json={"name": "default"}, headers=auth)
+        switched = await gateway.post(
+            "/api/v1/media/profile/switch", json={"profile_name": "default"}, headers=auth
+        )
         assert switched.status_code == 200, switched.text
         after_switch = await read_all(gateway, auth, ("/media/config",))
     async with started(durable) as (gateway, auth):

@@ -158,23 +158,21 @@ async def test_rtsp_and_profiles(gateway, auth) -> None:
     assert fails(await gateway.put(MEDIA + "/rtsp", json={"enabled": "yes"}, headers=auth))
     assert fails(await gateway.put(MEDIA + "/rtsp", content=b"[1]", headers=auth))
     profiles = await data(await gateway.get(MEDIA + "/profiles", headers=auth))
-    assert profiles == {"profiles": [{"name": "default", "active": True}], "active": "default"}
+    assert profiles == {"profiles": ["default"], "current_profile": "default"}
     await gateway.put(MEDIA + "/image", json={"brightness": 30}, headers=auth)
     saved = await data(await gateway.post(MEDIA + "/profile/backup", json={"name": "bright"}, headers=auth))
-    assert saved["name"] == "bright"
-    assert (
-        await gateway.post(MEDIA + "/profile/switch", json={"name": "default"}, headers=auth)
-    ).status_code == 200
+    assert saved == {"success": True, "message": "Profile backed up"}
+    switched = await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "default"}, headers=auth)
+    assert await data(switched) == {"success": True, "message": "ok", "interrupt_ms": 0}
     assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["brightness"] == 50
-    await gateway.post(MEDIA + "/profile/switch", json={"name": "bright"}, headers=auth)
+    await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "bright"}, headers=auth)
     assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["brightness"] == 30
-    current = await data(await gateway.get(MEDIA + "/profile", headers=auth))
-    # the config document keeps the twin's -100..100 scale (SWAGGER_VS_HANDLERS.md, still open)
-    assert current["name"] == "bright" and current["config"]["image"]["brightness"] == -40
-    assert fails(
-        await gateway.post(MEDIA + "/profile/switch", json={"name": "nope"}, headers=auth), 404, 4000
-    )
-    assert fails(await gateway.post(MEDIA + "/profile/switch", json={}, headers=auth))
+    assert await data(await gateway.get(MEDIA + "/profile", headers=auth)) == {"profile_name": "bright"}
+    unknown = await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "nope"}, headers=auth)
+    assert fails(unknown, 500, 7002) and "unknown profile" in unknown.json()["error"]["detail"]
+    empty = await gateway.post(MEDIA + "/profile/switch", json={}, headers=auth)
+    assert fails(empty, 400, 1004) and empty.json()["error"]["detail"] == "profile_name is required"
+    assert fails(await gateway.post(MEDIA + "/profile/switch", json={"profile_name": 3}, headers=auth))
     assert fails(await gateway.post(MEDIA + "/profile/backup", json={"name": "../x"}, headers=auth))
 
 

@@ -4,6 +4,8 @@ profiles, the pipeline, media streams; and the spec's ``/api/v1/streams`` listin
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
@@ -12,7 +14,8 @@ from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import Body, is_json
 from api.gateway.routers.image import ok_msg
 from api.gateway.rtsp import RtspServer
-from hardware.ports.errors import InvalidInput, NotFound
+from api.gateway.schemas.binding import bind
+from hardware.ports.errors import InternalError, InvalidInput, NotFound
 from hardware.ports.media import StreamConfig
 
 router = APIRouter(prefix="/api/v1/media", tags=["media"], dependencies=[Depends(require_session)])
@@ -124,30 +127,42 @@ async def set_rtsp(request: Request, backend: Backend) -> JSONResponse:
 
 @router.get("/profile")
 async def get_profile(backend: Backend) -> JSONResponse:
-    return schemas.ok(backend.media.profile())
+    return schemas.ok({"profile_name": backend.media.profile()["name"]})
 
 
 @router.get("/profiles")
 async def list_profiles(backend: Backend) -> JSONResponse:
     rows = backend.media.profiles()
-    active = next((name for name, on in rows if on), "")
-    return schemas.ok({"profiles": [{"name": n, "active": on} for n, on in rows], "active": active})
+    current = next((name for name, on in rows if on), "")
+    return schemas.ok({"profiles": [name for name, _ in rows] or None, "current_profile": current})
 
 
 @router.post("/profile/switch")
 async def switch_profile(request: Request, backend: Backend) -> JSONResponse:
-    name = Body(await request.body()).str("name", required=True)
-    backend.media.switch_profile(name)
+    """``SwitchProfile``: ``{profile_name}``; one the camera lacks is the daemon's gRPC refusal (7002)."""
+    name = bind(await request.body(), "", {"profile_name": "string"}).get("profile_name", "")
+    if not name:
+        raise InvalidInput("profile_name is required", resource="parameter")
+    try:
+        backend.media.switch_profile(name)
+    except NotFound as err:
+        detail = "Switch profile failed: rpc error: code = InvalidArgument desc = unknown profile"
+        raise InternalError(detail, resource="camera") from err
     await _rtsp_follows(request)
-    return ok_msg(f"Switched to profile {name}")
+    return schemas.ok({"success": True, "message": "ok", "interrupt_ms": 0})
 
 
 @router.post("/profile/backup")
 async def backup_profile(request: Request, backend: Backend) -> JSONResponse:
-    raw = await request.body()
-    name = Body(raw).str("name") if raw.strip() else ""
-    saved = backend.media.backup_profile(name)
-    return schemas.ok({"name": saved, "message": "Profile backed up"})
+    """``BackupProfile`` binds ``path`` and ignores a body it cannot bind; the twin keeps the backup as a
+    profile named by ``name`` (its own field), else by the path's last part, else the current profile's."""
+    try:
+        body = bind(await request.body(), "", {"path": "string", "name": "string"})
+    except InvalidInput:
+        body = {}
+    name = body.get("name") or PurePosixPath(body.get("path", "")).name
+    backend.media.backup_profile(name)
+    return schemas.ok({"success": True, "message": "Profile backed up"})
 
 
 @router.post("/pipeline/reconfigure")
