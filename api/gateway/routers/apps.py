@@ -57,7 +57,7 @@ async def wizard(request: Request, backend: Backend) -> JSONResponse:
 async def upload_image(request: Request, backend: Backend) -> JSONResponse:
     filename, data = (await read_form(request)).file("file")
     path = backend.apps.upload_image(filename, data)
-    return schemas.ok({"image": path, "image_path": path, "filename": filename, "size": len(data)})
+    return schemas.ok(shapes.image_uploaded(path, filename, data))
 
 
 @router.post("/upload-manifest")

@@ -7,7 +7,9 @@ false and empty fields are omitted: :func:`proto` does that.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
+import tarfile
 from typing import Any
 
 from hardware.ports.gateway_apps import (
@@ -172,6 +174,36 @@ def app_info(a: AppInfo) -> dict[str, Any]:
             "web_url": a.web_url,
         }
     )
+
+
+def image_uploaded(path: str, filename: str, data: bytes) -> dict[str, Any]:
+    """``UploadImage``'s answer. ``image`` is the first ``RepoTags`` entry of a plain tar's
+    top-level ``manifest.json`` (``utils.ExtractImageNameFromTar``), empty for anything else (a
+    gzipped archive too: the device reads it as plain tar). ``image_path`` is the twin's older name
+    for ``path``, kept for its own clients."""
+    return {
+        "path": path,
+        "image": docker_archive_tag(data),
+        "filename": filename,
+        "size": len(data),
+        "image_path": path,
+    }
+
+
+def docker_archive_tag(data: bytes) -> str:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+            for member in archive:
+                if member.name != "manifest.json":
+                    continue
+                handle = archive.extractfile(member)
+                manifests = json.loads(handle.read()) if handle is not None else None
+                tags = manifests[0].get("RepoTags") if isinstance(manifests, list) and manifests else None
+                if isinstance(tags, list) and tags and isinstance(tags[0], str):
+                    return tags[0]
+    except (tarfile.TarError, ValueError, AttributeError, EOFError, OSError):
+        return ""
+    return ""
 
 
 def install_task(t: InstallTask) -> dict[str, Any]:
