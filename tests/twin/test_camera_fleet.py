@@ -68,8 +68,10 @@ def test_the_default_profile_is_the_cameras_default_streams() -> None:
 async def test_the_fleet_profile_is_the_active_media_profile_over_the_gateway(low_bandwidth) -> None:
     _, gateway, auth = low_bandwidth
     current = await data(await gateway.get(MEDIA + "/profile", headers=auth))
-    assert current["name"] == "low_bandwidth" and current["config"]["profile"] == "low_bandwidth"
-    encoders = {s["name"]: s["encoder"] for s in current["config"]["streams"]}
+    assert current == {"profile_name": "low_bandwidth"}
+    config = await data(await gateway.get(MEDIA + "/config", headers=auth))
+    assert config["profile"] == "low_bandwidth"
+    encoders = {s["name"]: s["encoder"] for s in config["streams"]}
     assert encoders == {
         c.stream_id: {
             "codec": c.codec,
@@ -83,29 +85,30 @@ async def test_the_fleet_profile_is_the_active_media_profile_over_the_gateway(lo
     }
     assert encoders["main"]["width"] == 1280 and encoders["main"]["fps"] == 15
     profiles = await data(await gateway.get(MEDIA + "/profiles", headers=auth))
-    assert profiles == {
-        "profiles": [{"name": "default", "active": False}, {"name": "low_bandwidth", "active": True}],
-        "active": "low_bandwidth",
-    }
+    assert profiles == {"profiles": ["default", "low_bandwidth"], "current_profile": "low_bandwidth"}
     status = (await data(await gateway.get(MEDIA + "/status", headers=auth)))["streams"]
     assert [s["stream_id"] for s in status] == ["main", "sub"]
     # the booted profile survives a switch to the default and back
-    resp = await gateway.post(MEDIA + "/profile/switch", json={"name": "default"}, headers=auth)
+    resp = await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "default"}, headers=auth)
     assert resp.status_code == 200
     config = await data(await gateway.get(MEDIA + "/config", headers=auth))
     assert [s["name"] for s in config["streams"]] == ["main", "sub", "third"]
     assert config["streams"][0]["encoder"]["fps"] == 30
-    await gateway.post(MEDIA + "/profile/switch", json={"name": "low_bandwidth"}, headers=auth)
-    current = await data(await gateway.get(MEDIA + "/profile", headers=auth))
-    assert current["name"] == "low_bandwidth" and len(current["config"]["streams"]) == 2
+    await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "low_bandwidth"}, headers=auth)
+    assert await data(await gateway.get(MEDIA + "/profile", headers=auth)) == {
+        "profile_name": "low_bandwidth"
+    }
+    config = await data(await gateway.get(MEDIA + "/config", headers=auth))
+    assert len(config["streams"]) == 2
 
 
 async def test_a_reset_world_boots_its_cameras_with_the_fleet_profile_again(low_bandwidth) -> None:
     twin, gateway, auth = low_bandwidth
-    await gateway.post(MEDIA + "/profile/switch", json={"name": "default"}, headers=auth)
+    await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "default"}, headers=auth)
     twin.world.reset()
     auth = {"Authorization": await gateway_token(gateway)}
-    assert (await data(await gateway.get(MEDIA + "/profile", headers=auth)))["name"] == "low_bandwidth"
+    profile = await data(await gateway.get(MEDIA + "/profile", headers=auth))
+    assert profile == {"profile_name": "low_bandwidth"}
 
 
 async def test_the_default_fleet_keeps_one_default_profile(tmp_path: Path) -> None:
@@ -114,7 +117,7 @@ async def test_the_default_fleet_keeps_one_default_profile(tmp_path: Path) -> No
     async with httpx.AsyncClient(transport=transport, base_url="http://cam-01") as gateway:
         auth = {"Authorization": await gateway_token(gateway)}
         profiles = await data(await gateway.get(MEDIA + "/profiles", headers=auth))
-        assert profiles == {"profiles": [{"name": "default", "active": True}], "active": "default"}
+        assert profiles == {"profiles": ["default"], "current_profile": "default"}
 
 
 async def test_streams_run_at_the_profiles_size_and_rate(tmp_path: Path, monkeypatch) -> None:
@@ -281,7 +284,7 @@ async def test_camera_groups_each_boot_with_their_own_profile_and_scene(tmp_path
         async with httpx.AsyncClient(transport=transport, base_url=f"http://{camera_id}") as client:
             auth = {"Authorization": await gateway_token(client)}
             current = await data(await client.get(MEDIA + "/profile", headers=auth))
-            assert current["name"] == profile, camera_id
+            assert current["profile_name"] == profile, camera_id
 
 
 @pytest.mark.parametrize(
