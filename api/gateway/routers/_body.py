@@ -76,10 +76,3 @@ class Body:
         if extra:
             raise InvalidInput(f'json: unknown field "{extra[0]}"')
 
-
-def status(message: str, success: bool = True) -> dict[str, Any]:
-    """A proto ``Status`` as Gin serialises it: ``success`` omitted when false."""
-    out: dict[str, Any] = {"message": message}
-    if success:
-        out = {"success": True, **out}
-    return out
