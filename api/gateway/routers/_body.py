@@ -5,7 +5,6 @@ required field must be present."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
@@ -32,11 +31,6 @@ class Body:
         if not isinstance(body, dict):
             raise InvalidInput(detail)
         self.body = body
-
-    @classmethod
-    def of(cls, value: Any, detail: str = BAD_FORMAT) -> Body:
-        """A nested object read with the same rules."""
-        return cls(json.dumps(value).encode(), detail)
 
     def has(self, name: str) -> bool:
         return self.body.get(name) is not None
@@ -69,10 +63,3 @@ class Body:
 
     def list(self, name: str, *, required: bool = False) -> list[Any]:
         return self._get(name, lambda v: isinstance(v, list), [], required)
-
-    def only(self, *names: str) -> None:
-        """Strict decoding: refuse a field not in ``names``."""
-        extra = sorted(set(self.body) - set(names))
-        if extra:
-            raise InvalidInput(f'json: unknown field "{extra[0]}"')
-
