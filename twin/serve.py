@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import signal
@@ -35,11 +36,10 @@ from api.journal import JournalMiddleware
 from api.realtime.mqtt import DEVICE_FILTERS, EmbeddedBroker, MqttBridge
 from api.realtime.mqtt_link import BridgeLink
 from hardware.adapters.credentials import refused_credentials
-from hardware.adapters.gates import AutomationGate, Gate, GatewayGate
+from hardware.adapters.gates import AutomationGate, GatewayGate
+from hardware.adapters.members import member_app
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from hardware.adapters.passthrough import Passthrough
-from hardware.adapters.replay import Replay
-from hardware.adapters.upstream import Upstream
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
 from twin.automation.backend import TwinAutomation
@@ -126,11 +126,6 @@ def _front(app: FastAPI | Passthrough, faults: FaultSet, journal: RequestJournal
     app.add_middleware(JournalMiddleware, journal=journal, server=name)
 
 
-def _real(member: RealMember, gate: Gate, simulated: FastAPI) -> Passthrough:
-    """A real member in place of its simulated app, whose route table names its routes in the journal."""
-    return Passthrough(Upstream(member.name, member.url, member.insecure), gate, simulated.state.routes)
-
-
 def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     scenario = load_scenario(settings.scenario) if settings.scenario else None
     config, mode, speed = world_config(settings, scenario)
@@ -146,11 +141,9 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     automation_app = create_automation_app(
         automation, release=settings.release, limiter=limiter, network=network_info(settings)
     )
-    replays = scenario.replays() if scenario is not None else {}
-    if AUTOMATION in real:
-        automation_app = _real(real[AUTOMATION], AutomationGate(limiter, settings.release), automation_app)
-    elif AUTOMATION in replays:
-        automation_app = Replay.load(replays[AUTOMATION], automation_app, clock, settings.release)
+    replays = scenario.replays() if scenario else {}  # members served from a recorded session
+    served = functools.partial(member_app, real=real, replays=replays, clock=clock, release=settings.release)
+    automation_app = served(AUTOMATION, automation_app, AutomationGate(limiter, settings.release))
     journal = RequestJournal(world)
     _front(automation_app, faults["automation"], journal, "automation", clock)
     gateways: dict[str, TwinGateway] = {}
@@ -158,11 +151,7 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
     for camera_id in world.cameras:
         gateways[camera_id] = TwinGateway(world, clock, camera_id)
         faults[camera_id] = FaultSet()
-        app = create_gateway_app(gateways[camera_id])
-        if camera_id in real:
-            app = _real(real[camera_id], GatewayGate(), app)
-        elif camera_id in replays:
-            app = Replay.load(replays[camera_id], app, clock, settings.release)
+        app = served(camera_id, create_gateway_app(gateways[camera_id]), GatewayGate())
         limiters[camera_id] = RateLimiter(limiter.base_limit, clock.now)  # counts during a storm only
         app.add_middleware(StormMiddleware, limiter=limiters[camera_id])
         _front(app, faults[camera_id], journal, camera_id, clock)

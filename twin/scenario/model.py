@@ -28,7 +28,6 @@ from pydantic import (
     model_validator,
 )
 
-from hardware.adapters.fixture import AutomationFixture, GatewayFixture
 from hardware.adapters.serial_port import check_url
 from twin.camera.video.config import PROFILES
 from twin.camera.video.scene import MAX_OBJECTS, SCENES
@@ -46,7 +45,8 @@ from twin.fleet import (
 from twin.scenario.actions import ACTIONS, check
 from twin.scenario.client import ClientSpec
 from twin.scenario.expectations import Expectation
-from twin.scenario.real import ENVIRON, RealCameraKeys, RealServerKeys, real_members, without_secrets
+from twin.scenario.real import ENVIRON, RealCameraKeys, real_members, without_secrets
+from twin.scenario.replay import ReplayCameraKeys, ReplayServerKeys, replays
 from twin.scenario.source import Document, ScenarioError, read
 from twin.scenario.targets import Names, target_problems
 from twin.settings import AUTOMATION, RealMember
@@ -178,7 +178,7 @@ class Video(_Strict):
         return VideoSpec(self.source, self.loop)
 
 
-class Cameras(RealCameraKeys):
+class Cameras(RealCameraKeys, ReplayCameraKeys):
     count: int = Field(default=1, ge=0, le=MAX_CAMERAS)
     profile: str = Field(
         default="default",
@@ -219,11 +219,6 @@ class Cameras(RealCameraKeys):
         default=None,
         description="each camera's video source (default: the synthetic scene); OSD, privacy masks "
         "and the AI overlay are drawn on it as on the scene",
-    )
-    replay: GatewayFixture | None = Field(
-        default=None,
-        description="serve these cameras' gateways from a fixture `twin record` wrote (a path relative to "
-        "the working directory) on the world clock; logins are the twin's",
     )
 
     SIMULATED_KEYS: ClassVar = ("profile", "scene", "objects", "ai_overlay", "apps", "video", "replay")
@@ -348,20 +343,8 @@ class Stop(_Strict):
     wall_timeout: float = Field(default=600.0, gt=0, description="wall seconds before the run is abandoned")
 
 
-class RealAutomation(RealServerKeys):
+class RealAutomation(ReplayServerKeys):
     """A real automation server in place of the simulated one, or one replayed from a fixture."""
-
-    replay: AutomationFixture | None = Field(
-        default=None, description="a fixture `twin record` wrote, replayed on the world clock (no 'real')"
-    )
-
-    @model_validator(mode="after")
-    def _real_or_replayed(self) -> RealAutomation:
-        if (self.real is None) == (self.replay is None):
-            raise ValueError("give exactly one of 'real' (a URL) and 'replay' (a fixture)")
-        if self.replay is not None and {"api_key_env", "insecure"} & self.model_fields_set:
-            raise ValueError("'api_key_env' and 'insecure' apply to a real server only")
-        return self
 
 
 class Servers(_Strict):
@@ -425,14 +408,7 @@ class Scenario(_Strict):
 
     def replays(self) -> dict[str, Path]:
         """The members served from a fixture (``automation``, camera ids) and their files."""
-        server = self.servers.automation
-        out = {AUTOMATION: Path(server.replay)} if server is not None and server.replay else {}
-        ids = iter(self.fleet.names().cameras)
-        for group in self.fleet.cameras:
-            for camera_id in [next(ids) for _ in range(group.count)]:
-                if group.replay:
-                    out[camera_id] = Path(group.replay)
-        return out
+        return replays(self.servers.automation, self.fleet.cameras, self.fleet.names().cameras)
 
     def world_config(self, wall_now: float | None = None) -> WorldConfig:
         """The world this scenario describes; ``wall_now`` resolves ``epoch: now``."""

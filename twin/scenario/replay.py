@@ -1,0 +1,62 @@
+"""A scenario's replayed members: the ``replay:`` key of a camera group and of the automation server
+(a fixture ``twin record`` wrote, of that vendor, checked when the file is), and which member each
+fixture serves (see :mod:`hardware.adapters.replay` for how it is served)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hardware.adapters.fixture import AutomationFixture, GatewayFixture
+from twin.scenario.real import RealServerKeys
+from twin.settings import AUTOMATION
+
+
+class ReplayCameraKeys(BaseModel):
+    """A camera group's ``replay`` key (a mixin of the group's model)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    replay: GatewayFixture | None = Field(
+        default=None,
+        description="serve these cameras' gateways from a fixture `twin record` wrote (a path relative to "
+        "the working directory) on the world clock; logins are the twin's",
+    )
+
+
+class ReplayServerKeys(RealServerKeys):
+    """The automation server: real (``real: URL``) or replayed (``replay: FILE``)."""
+
+    replay: AutomationFixture | None = Field(
+        default=None, description="a fixture `twin record` wrote, replayed on the world clock (no 'real')"
+    )
+
+    @model_validator(mode="after")
+    def _real_or_replayed(self) -> ReplayServerKeys:
+        if (self.real is None) == (self.replay is None):
+            raise ValueError("give exactly one of 'real' (a URL) and 'replay' (a fixture)")
+        if self.replay is not None and {"api_key_env", "insecure"} & self.model_fields_set:
+            raise ValueError("'api_key_env' and 'insecure' apply to a real server only")
+        return self
+
+
+class _Group(Protocol):
+    count: int
+    replay: str | None
+
+
+def replays(
+    server: ReplayServerKeys | None, groups: Sequence[_Group], camera_ids: Sequence[str]
+) -> dict[str, Path]:
+    """The members served from a fixture (``automation``, camera ids: ``camera_ids`` numbers the
+    ``groups`` in order) and their files."""
+    out = {AUTOMATION: Path(server.replay)} if server is not None and server.replay else {}
+    ids = iter(camera_ids)
+    for group in groups:
+        for camera_id in [next(ids) for _ in range(group.count)]:
+            if group.replay:
+                out[camera_id] = Path(group.replay)
+    return out
