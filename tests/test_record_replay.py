@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import signal
+import sys
 from pathlib import Path
 
 import httpx
@@ -325,3 +328,29 @@ def test_a_late_client_gets_the_opening_frames_then_the_rest_at_their_offsets() 
     assert on_time == [(10.2, "hello"), (15.0, "early"), (30.0, b"\x00\x01")]
     late = [(round(at, 6), f.payload) for at, f in schedule(recorded, 20.0)]
     assert late == [(20.2, "hello"), (30.0, b"\x00\x01")]
+
+
+async def test_twin_record_runs_as_a_process_until_interrupted(stand_in, tmp_path: Path) -> None:
+    _, up = stand_in
+    out = tmp_path / "process.ndjson"
+    argv = ["record", "--camera", up.url("cam-01/http"), "--duration", "120", "--out", str(out)]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "twin.cli", *argv, "--listen", "127.0.0.1:0", "--poll", "0.1",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        url = re.search(r"recording at (http://\S+)", line)
+        assert url is not None, line
+        async with httpx.AsyncClient(timeout=10) as http:
+            assert (await http.get(url.group(1) + "/api/v1/system/health")).status_code == 200
+        await until(lambda: b'"/api/v1/monitor/summary"' in out.read_bytes(), attempts=1500)  # a poll
+        proc.send_signal(signal.SIGINT)
+        output = (await asyncio.wait_for(proc.communicate(), 60))[0].decode()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0 and f"wrote {out}" in output, output
+    lines = records(out)
+    assert lines[-1]["kind"] == "end" and {r.get("status") for r in lines[1:-1]} >= {200, 401}
