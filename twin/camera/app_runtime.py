@@ -12,7 +12,7 @@ simulation mode with zero detections. It subscribes to the event topics of ``SUB
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from twin.camera.clock import DeviceClock
     from twin.camera.containers import Container, ContainerRuntime
     from twin.camera.event_bus import DeviceEventBus
-    from twin.camera.platform_state import DurablePlatform
     from twin.camera.power import Power
 
 TICK_S = 5.0
@@ -61,6 +60,17 @@ class App:
         return f"{APPS_DIR}/{self.id}"
 
 
+class Durable(Protocol):
+    """Where the app platform's on-disk part is written after a change
+    (:class:`twin.camera.platform_state.DurablePlatform`)."""
+
+    def save(self) -> None: ...
+
+    def file_written(self, path: str) -> None: ...
+
+    def file_removed(self, path: str) -> None: ...
+
+
 class AppRuntime:
     """Mixed into ``AppManager``, which provides the attributes below."""
 
@@ -71,7 +81,7 @@ class AppRuntime:
     ai: AiRuntime
     env: simpy.Environment
     apps: dict[str, App]
-    durable: DurablePlatform
+    durable: Durable
 
     def _app(self, app_id: str) -> App:  # pragma: no cover - provided by AppManager
         raise NotImplementedError

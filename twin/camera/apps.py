@@ -25,14 +25,15 @@ from hardware.ports.errors import Conflict, DomainError, InternalError, InvalidI
 from hardware.ports.gateway_apps import AppInfo, AppStats, InstallResult, InstallTask, LogLine
 from twin.camera import app_manifest
 from twin.camera.app_manifest import Manifest
-from twin.camera.app_runtime import APPS_DIR, App, AppRuntime
+from twin.camera.app_runtime import APPS_DIR, App, AppRuntime, Durable
 from twin.camera.app_store import AppStore
 from twin.camera.containers import Volume
-from twin.camera.platform_state import DurablePlatform
 from twin.camera.storage import remove_file, write_file
 from twin.camera.workbench import Workbench
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from twin.camera.ai_runtime import AiRuntime
     from twin.camera.clock import DeviceClock
     from twin.camera.containers import ContainerRuntime
@@ -90,6 +91,7 @@ class AppManager(AppRuntime):
         ai: AiRuntime,
         containers: ContainerRuntime,
         monitor: Monitor,
+        durable: Callable[[AppManager], Durable],
     ) -> None:
         self.world = world
         self.env = world.env
@@ -101,7 +103,7 @@ class AppManager(AppRuntime):
         self.apps: dict[str, App] = {}
         self.store = AppStore(world, camera_id, clock, self)
         self.workbench = Workbench(world, camera_id, clock, fs, self)
-        self.durable = DurablePlatform(world.store, camera_id, self)
+        self.durable = durable(self)
 
     # Staging -------------------------------------------------------------------------------
     def _stage(self, filename: str, data: bytes, suffixes: tuple[str, ...], keep: bool) -> Staged:

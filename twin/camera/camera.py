@@ -31,7 +31,7 @@ from twin.camera.monitor import Monitor
 from twin.camera.os_upgrade import OsUpgrade
 from twin.camera.ota import Ota
 from twin.camera.peripherals import Peripherals
-from twin.camera.platform_state import Platform
+from twin.camera.platform_state import DurablePlatform, Platform
 from twin.camera.power import RESTART_DELAY_S, Power
 from twin.camera.preinstall import preinstall
 from twin.camera.stats import accelerator_stats
@@ -109,6 +109,7 @@ class Camera:
             self.ai,
             self.containers,
             self.monitor,
+            lambda apps: DurablePlatform(world.store, camera_id, apps),
         )
         self.logs = DeviceLogs(world, camera_id, self.clock, self.power, self.fs)
         self.ota = Ota(world, camera_id, self.clock, self.power, self.fs, self.logs)
