@@ -263,7 +263,11 @@ class GatewayAi(Protocol):
         """Store a ``.hef`` file; ``InvalidInput(resource="model_format")`` otherwise, ``StorageFull``
         with less than 100 MB free."""
 
-    def parse(self, filename: str, data: bytes) -> dict[str, object]: ...
+    def parse(self, filename: str, data: bytes) -> dict[str, object]:
+        """Keep a ``.hef`` in the content-addressed store; ``ParseModel``'s fields."""
+
+    def register_parsed(self, model_id: str, file_hash: str, fields: dict[str, object]) -> ModelInfo:
+        """Register a parsed blob by its hash, ``uploaded``; an id already known answers that model."""
 
     def register(self, model_id: str, model_path: str, fields: dict[str, object]) -> ModelInfo: ...
 

@@ -149,12 +149,12 @@ async def test_scan_registers_a_model_copied_into_the_model_directory(
     assert reg.status_code == 200 and reg.json()["data"]["source"] == "dynamic"
 
 
-async def test_parse_reads_a_model_without_storing_it(
+async def test_parse_keeps_the_file_but_registers_no_model(
     gateway: httpx.AsyncClient, auth: dict[str, str]
 ) -> None:
     resp = await gateway.post("/api/v1/ai/models/parse", headers=auth, files={"model": ("person.hef", HEF)})
     data = resp.json()["data"]
-    assert data["network_name"] == "person" and data["size"] == len(HEF)
+    assert data["network_name"] == "person" and data["file_size"] == len(HEF)
     ids = [
         m["model_id"] for m in (await gateway.get("/api/v1/ai/models", headers=auth)).json()["data"]["models"]
     ]

@@ -104,3 +104,95 @@ async def test_upload_image_without_a_session_is_refused(gateway: httpx.AsyncCli
     resp = await gateway.post("/api/v1/apps/upload-image", files={"file": ("a.tar", docker_save("a:1"))})
     assert resp.status_code == 401
     assert resp.json()["code"] == 2000
+
+
+# importModelDialog.tsx: parse, then register by file_hash, then load --------------------------
+HEF = b"HEF\x00" + bytes(8_192)
+
+
+async def test_parse_answers_parse_models_fields_and_register_takes_its_hash(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    resp = await gateway.post(
+        "/api/v1/ai/models/parse", headers=auth, files={"model": ("person-detector.hef", HEF)}
+    )
+    assert resp.status_code == 200, resp.text
+    parsed = resp.json()["data"]
+    assert set(parsed) == {
+        "file_hash", "file_path", "file_size", "filename", "network_name", "input_width",
+        "input_height", "vstream_info", "suggested_type", "format",
+    }  # fmt: skip
+    assert parsed["file_size"] == len(HEF) and parsed["format"] == ".hef"
+    assert parsed["file_path"] == f"/data/aipc/models/blobs/{parsed['file_hash']}.hef"
+    assert parsed["suggested_type"] == "detection"  # GuessModelType: "det"
+    assert json.loads(parsed["vstream_info"])["network_name"] == "person-detector"  # a JSON string
+    assert (parsed["input_width"], parsed["input_height"]) == (640, 640)
+
+    body = {  # handleRegister's body
+        "file_hash": parsed["file_hash"],
+        "model_id": "person-detector",
+        "model_type": parsed["suggested_type"],
+        "model_variant": "",
+        "config": {"threshold": 0.4, "max_detections": 50},
+        "file_size": parsed["file_size"],
+        "network_name": parsed["network_name"],
+        "vstream_info": parsed["vstream_info"],
+        "input_width": parsed["input_width"],
+        "input_height": parsed["input_height"],
+    }
+    reg = await gateway.post("/api/v1/ai/models", headers=auth, json=body)
+    assert reg.status_code == 200, reg.text
+    assert reg.json()["data"] == {
+        "model_id": "person-detector",
+        "model_path": parsed["file_path"],
+        "status": "uploaded",
+    }
+    models = (await gateway.get("/api/v1/ai/models", headers=auth)).json()["data"]["models"]
+    mine = next(m for m in models if m["model_id"] == "person-detector")
+    assert (mine["status"], mine["threshold"], mine["max_detections"]) == ("uploaded", 0.4, 50)
+    load = await while_time_runs(twin, gateway.post("/api/v1/ai/models/person-detector/load", headers=auth))
+    assert load.status_code == 200, load.text
+    again = await gateway.post("/api/v1/ai/models", headers=auth, json=body)
+    assert again.json()["data"]["model_id"] == "person-detector"  # an id already registered
+
+
+async def test_parse_stores_one_blob_per_content(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    paths = set()
+    for name in ("a.hef", "b.hef"):
+        resp = await gateway.post("/api/v1/ai/models/parse", headers=auth, files={"model": (name, HEF)})
+        paths.add(resp.json()["data"]["file_path"])
+    (path,) = paths
+    assert twin.world.cameras["cam-01"].fs.exists(path)
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        ({"file_hash": "0" * 64, "model_id": "x"}, "Model file not found. Please re-parse the model first."),
+        ({"file_hash": "KNOWN"}, "model_id is required"),
+        ({"file_hash": "KNOWN", "model_id": "x", "model_type": "weather"}, "Unsupported model_type: weather"),
+        ({"model_id": "x"}, None),
+    ],
+)
+async def test_register_failures(
+    gateway: httpx.AsyncClient, auth: dict[str, str], body: dict, detail: str | None
+) -> None:
+    parsed = await gateway.post("/api/v1/ai/models/parse", headers=auth, files={"model": ("p.hef", HEF)})
+    if body.get("file_hash") == "KNOWN":
+        body = body | {"file_hash": parsed.json()["data"]["file_hash"]}
+    resp = await gateway.post("/api/v1/ai/models", headers=auth, json=body)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["code"] == 1001
+    if detail is not None:
+        assert detail in json.dumps(resp.json())
+
+
+async def test_parse_refuses_other_formats_and_a_missing_file(
+    gateway: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    wrong = await gateway.post("/api/v1/ai/models/parse", headers=auth, files={"model": ("p.onnx", b"x")})
+    assert wrong.status_code == 400 and wrong.json()["code"] == 5003
+    missing = await gateway.post("/api/v1/ai/models/parse", headers=auth, files={"file": ("p.hef", HEF)})
+    assert missing.status_code == 400 and missing.json()["code"] == 1001

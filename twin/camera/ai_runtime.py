@@ -172,17 +172,6 @@ class AiRuntime:
     def get(self, model_id: str) -> ModelInfo:
         return self._model(model_id).info(self.clock.now())
 
-    def parse(self, filename: str, data: bytes) -> dict[str, object]:
-        _check_format(filename)
-        stem = PurePosixPath(filename).stem
-        return {
-            "filename": filename,
-            "size": len(data),
-            "file_hash": hashlib.sha256(data).hexdigest(),
-            "network_name": stem,
-            "vstream_info": _vstreams(stem),
-        }
-
     def upload(self, upload: ModelUpload) -> ModelInfo:
         _check_format(upload.filename)
         stem = PurePosixPath(upload.filename).stem
@@ -408,10 +397,3 @@ class AiRuntime:
 def _check_format(filename: str) -> None:
     if not filename.lower().endswith(".hef"):
         raise InvalidInput("Invalid model format: only .hef files are accepted", resource="model_format")
-
-
-def _vstreams(stem: str) -> list[dict[str, object]]:
-    return [
-        {"name": f"{stem}/input_layer1", "direction": "input", "shape": [640, 640, 3]},
-        {"name": f"{stem}/nms_output", "direction": "output", "shape": [80, 5, 100]},
-    ]

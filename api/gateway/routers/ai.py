@@ -28,7 +28,13 @@ async def list_models(backend: Backend) -> JSONResponse:
 
 @router.post("/models")
 async def register_model(request: Request, backend: Backend) -> JSONResponse:
+    """``RegisterModel``: the console registers what ``models/parse`` stored, by ``file_hash``
+    (answered ``{model_id, model_path, status}``); a ``model_path`` registers a file already there."""
     body = json_object(await request.body())
+    file_hash = field(body, "file_hash", str)
+    if file_hash:
+        info = backend.ai.register_parsed(field(body, "model_id", str), file_hash, body)
+        return schemas.ok({"model_id": info.model_id, "model_path": info.model_path, "status": info.status})
     model_id = field(body, "model_id", str, required=True)
     model_path = field(body, "model_path", str, required=True)
     return schemas.ok(shapes.model(backend.ai.register(model_id, model_path, body)))
@@ -37,7 +43,7 @@ async def register_model(request: Request, backend: Backend) -> JSONResponse:
 @router.post("/models/parse")
 async def parse_model(request: Request, backend: Backend) -> JSONResponse:
     filename, data = (await read_form(request)).file("model")
-    return schemas.ok(backend.ai.parse(filename, data))
+    return schemas.ok(shapes.model_parsed(backend.ai.parse(filename, data)))
 
 
 @router.post("/models/upload")
@@ -60,7 +66,7 @@ async def upload_model(request: Request, backend: Backend) -> JSONResponse:
         max_detections,
     )
     info = backend.ai.upload(upload)
-    return schemas.ok(shapes.model_uploaded(info, filename, backend.ai.parse(filename, data)["vstream_info"]))
+    return schemas.ok(shapes.model_uploaded(info, filename))
 
 
 @router.post("/models/scan")

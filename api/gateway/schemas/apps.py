@@ -95,7 +95,24 @@ def model_info(m: ModelInfo) -> dict[str, Any]:
     return info
 
 
-def model_uploaded(m: ModelInfo, filename: str, vstreams: object) -> dict[str, Any]:
+def hef_info(network_name: str, width: int, height: int) -> str:
+    """``vstream_info``: ``ValidateHEFToJSON``'s string, the ``HEFInfo`` struct as JSON."""
+    vstreams = [
+        f"{network_name}/input_layer1 UINT8, NHWC({width}x{height}x3)",
+        f"{network_name}/nms_output FLOAT32, HAILO NMS(number of classes: 80, max_bboxes: 100)",
+    ]
+    raw = "\n".join([f"Network group name: {network_name}", *vstreams])
+    info = {"network_name": network_name, "raw_output": raw, "vstreams": vstreams}
+    return json.dumps(info | {"input_width": width, "input_height": height}, separators=(",", ":"))
+
+
+def model_parsed(parsed: dict[str, Any]) -> dict[str, Any]:
+    """``ParseModel``'s answer."""
+    info = hef_info(str(parsed["network_name"]), int(parsed["input_width"]), int(parsed["input_height"]))
+    return parsed | {"vstream_info": info}
+
+
+def model_uploaded(m: ModelInfo, filename: str) -> dict[str, Any]:
     return {
         "model_id": m.model_id,
         "model_path": m.model_path,
@@ -103,7 +120,7 @@ def model_uploaded(m: ModelInfo, filename: str, vstreams: object) -> dict[str, A
         "size": m.file_size,
         "file_hash": m.file_hash,
         "network_name": m.network_name,
-        "vstream_info": vstreams,
+        "vstream_info": hef_info(m.network_name, m.input_width, m.input_height),
         "status": "uploaded",
     }
 

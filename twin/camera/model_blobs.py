@@ -1,0 +1,102 @@
+"""platform-api's content-addressed model store (``storage.ModelStorage``): ``POST ai/models/parse``
+keeps the uploaded ``.hef`` as ``<models>/blobs/<sha256>.hef`` and answers what hailortcli read from
+it; ``POST ai/models`` with that ``file_hash`` registers the blob as a model, ``uploaded`` and not
+loaded (``RegisterModel``)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import PurePosixPath
+
+from hardware.ports.errors import InvalidInput, StorageFull
+from hardware.ports.gateway_apps import ModelInfo
+from twin.camera.ai_runtime import MODEL_STORAGE_MIN_FREE, MODEL_TYPES, AiRuntime, Model
+from twin.camera.ai_runtime import _check_format as check_format
+from twin.camera.storage import DATA, write_file
+
+BLOB_DIR = "/data/aipc/models/blobs"
+INPUT_SIZE = 640
+
+_GUESSES = (
+    (("ocr_det",), "ocr_detection"),
+    (("ocr_rec", "recognition", "lprnet", "license_plate"), "ocr_recognition"),
+    (("yolo", "det"), "detection"),
+    (("cls", "class", "vit"), "classification"),
+    (("seg", "linknet"), "segmentation"),
+    (("pose", "keypoint", "landmark", "face"), "keypoint"),
+    (("clip",), "clip"),
+    (("embed",), "embedding"),
+    (("depth", "scdepth"), "depth"),
+    (("qwen", "genai", "vlm", "llm"), "genai"),
+)
+
+
+def guess_model_type(network_name: str) -> str:
+    """``model.GuessModelType``: the first pattern the lower-cased network name contains."""
+    name = network_name.lower()
+    return next((kind for needles, kind in _GUESSES if any(n in name for n in needles)), "detection")
+
+
+def blob_path(file_hash: str) -> str:
+    return f"{BLOB_DIR}/{file_hash}.hef"
+
+
+def parse(ai: AiRuntime, filename: str, data: bytes) -> dict[str, object]:
+    """Keep the file in the store (once per content) and answer ``ParseModel``'s fields but
+    ``vstream_info``, the wire form of what hailortcli reads (api/gateway/schemas/apps.hef_info)."""
+    check_format(filename)
+    ext = PurePosixPath(filename).suffix.lower()
+    file_hash = hashlib.sha256(data).hexdigest()
+    path = blob_path(file_hash)
+    if not ai.fs.exists(path):
+        if ai.storage.free_bytes(DATA) - len(data) < MODEL_STORAGE_MIN_FREE:
+            raise StorageFull(
+                "insufficient storage for model: at least 100 MB must stay free", resource="model"
+            )
+        write_file(ai.fs, path, data)
+    network = PurePosixPath(filename).stem
+    return {
+        "file_hash": file_hash,
+        "file_path": path,
+        "file_size": len(data),
+        "filename": filename,
+        "network_name": network,
+        "input_width": INPUT_SIZE,
+        "input_height": INPUT_SIZE,
+        "suggested_type": guess_model_type(network),
+        "format": ext,
+    }
+
+
+def register(ai: AiRuntime, model_id: str, file_hash: str, fields: dict[str, object]) -> ModelInfo:
+    """Register a parsed blob under ``model_id``; an id already registered answers that model."""
+    path = blob_path(file_hash)
+    if not ai.fs.exists(path):
+        raise InvalidInput("Model file not found. Please re-parse the model first.")
+    if not model_id:
+        raise InvalidInput("model_id is required")
+    model_type = fields.get("model_type") or ""
+    if model_type:
+        resolved = next((t for t, _, aliases in MODEL_TYPES if model_type in (t, *aliases)), "")
+        if not resolved:
+            raise InvalidInput(f"Unsupported model_type: {model_type}")
+        model_type = resolved
+    existing = ai.models.get(model_id)
+    if existing is not None:
+        return ai.get(model_id)
+    config = fields.get("config") if isinstance(fields.get("config"), dict) else {}
+    threshold, max_det = config.get("threshold", 0.5), config.get("max_detections", 100)
+    variant = fields.get("model_variant")
+    ai.models[model_id] = Model(
+        model_id=model_id,
+        name=model_id,
+        model_path=path,
+        file_size=ai.fs.size_of(ai.fs.stat(path)),
+        file_hash=file_hash,
+        model_type=str(model_type),
+        variant=variant if isinstance(variant, str) else "",
+        threshold=float(threshold) if isinstance(threshold, int | float) else 0.0,
+        max_detections=int(max_det) if isinstance(max_det, int | float) else 0,
+        source="dynamic",
+    )
+    return ai.get(model_id)
