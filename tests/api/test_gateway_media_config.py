@@ -177,8 +177,9 @@ async def test_rtsp_and_profiles(gateway, auth) -> None:
 
 
 async def test_media_streams_add_remove_enable_disable_and_streams_listing(gateway, auth) -> None:
-    body = {"name": "ai", "width": 640, "height": 360, "fps": 15}
-    assert (await gateway.post(MEDIA + "/streams", json=body, headers=auth)).status_code == 200
+    body = {"stream_id": "ai", "width": 640, "height": 360, "fps": 15}
+    added = await gateway.post(MEDIA + "/streams", json=body, headers=auth)
+    assert await data(added) == {"message": "Stream added successfully", "stream_id": "ai"}
     listing = await data(await gateway.get("/api/v1/streams", headers=auth))
     assert [s["id"] for s in listing["streams"]] == ["main", "sub", "third", "ai"]
     ai = await data(await gateway.get("/api/v1/streams/ai", headers=auth))
@@ -187,18 +188,35 @@ async def test_media_streams_add_remove_enable_disable_and_streams_listing(gatew
         "codec": "h264", "bitrate": 1_000_000,
     }  # fmt: skip
     assert fails(await gateway.post(MEDIA + "/streams", json=body, headers=auth), 409, 4001)
-    assert fails(await gateway.post(MEDIA + "/streams", json={"name": "x"}, headers=auth))
+    missing = await gateway.post(
+        MEDIA + "/streams", json={"stream_id": "x", "width": 320, "height": 180}, headers=auth
+    )
+    assert fails(missing)
+    assert missing.json()["error"]["detail"] == (
+        "Invalid request body: Key: 'FPS' Error:Field validation for 'FPS' failed on the 'required' tag"
+    )
     assert fails(
-        await gateway.post(MEDIA + "/streams", json={**body, "name": "b", "width": 5000}, headers=auth)
+        await gateway.post(MEDIA + "/streams", json={**body, "stream_id": "b", "width": 5000}, headers=auth)
     )
     assert fails(await gateway.get("/api/v1/streams/zzz", headers=auth), 404, 4000)
 
-    assert (await gateway.delete(MEDIA + "/streams/sub/disable", headers=auth)).status_code == 200
+    off = await gateway.delete(MEDIA + "/streams/sub/disable", headers=auth)
+    assert (await data(off))["message"] == "Stream disabled successfully — parameters preserved in config"
+    again = await gateway.delete(MEDIA + "/streams/sub/disable", headers=auth)
+    assert await data(again) == {"message": "Stream is already disabled", "stream": "sub"}
     row = await status_of(gateway, auth, "sub")
     assert row["status"] == "inactive" and row["ms_since_last_frame"] is None
     assert (await gateway.post(MEDIA + "/streams/sub/enable", headers=auth)).status_code == 200
     assert (await status_of(gateway, auth, "sub"))["status"] == "active"
-    assert (await gateway.delete(MEDIA + "/streams/ai", headers=auth)).status_code == 200
+    for method, path, detail in (
+        ("DELETE", "/streams/main", "Cannot remove main stream"),
+        ("POST", "/streams/main/enable", "Main stream is always enabled"),
+        ("DELETE", "/streams/main/disable", "Main stream cannot be disabled"),
+    ):
+        refused = await gateway.request(method, MEDIA + path, headers=auth)
+        assert fails(refused) and refused.json()["error"]["detail"] == detail
+    gone = await gateway.delete(MEDIA + "/streams/ai", headers=auth)
+    assert await data(gone) == {"message": "Stream removed successfully", "stream": "ai"}
     assert [s["id"] for s in (await data(await gateway.get("/api/v1/streams", headers=auth)))["streams"]] == [
         "main", "sub", "third",
     ]  # fmt: skip

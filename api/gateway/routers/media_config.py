@@ -16,6 +16,7 @@ from api.gateway.routers.image import ok_msg
 from api.gateway.rtsp import RtspServer
 from api.gateway.schemas.binding import bind
 from hardware.ports.errors import InternalError, InvalidInput, NotFound
+from hardware.ports.gateway import GatewayBackend
 from hardware.ports.media import StreamConfig
 
 router = APIRouter(prefix="/api/v1/media", tags=["media"], dependencies=[Depends(require_session)])
@@ -171,38 +172,83 @@ async def reconfigure_pipeline(backend: Backend) -> JSONResponse:
     return schemas.ok({"message": "Pipeline reconfigured", "interrupt_ms": interrupt})
 
 
+STREAM_REQ = {
+    "stream_id": "string",
+    "name": "string",
+    "width": "uint32",
+    "height": "uint32",
+    "fps": "uint32",
+    "codec": "string",
+    "bitrate": "uint32",
+    "bitrate_bps": "uint32",
+    "gop": "uint32",
+}
+"""``AddStream``'s struct (``stream_id``, ``width``, ``height``, ``fps`` required), with the twin's older
+``name`` and ``bitrate_bps`` still read."""
+STREAM_REQUIRED = {"stream_id": "StreamID", "width": "Width", "height": "Height", "fps": "FPS"}
+
+
+def _required(field: str) -> str:
+    """gin's validator line for a ``binding:"required"`` field of an anonymous struct."""
+    return f"Key: '{field}' Error:Field validation for '{field}' failed on the 'required' tag"
+
+
 @router.post("/streams")
 async def add_stream(request: Request, backend: Backend) -> JSONResponse:
-    body = Body(await request.body())
+    body = bind(await request.body(), "", STREAM_REQ)
+    body["stream_id"] = body.get("stream_id") or body.get("name", "")
+    missing = [_required(go) for key, go in STREAM_REQUIRED.items() if not body.get(key)]
+    if missing:
+        raise InvalidInput("Invalid request body: " + "\n".join(missing))
     config = StreamConfig(
-        body.str("name", required=True),
-        body.str("codec", default="h264"),
-        body.int("width", required=True),
-        body.int("height", required=True),
-        body.int("fps", default=25),
-        body.int("bitrate_bps", default=1_000_000),
-        body.int("gop", default=50),
+        body["stream_id"],
+        body.get("codec") or "h264",
+        body["width"],
+        body["height"],
+        body["fps"],
+        body.get("bitrate") or body.get("bitrate_bps") or 1_000_000,
+        body.get("gop") or 50,
     )
     backend.media.add_stream(config)
-    return ok_msg(f"Stream {config.stream_id} added")
+    return schemas.ok({"message": "Stream added successfully", "stream_id": config.stream_id})
 
 
 @router.delete("/streams/{name}")
 async def remove_stream(name: str, backend: Backend) -> JSONResponse:
+    if name == "main":
+        raise InvalidInput("Cannot remove main stream")
     backend.media.remove_stream(name)
-    return ok_msg(f"Stream {name} removed")
+    return schemas.ok({"message": "Stream removed successfully", "stream": name})
+
+
+def _enabled(backend: GatewayBackend, name: str) -> bool:
+    row = next((s for s in backend.media.config()["streams"] if s["name"] == name), None)
+    if row is None:
+        raise NotFound(f"Stream not found in config: {name}")
+    return bool(row["enabled"])
 
 
 @router.post("/streams/{name}/enable")
 async def enable_stream(name: str, backend: Backend) -> JSONResponse:
+    if name == "main":
+        raise InvalidInput("Main stream is always enabled")
+    if _enabled(backend, name):
+        return schemas.ok({"message": "Stream is already enabled", "stream": name})
     backend.media.enable_stream(name, True)
-    return ok_msg(f"Stream {name} enabled")
+    text = "Stream enabled successfully (incremental, no interruption to other streams)"
+    return schemas.ok({"message": text, "stream": name})
 
 
 @router.delete("/streams/{name}/disable")
 async def disable_stream(name: str, backend: Backend) -> JSONResponse:
+    if name == "main":
+        raise InvalidInput("Main stream cannot be disabled")
+    if not _enabled(backend, name):
+        return schemas.ok({"message": "Stream is already disabled", "stream": name})
     backend.media.enable_stream(name, False)
-    return ok_msg(f"Stream {name} disabled")
+    return schemas.ok(
+        {"message": "Stream disabled successfully — parameters preserved in config", "stream": name}
+    )
 
 
 def _info(c: StreamConfig) -> dict[str, object]:
