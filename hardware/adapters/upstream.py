@@ -116,7 +116,7 @@ class _Connection(asyncio.Protocol):
         self.received = True
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError as err:
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as err:  # no upgrade is asked for
             self._fail(UpstreamError(f"unreadable answer ({type(err).__name__})"))
             if self.transport is not None:
                 self.transport.close()
