@@ -30,7 +30,7 @@ Secrets are never written: request headers and request bodies are not recorded a
 a digest only, and a login's not even that); logins and key management are not recorded (the
 replay answers them itself); credentials in queries are masked; string values of keys named like
 token, password, secret or API key, and any credential seen during the session, are masked
-(``***``) wherever they appear in an answer or a frame.
+(``***``) wherever they appear in an answer or a frame (:mod:`hardware.adapters.redact`).
 
 :func:`load_fixture` checks a file strictly: a problem is a :class:`FixtureError` naming the
 file, the line and the key path (``fixture.ndjson:3: status: ...``).
@@ -44,7 +44,6 @@ import bisect
 import functools
 import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -59,72 +58,10 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
-from starlette.datastructures import Headers as RequestHeaders
-from starlette.types import Scope
 
 FORMAT = "twin-fixture"
 VERSION = 1
 VENDORS = ("gateway", "automation")
-MASK = "***"
-
-OWN_PREFIXES = {
-    "gateway": ("/api/login", "/api/v1/logout", "/api/v1/auth/", "/api/v1/system/password"),
-    "automation": ("/api/auth/", "/api/setup/"),
-}
-"""Logins, sessions and keys: never recorded; on replay the twin's own app answers them."""
-
-_SECRET_VALUE = re.compile(
-    r'("[A-Za-z0-9_\-]*(?:password|passwd|token|secret|api_?key|apikey)[A-Za-z0-9_\-]*"\s*:\s*")'
-    r'((?:[^"\\]|\\.)+)(")',
-    re.IGNORECASE,
-)
-_SECRET_LIKE = re.compile(r"eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}|nmk_[0-9A-Za-z]{8,}")
-"""A JWT or an automation API key, wherever it appears."""
-MIN_SECRET = 6
-"""Credentials shorter than this are not searched for in answers (they would mask ordinary text)."""
-
-
-def is_own(vendor: str, path: str) -> bool:
-    """Whether ``path`` is a login, session or key route of ``vendor`` (see :data:`OWN_PREFIXES`)."""
-    return any(path == p or path.startswith(p) for p in OWN_PREFIXES[vendor])
-
-
-def credentials_in(scope: Scope) -> list[str]:
-    """The credentials a request carries: its Authorization and X-API-Key headers, and the values
-    of query parameters named like token, key, password or secret."""
-    headers = RequestHeaders(scope=scope)
-    found = [headers.get("authorization", ""), headers.get("x-api-key", "")]
-    for part in scope.get("query_string", b"").decode("latin-1").split("&"):
-        name, _, value = part.partition("=")
-        if any(word in name.lower() for word in ("token", "key", "password", "secret")):
-            found.append(value)
-    return [value for value in found if value]
-
-
-def secrets_in(text: str) -> set[str]:
-    """The secret values a text holds: values of secret-named keys, JWTs and API keys."""
-    found = {m.group(2) for m in _SECRET_VALUE.finditer(text)}
-    found.update(m.group(0) for m in _SECRET_LIKE.finditer(text))
-    return {s.removeprefix("Bearer ").strip() for s in found if len(s) >= MIN_SECRET}
-
-
-def mask(text: str, known: Iterable[str] = ()) -> str:
-    """``text`` with secret-named values, JWTs, API keys and every ``known`` secret masked."""
-    text = _SECRET_VALUE.sub(lambda m: m.group(1) + MASK + m.group(3), text)
-    text = _SECRET_LIKE.sub(MASK, text)
-    for secret in sorted(known, key=len, reverse=True):
-        if len(secret) >= MIN_SECRET:
-            text = text.replace(secret, MASK)
-    return text
-
-
-def mask_bytes(data: bytes, known: Iterable[str] = ()) -> bytes:
-    """Binary data with every ``known`` secret and JWT or API key masked (lengths may change)."""
-    data = re.sub(_SECRET_LIKE.pattern.encode(), MASK.encode(), data)
-    for secret in sorted(known, key=len, reverse=True):
-        if len(secret) >= MIN_SECRET:
-            data = data.replace(secret.encode(), MASK.encode())
-    return data
 
 
 class FixtureError(ValueError):

@@ -37,31 +37,14 @@ import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.journal import query_of
-from hardware.adapters.fixture import FORMAT, VERSION, credentials_in, is_own, mask, mask_bytes, secrets_in
+from hardware.adapters.fixture import FORMAT, VERSION
 from hardware.adapters.gates import AutomationGate, GatewayGate
 from hardware.adapters.passthrough import Passthrough
+from hardware.adapters.redact import KEPT_HEADERS, credentials_in, is_own, mask, mask_bytes, secrets_in
 from hardware.adapters.upstream import Upstream
 
 log = logging.getLogger("twin.record")
 
-KEPT_HEADERS = frozenset(
-    {
-        "content-type",
-        "content-encoding",
-        "content-disposition",
-        "content-language",
-        "cache-control",
-        "etag",
-        "last-modified",
-        "location",
-        "retry-after",
-        "www-authenticate",
-        "x-ratelimit-limit",
-        "x-ratelimit-remaining",
-        "x-ratelimit-reset",
-    }
-)
-"""The answer's headers a fixture keeps; the length is the body's, dates and cookies are not kept."""
 MAX_BODY = 16 * 1024 * 1024
 """An answer larger than this is forwarded but not recorded (a firmware download, a log export)."""
 SHUTDOWN_GRACE_S = 1
