@@ -19,6 +19,7 @@ from websockets.exceptions import InvalidStatus
 
 from hardware.adapters.fixture import FixtureError, parse_fixture
 from hardware.adapters.record import RecordOptions, Summary, record
+from hardware.adapters.redact import credentials_in, mask, mask_bytes, secrets_in
 from hardware.adapters.replay import schedule
 from tests.sockets import socket_settings, until
 from tests.test_passthrough import API_KEY, PASSWORD, automation_token, rsa_login
@@ -354,3 +355,40 @@ async def test_twin_record_runs_as_a_process_until_interrupted(stand_in, tmp_pat
     assert proc.returncode == 0 and f"wrote {out}" in output, output
     lines = records(out)
     assert lines[-1]["kind"] == "end" and {r.get("status") for r in lines[1:-1]} >= {200, 401}
+
+
+def test_an_answer_is_chosen_by_time_then_like_requests_first() -> None:
+    def http(t: float, body: str, auth: bool = True, digest: str | None = None) -> str:
+        record = {"t": t, "kind": "http", "method": "POST", "path": "/p", "status": 200, "body": body}
+        return json.dumps({**record, "auth": auth, "body_sha256": digest})
+
+    a, b = "a" * 64, "b" * 64
+    fixture = parse_fixture(
+        "\n".join(
+            [json.dumps(HEADER), http(5, "one", digest=a), http(9, "two", digest=b), http(7, "bare", False)]
+        )
+    )
+
+    def body(t: float, auth: bool = True, digest: str | None = None) -> str | None:
+        found = fixture.answer("POST", "/p", "", digest, auth, t)
+        return found.body if found is not None else None
+
+    assert [body(0), body(5), body(8.9), body(9), body(100)] == ["one", "one", "one", "two", "two"]
+    assert [body(100, digest=a), body(100, digest="c" * 64)] == ["one", "two"]
+    assert [body(0, auth=False), body(100, auth=False)] == ["bare", "bare"]
+    assert fixture.answer("GET", "/p", "", None, True, 5) is None
+    assert fixture.answer("POST", "/p", "x=1", None, True, 5) is None
+
+
+def test_secrets_are_masked_wherever_they_appear() -> None:
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiJ9.c2lnbmF0dXJlLXZhbHVl"
+    body = json.dumps({"token": "s3cr3t-t0ken", "api_key": "nmk_" + "ab" * 16, "note": f"Bearer {jwt}"})
+    assert secrets_in(body) >= {"s3cr3t-t0ken", jwt}
+    masked = mask(body + " seen-elsewhere", known={"seen-elsewhere", "abc"})
+    assert "s3cr3t" not in masked and "nmk_" not in masked and jwt not in masked
+    assert "seen-elsewhere" not in masked and masked.count("***") == 4
+    assert mask('{"has_password": true, "token_type": ""}') == '{"has_password": true, "token_type": ""}'
+    assert mask_bytes(b"\x00" + jwt.encode() + b"\x01", known={"zzzzzz"}) == b"\x00***\x01"
+    assert credentials_in(
+        {"type": "http", "headers": [(b"x-api-key", b"k1")], "query_string": b"a=1&access_token=t2"}
+    ) == ["k1", "t2"]
