@@ -210,7 +210,7 @@ async def test_faults_storm_and_token_expiry_act_at_the_passthrough(pair) -> Non
         statuses = [(await http.get(cam + "/api/v1/system/info", headers=auth)).status_code for _ in range(3)]
         assert statuses == [503, 503, 200]
 
-        front_twin.real["cam-01"].expire_tokens()
+        front_twin.control.run_action("token_expiry", {"server": "cam-01"})  # the scenario action
         expired = await http.get(cam + "/api/v1/system/info", headers=auth)
         assert expired.status_code == 401 and expired.json()["code"] == 2000
         fresh = {"Authorization": await rsa_login(http, cam)}

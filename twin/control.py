@@ -43,6 +43,13 @@ class LiveRuns(Protocol):
         """End a run whose world is about to be rebuilt."""
 
 
+class SessionGate(Protocol):
+    """A real member's passthrough (:class:`hardware.adapters.passthrough.Passthrough`)."""
+
+    def expire_tokens(self) -> int:
+        """End every session a client was seen using in front of the member."""
+
+
 class TwinControl:
     def __init__(
         self,
@@ -53,6 +60,7 @@ class TwinControl:
         limiters: dict[str, RateLimiter] | None = None,
         journal: RequestJournal | None = None,
         gateways: dict[str, GatewayBackend] | None = None,
+        real: dict[str, SessionGate] | None = None,
     ) -> None:
         self.world = world
         self.clock = clock
@@ -62,6 +70,8 @@ class TwinControl:
         self.gateways = gateways or {}
         """Each camera's gateway backend, the one its server serves (the console reads cameras
         through it and watches their streams on it)."""
+        self.real = real or {}
+        """The real members' passthroughs by name, which end the sessions seen in front of them."""
         for name, fault_set in self.faults.items():
             fault_set.seed = world.streams.key(f"faults.{name}")
         self._snapshots: OrderedDict[str, WorldSnapshot] = OrderedDict()
@@ -165,6 +175,13 @@ class TwinControl:
         if found is None:
             raise NotFound(f"no camera {camera_id!r}", resource="camera")
         return found
+
+    def end_real_sessions(self, server: str) -> bool:
+        gate = self.real.get(server)
+        if gate is None:
+            return False
+        gate.expire_tokens()
+        return True
 
     # Actions ---------------------------------------------------------------------------------
     def run_action(

@@ -157,7 +157,10 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         _front(app, faults[camera_id], journal, camera_id, clock)
         gateway_apps[camera_id] = app
     host_hardware(settings, world, gateways, real)  # RS485 on a serial port, /proc figures
-    control = TwinControl(world, clock, faults=faults, limiters=limiters, journal=journal, gateways=gateways)
+    passthroughs = {name: {AUTOMATION: automation_app, **gateway_apps}[name] for name in real}
+    control = TwinControl(
+        world, clock, faults=faults, limiters=limiters, journal=journal, gateways=gateways, real=passthroughs
+    )
     twin = Twin(
         settings,
         world,
@@ -170,7 +173,7 @@ def build(settings: Settings, *, record_trace: bool = False) -> Twin:
         gateway_apps,
         create_control_app(control, faults, limiters, journal=journal, actions=describe()),
         journal=journal,
-        real={name: {AUTOMATION: automation_app, **gateway_apps}[name] for name in real},
+        real=passthroughs,
         members=real,
     )
     for camera_id, camera in world.cameras.items():

@@ -55,6 +55,11 @@ class Target(Protocol):
 
     def camera(self, camera_id: str) -> Camera: ...
 
+    def end_real_sessions(self, server: str) -> bool:
+        """Ends every session the twin has seen in front of ``server`` when it is a real member (its
+        gate then answers those tokens as expired); False when ``server`` is simulated."""
+        ...
+
 
 class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -271,7 +276,10 @@ def _telemetry_spike(c: Target, p: SpikeParams) -> Undo:
 
 
 def _token_expiry(c: Target, p: ServerParams) -> None:
-    """Every session of the server ends: automation JWT sessions are revoked, a camera's dropped."""
+    """Every session of the server ends: automation JWT sessions are revoked, a camera's dropped; in
+    front of a real member, the sessions its clients were seen using are answered as expired."""
+    if c.end_real_sessions(p.server):
+        return
     if p.server == "automation":
         users = c.world.users
         for key, _ in users.sessions.items():
@@ -297,7 +305,8 @@ def _camera_restart(c: Target, p: CameraParams) -> None:
 
 
 def _session_drop(c: Target, p: CameraParams) -> None:
-    c.camera(p.camera).drop_sessions("scenario")
+    if not c.end_real_sessions(p.camera):
+        c.camera(p.camera).drop_sessions("scenario")
 
 
 def _ota_failure(c: Target, p: OtaFailParams) -> None:

@@ -17,9 +17,9 @@ from twin.settings import AUTOMATION
 
 class Reach(StrEnum):
     LAYER = "layer"
-    """A transport or API fault at the twin's layers in front of the ``server`` it names."""
-    SESSIONS = "sessions"
-    """The login sessions a simulated member keeps (its ``server`` or ``camera``)."""
+    """A transport or API fault at the twin's layers in front of the ``server`` (or ``camera``) it
+    names. Auth expiry is one: a simulated member ends its own sessions, a real member's passthrough
+    answers the tokens its clients were seen using as expired."""
     CAMERA = "camera"
     """The simulated camera its ``camera`` names: its OS, storage, apps, services and clock."""
     AUTOMATION = "automation"
@@ -38,9 +38,8 @@ REACH: dict[str, Reach] = {
     **_each(
         Reach.LAYER,
         *("rate_limit_storm", "latency", "http_errors", "network_loss", "network_reset", "truncated_body"),
-        *("drop_streams", "network_hang", "bandwidth"),
+        *("drop_streams", "network_hang", "bandwidth", "token_expiry", "session_drop"),
     ),
-    **_each(Reach.SESSIONS, "token_expiry", "session_drop"),
     **_each(
         Reach.CAMERA,
         *("ntp_jump", "camera_restart", "ota_failure", "ota_power_loss", "os_upgrade_failure"),
@@ -60,7 +59,6 @@ REACH: dict[str, Reach] = {
 """Every action by name: what it reaches."""
 
 SIMULATED_ONLY = {
-    Reach.SESSIONS: "it ends the sessions a simulated member keeps; a real member keeps its own",
     Reach.CAMERA: "it changes the simulated camera (its OS, storage, apps, services or clock), "
     "which a real camera is not",
     Reach.AUTOMATION: "it changes the simulated automation server's world (devices, sensors, "
@@ -80,7 +78,7 @@ def member(action: Action, params: dict[str, Any]) -> str | None:
         return AUTOMATION
     fields = action.params.model_fields
     key = next((k for k in ("camera", "server") if k in fields), None)
-    if reach in (Reach.LAYER, Reach.SESSIONS, Reach.CAMERA) and key is not None:
+    if reach in (Reach.LAYER, Reach.CAMERA) and key is not None:
         value = params.get(key, fields[key].default)
         return value if isinstance(value, str) else None
     return None
