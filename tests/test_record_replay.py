@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from hardware.adapters.fixture import FixtureError, parse_fixture
 from hardware.adapters.record import RecordOptions, Summary, record
@@ -99,9 +99,13 @@ async def test_a_recorded_camera_replays_on_the_world_clock(stand_in, tmp_path: 
                 body = {"topic": f"app/demo/e{n}", "payload": {"n": n}}
                 assert (await http.post("/api/v1/events/publish", headers=auth, json=body)).status_code == 200
                 sent.append(await asyncio.wait_for(ws.recv(), 10))
-    summary = await recorder.finish()
+    async with connect(base.replace("http://", "ws://") + f"/api/v1/events/stream?token={bare}") as open_ws:
+        summary = await recorder.finish()  # a stream still open ends with the recording
+        with pytest.raises(ConnectionClosed) as ended:
+            await asyncio.wait_for(open_ws.recv(), 10)
+        assert ended.value.rcvd is not None and ended.value.rcvd.code == 1001
     assert first.content != later.content and (info.status_code, refused.status_code) == (200, 401)
-    assert (summary.exchanges, summary.streams, summary.frames) == (6, 1, 2)
+    assert (summary.exchanges, summary.streams, summary.frames) == (6, 2, 2)
 
     text = out.read_text()
     lines = records(out)

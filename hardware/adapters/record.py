@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -40,6 +39,7 @@ from api.journal import query_of
 from hardware.adapters.fixture import FORMAT, VERSION
 from hardware.adapters.gates import AutomationGate, GatewayGate
 from hardware.adapters.passthrough import Passthrough
+from hardware.adapters.polls import poll
 from hardware.adapters.redact import KEPT_HEADERS, credentials_in, is_own, mask, mask_bytes, secrets_in
 from hardware.adapters.upstream import Upstream
 
@@ -48,16 +48,6 @@ log = logging.getLogger("twin.record")
 MAX_BODY = 16 * 1024 * 1024
 """An answer larger than this is forwarded but not recorded (a firmware download, a log export)."""
 SHUTDOWN_GRACE_S = 1
-POLLS = {
-    "gateway": (
-        "/api/v1/system/health",
-        "/api/v1/system/info",
-        "/api/v1/system/stats",
-        "/api/v1/media/config",
-        "/api/v1/monitor/summary",
-    ),
-    "automation": ("/api/health", "/api/stats/system", "/api/devices"),
-}
 
 
 @dataclass(frozen=True)
@@ -97,6 +87,8 @@ class FixtureWriter:
         self._start = clock()
         self._streams = 0
         self.closed = False
+        self.in_flight: set[asyncio.Task] = set()
+        """The exchanges and streams being recorded (ended with the recording)."""
         self._line({"format": FORMAT, "version": VERSION, "vendor": vendor, "started": round(time.time(), 3)})
 
     def offset(self) -> float:
@@ -138,9 +130,12 @@ class FixtureWriter:
         return {"b64": base64.b64encode(mask_bytes(payload, self.secrets)).decode()}
 
     def end(self) -> None:
+        """Write the end and end every exchange still open: an event stream ends for its client too."""
         if not self.closed:
             self._line({"t": self.offset(), "kind": "end"})
             self.closed = True
+        for task in self.in_flight:
+            task.cancel()
 
     def _line(self, record: dict[str, Any]) -> None:
         self.out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -170,12 +165,19 @@ class RecordMiddleware:
         self.writer = writer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            await self._http(scope, receive, send)
-        elif scope["type"] == "websocket":
-            await self._websocket(scope, receive, send)
-        else:
+        if scope["type"] not in ("http", "websocket") or self.writer.closed:
             await self.app(scope, receive, send)
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        self.writer.in_flight.add(task)
+        try:
+            if scope["type"] == "http":
+                await self._http(scope, receive, send)
+            else:
+                await self._websocket(scope, receive, send)
+        finally:
+            self.writer.in_flight.discard(task)
 
     def _head(self, scope: Scope) -> dict[str, Any]:
         credentials = credentials_in(scope)
@@ -191,7 +193,7 @@ class RecordMiddleware:
         writer, head = self.writer, self._head(scope)
         own = is_own(writer.vendor, scope["path"])
         digest = hashlib.sha256()
-        sized, size = [0], [0]  # the request's and the answer's bytes
+        sized, size, ended = [0], [0], [False]  # the request's and the answer's bytes; answered
         answer: dict[str, Any] = {}
         chunks: list[bytes] = []
 
@@ -204,6 +206,7 @@ class RecordMiddleware:
 
         async def watch(message: Message) -> None:
             await send(message)
+            ended[0] = message["type"] == "http.response.body" and not message.get("more_body", False)
             if message["type"] == "http.response.start":
                 answer.update(status=message["status"], headers=_kept(message.get("headers", [])))
                 kind = dict(answer["headers"]).get("content-type", "")
@@ -229,7 +232,12 @@ class RecordMiddleware:
                         return
                     self._answered(scope, head, own, digest.hexdigest() if sized[0] else None, answer, chunks)
 
-        await self.app(scope, listen, watch)
+        try:
+            await self.app(scope, listen, watch)
+        except asyncio.CancelledError:
+            if not (writer.closed and "status" in answer) or ended[0]:
+                raise
+            await send({"type": "http.response.body", "body": b"", "more_body": False})  # the recording ended
 
     def _answered(
         self, scope: Scope, head: dict, own: bool, digest: str | None, answer: dict, chunks: list
@@ -258,6 +266,7 @@ class RecordMiddleware:
 
         async def watch(message: Message) -> None:
             kind = message["type"]
+            state["closed"] = kind == "websocket.close"
             if kind == "websocket.accept":
                 state["id"] = writer.stream_id()
                 writer.write({**head, "kind": "stream", "id": state["id"], "transport": "ws", "status": 101,
@@ -284,30 +293,12 @@ class RecordMiddleware:
                                   **state["refused"], **body})  # fmt: skip
             await send(message)
 
-        await self.app(scope, listen, watch)
-
-
-async def _poll(url: str, vendor: str, every: float, api_key: str | None) -> None:
-    """The recorder's own reads, through its own address (so they are recorded like a client's)."""
-    headers = {"X-API-Key": api_key} if api_key else {}
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30, trust_env=False) as http:
-        while True:
-            for path in POLLS[vendor]:
-                with contextlib.suppress(httpx.HTTPError):
-                    response = await http.get(path)
-                    if path == "/api/devices" and response.status_code == 200:
-                        for device in _device_ids(response):
-                            await http.get(f"/api/devices/{device}/current")
-            await asyncio.sleep(every)
-
-
-def _device_ids(response: httpx.Response) -> list[str]:
-    with contextlib.suppress(ValueError, AttributeError, TypeError):
-        body = response.json()
-        data = body.get("data", body)
-        devices = data.get("devices", data) if isinstance(data, dict) else data
-        return [str(d["id"]) for d in devices if isinstance(d, dict) and "id" in d]
-    return []
+        try:
+            await self.app(scope, listen, watch)
+        except asyncio.CancelledError:
+            if not (writer.closed and "id" in state) or state.get("closed"):
+                raise
+            await send({"type": "websocket.close", "code": 1001})  # going away: the recording ended
 
 
 class _Server(uvicorn.Server):
@@ -358,7 +349,7 @@ async def record(
             if on_start is not None:
                 on_start(url)
             if options.poll_s > 0:
-                poller = asyncio.create_task(_poll(url, options.vendor, options.poll_s, options.api_key))
+                poller = asyncio.create_task(poll(url, options.vendor, options.poll_s, options.api_key))
             stopped = asyncio.ensure_future((stop or asyncio.Event()).wait())
             await asyncio.wait({stopped}, timeout=options.duration)
             stopped.cancel()
