@@ -11,15 +11,14 @@ from typing import Protocol, runtime_checkable
 from hardware.ports.camera_audio import GatewayAudio
 from hardware.ports.camera_hw import GatewayLens, GatewayPeripherals, GatewayPicture
 from hardware.ports.clock import Clock
+from hardware.ports.gateway_admin import GatewayAdmin, GatewayWorkbench
 from hardware.ports.gateway_apps import (
-    GatewayAdmin,
     GatewayAi,
     GatewayApps,
     GatewayContainers,
     GatewayEvents,
     GatewayMonitor,
     GatewayStorage,
-    GatewayWorkbench,
 )
 from hardware.ports.gateway_files import GatewayFiles, GatewayLogs, GatewayShell, GatewayUpgrade
 from hardware.ports.media import GatewayMedia
