@@ -140,6 +140,9 @@ async def test_a_recorded_camera_replays_on_the_world_clock(stand_in, tmp_path: 
             assert wrong.status_code == 401 and wrong.json()["code"] == 2000
             unknown = await http.get("/api/v1/ai/models", headers=auth)
             assert (unknown.status_code, unknown.json()) == (404, {"code": 404, "message": "Not found"})
+            preflight = {"Origin": "http://console", "Access-Control-Request-Method": "GET"}
+            allowed = await http.options("/api/v1/system/info", headers=preflight)  # the camera's own CORS
+            assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == "*"
             twin.faults["cam-01"].add_errors(503, "/api/v1/system", count=1)
             assert (await http.get("/api/v1/system/info", headers=auth)).status_code == 503
             await same("/api/v1/system/info", info)

@@ -17,6 +17,9 @@ MASK = "***"
 
 KEPT_HEADERS = frozenset(
     {
+        "access-control-allow-origin",
+        "access-control-allow-credentials",
+        "access-control-expose-headers",
         "content-type",
         "content-encoding",
         "content-disposition",
@@ -26,6 +29,7 @@ KEPT_HEADERS = frozenset(
         "last-modified",
         "location",
         "retry-after",
+        "vary",
         "www-authenticate",
         "x-ratelimit-limit",
         "x-ratelimit-remaining",

@@ -190,6 +190,9 @@ class Replay:
         found = self.fixture.answer(
             scope["method"], scope["path"], query, body, bool(credentials_in(scope)), t
         )
+        if found is None and scope["method"] == "OPTIONS":  # a browser's preflight: the member's own CORS
+            await self.simulated(scope, _replayed_body(), send)
+            return
         if found is None:
             await self._not_found()(scope, receive, send)
             return
@@ -288,6 +291,15 @@ class Replay:
         delay = at - self.now()
         if delay > 0:
             await self.sleep(delay)
+
+
+def _replayed_body() -> Receive:
+    """A receive for a request whose (empty) body was read already."""
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    return receive
 
 
 def schedule(recorded: Recorded, t: float) -> list[tuple[float, Frame]]:
