@@ -22,7 +22,8 @@ fault layer, the journal and the verdicts act on it alike.
   (The automation server's event WebSocket authenticates inside the stream: it is not checked.)
 - **Anything not recorded** is the vendor's not-found: the gateway's ``404 {"code": 404,
   "message": "Not found"}``, the automation server's ``404 {"success": false, "error": {"code":
-  "NOT_FOUND", ...}}``; a WebSocket upgrade is refused with that answer.
+  "NOT_FOUND", ...}}``; a WebSocket upgrade is refused with that answer. A browser's CORS preflight
+  (``OPTIONS``) the fixture does not hold is answered by the member's own app.
 """
 
 from __future__ import annotations
