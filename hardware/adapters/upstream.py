@@ -271,6 +271,8 @@ class _Pool:
                 try:
                     await self._send(conn, method, head, body, chunked)
                     while not conn.header_done:
+                        if isinstance(conn.error, UpstreamError):
+                            raise conn.error
                         if conn.error is not None or conn.closed:
                             raise UpstreamError(f"no answer ({type(conn.error).__name__})")
                         await conn.wait()
