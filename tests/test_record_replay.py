@@ -400,6 +400,9 @@ def test_secrets_are_masked_wherever_they_appear() -> None:
     assert "seen-elsewhere" not in masked and masked.count("***") == 4
     assert mask('{"has_password": true, "token_type": ""}') == '{"has_password": true, "token_type": ""}'
     assert mask_bytes(b"\x00" + jwt.encode() + b"\x01", known={"zzzzzz"}) == b"\x00***\x01"
+    url = '{"webhook_url":"http://h/api/devices/d1/webhook?token=wh-s3cret&x=1"}'
+    assert mask(url) == '{"webhook_url":"http://h/api/devices/d1/webhook?token=***&x=1"}'
+    assert "wh-s3cret" in secrets_in(url)
     assert credentials_in(
         {"type": "http", "headers": [(b"x-api-key", b"k1")], "query_string": b"a=1&access_token=t2"}
     ) == ["k1", "t2"]

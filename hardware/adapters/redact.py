@@ -1,9 +1,9 @@
 """What a recording leaves out: the secrets of a field session. Logins, sessions and keys are not
 recorded at all (:data:`OWN_PREFIXES`; the replay answers them itself); every credential a request
 carries is learnt (:func:`credentials_in`, :func:`secrets_in`) and masked wherever it appears in
-what is recorded, with the string values of keys named like token, password, secret or API key and
-anything shaped like a JWT or an automation API key (:func:`mask`, :func:`mask_bytes`). Of an
-answer's headers only :data:`KEPT_HEADERS` are recorded (never a cookie)."""
+what is recorded, with the string values of keys and URL query parameters named like token,
+password, secret or API key and anything shaped like a JWT or an automation API key (:func:`mask`,
+:func:`mask_bytes`). Of an answer's headers only :data:`KEPT_HEADERS` are recorded (no cookie)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,10 @@ _SECRET_VALUE = re.compile(
     r'((?:[^"\\]|\\.)+)(")',
     re.IGNORECASE,
 )
+_SECRET_PARAM = re.compile(
+    r"([?&][A-Za-z0-9_\-]*(?:token|key|password|secret)[A-Za-z0-9_\-]*=)([^&#\"'\s<]+)", re.I
+)
+"""A credential in a URL's query (a webhook URL a server hands out, a link with its token)."""
 _SECRET_LIKE = re.compile(r"eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}|nmk_[0-9A-Za-z]{8,}")
 """A JWT or an automation API key, wherever it appears."""
 MIN_SECRET = 6
@@ -75,13 +79,16 @@ def credentials_in(scope: Scope) -> list[str]:
 def secrets_in(text: str) -> set[str]:
     """The secret values a text holds: values of secret-named keys, JWTs and API keys."""
     found = {m.group(2) for m in _SECRET_VALUE.finditer(text)}
+    found.update(m.group(2) for m in _SECRET_PARAM.finditer(text))
     found.update(m.group(0) for m in _SECRET_LIKE.finditer(text))
     return {s.removeprefix("Bearer ").strip() for s in found if len(s) >= MIN_SECRET}
 
 
 def mask(text: str, known: Iterable[str] = ()) -> str:
-    """``text`` with secret-named values, JWTs, API keys and every ``known`` secret masked."""
+    """``text`` with secret-named values and query parameters, JWTs, API keys and every ``known``
+    secret masked."""
     text = _SECRET_VALUE.sub(lambda m: m.group(1) + MASK + m.group(3), text)
+    text = _SECRET_PARAM.sub(lambda m: m.group(1) + MASK, text)
     text = _SECRET_LIKE.sub(MASK, text)
     for secret in sorted(known, key=len, reverse=True):
         if len(secret) >= MIN_SECRET:
