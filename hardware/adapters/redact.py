@@ -49,10 +49,8 @@ _SECRET_VALUE = re.compile(
     r'((?:[^"\\]|\\.)+)(")',
     re.IGNORECASE,
 )
-_SECRET_PARAM = re.compile(
-    r"([?&][A-Za-z0-9_\-]*(?:token|key|password|secret)[A-Za-z0-9_\-]*=)([^&#\"'\s<]+)", re.I
-)
-"""A credential in a URL's query (a webhook URL a server hands out, a link with its token)."""
+_SECRET_PARAM = re.compile(r"([?&][A-Za-z0-9_\-]*(?:token|key|password|passwd|secret)=)([^&#\"'\s<]+)", re.I)
+"""A credential in a URL's query, a parameter whose name ends like one (a webhook URL's token)."""
 _SECRET_LIKE = re.compile(r"eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}|nmk_[0-9A-Za-z]{8,}")
 """A JWT or an automation API key, wherever it appears."""
 MIN_SECRET = 6
