@@ -30,7 +30,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 bench: $(STAMP)
-	@echo "make bench: about 10 minutes on 2 cores (HTTP loads, camera sweep, event fan-out, a fleet's day, chat)"
+	@echo "make bench: about 14 minutes on 2 cores (HTTP loads, camera sweep, event fan-out, a fleet's day, chat, passthrough, fleet publisher)"
 	$(BIN)/python -m bench $(ARGS)
 
 # Locust against a running twin (make run): see loadtests/locustfile.py for the users and variables.
