@@ -304,7 +304,7 @@ def _endpoint(value: str) -> str:
 
 
 def _broker_url(value: str) -> str:
-    from hardware.adapters.mqtt_fleet import broker_address  # paho, only when the option is given
+    from hardware.adapters.mqtt_fleet import broker_address  # only when the option is given
 
     try:
         broker_address(value)
