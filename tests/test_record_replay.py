@@ -6,6 +6,7 @@ anything not recorded, and its faults and journal as on any member. Secrets neve
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import re
@@ -18,6 +19,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from hardware.adapters import record as record_module
 from hardware.adapters.fixture import FixtureError, parse_fixture
 from hardware.adapters.record import RecordOptions, Summary, record
 from hardware.adapters.redact import credentials_in, mask, mask_bytes, secrets_in
@@ -406,3 +408,15 @@ def test_secrets_are_masked_wherever_they_appear() -> None:
     assert credentials_in(
         {"type": "http", "headers": [(b"x-api-key", b"k1")], "query_string": b"a=1&access_token=t2"}
     ) == ["k1", "t2"]
+
+
+def test_frames_past_the_cap_are_relayed_but_not_recorded(monkeypatch) -> None:
+    monkeypatch.setattr(record_module, "MAX_FRAMES", 10)
+    out = io.StringIO()
+    writer = record_module.FixtureWriter(out, "gateway", clock=lambda: 0.0)
+    for text in ("12345", "6789", "abc"):
+        writer.write({"t": 0.0, "kind": "frame", "stream": 1, **writer.frame(text)})
+    writer.end()
+    frames = [json.loads(line) for line in out.getvalue().splitlines() if '"frame"' in line]
+    assert [f["text"] for f in frames] == ["12345", "6789"]
+    assert (writer.summary.frames, writer.summary.skipped) == (2, 1)

@@ -139,7 +139,8 @@ def record_main(argv: list[str]) -> int:
         print(f"twin: {err}", file=sys.stderr)
         return NOT_RUN
     s = summary
-    print(f"twin: wrote {args.out}: {s.exchanges} answers, {s.streams} streams, {s.frames} frames")
+    print(f"twin: wrote {args.out}: {s.exchanges} answers, {s.streams} streams, {s.frames} frames", end="")
+    print(f" ({s.skipped} relayed but not recorded)" if s.skipped else "")
     return PASSED
 
 

@@ -47,6 +47,9 @@ log = logging.getLogger("twin.record")
 
 MAX_BODY = 16 * 1024 * 1024
 """An answer larger than this is forwarded but not recorded (a firmware download, a log export)."""
+MAX_FRAMES = 256 * 1024 * 1024
+"""Bytes of stream frames a fixture holds at most (an open H.264 stream fills it in minutes); later
+frames are relayed but not recorded."""
 SHUTDOWN_GRACE_S = 1
 
 
@@ -72,7 +75,8 @@ class Summary:
     streams: int = 0
     frames: int = 0
     skipped: int = 0
-    """Answers forwarded but not recorded (logins, bodies past :data:`MAX_BODY`)."""
+    """Answers and frames forwarded but not recorded (logins, past :data:`MAX_BODY` or :data:`MAX_FRAMES`)."""
+    frame_bytes: int = 0
 
 
 class FixtureWriter:
@@ -112,7 +116,12 @@ class FixtureWriter:
         elif kind == "stream":
             self.summary.streams += 1
         elif kind == "frame":
+            size = len(record.get("text") or record.get("b64") or "")
+            if self.summary.frame_bytes + size > MAX_FRAMES:  # a video stream left open: keep the file sane
+                self.summary.skipped += 1
+                return
             self.summary.frames += 1
+            self.summary.frame_bytes += size
         self._line(record)
 
     def body(self, data: bytes, encoded: bool) -> dict[str, str]:
