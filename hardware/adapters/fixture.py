@@ -43,9 +43,7 @@ import binascii
 import bisect
 import functools
 import json
-import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal, TypeVar
 
@@ -226,16 +224,16 @@ def _at(items: list[_T], t: float) -> _T:
     return items[max(0, bisect.bisect_right(times, t) - 1)]
 
 
-def _problem(source: str, line: int, error: dict) -> str:
+def _problem(line: int, error: dict) -> tuple[int, str]:
     where = ".".join(str(p) for p in error["loc"][1:]) if len(error["loc"]) > 1 else ""
     message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
-    return f"{source}:{line}: {where or 'record'}: {message}"
+    return line, f"{where or 'record'}: {message}"
 
 
 def parse_fixture(text: str, source: str = "<fixture>") -> Fixture:
     """The fixture in ``text``; raises :class:`FixtureError` with every problem, by line."""
     lines = text.splitlines()
-    problems: list[str] = []
+    problems: list[tuple[int, str]] = []  # (line, what is wrong there)
     header: Header | None = None
     records: list[tuple[int, Http | Stream | Frame | Close | End]] = []
     for number, line in enumerate(lines, 1):
@@ -244,10 +242,10 @@ def parse_fixture(text: str, source: str = "<fixture>") -> Fixture:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as err:
-            problems.append(f"{source}:{number}: not JSON: {err.msg} (column {err.colno})")
+            problems.append((number, f"not JSON: {err.msg} (column {err.colno})"))
             continue
         if not isinstance(data, dict):
-            problems.append(f"{source}:{number}: a line is a JSON object")
+            problems.append((number, "a line is a JSON object"))
             continue
         if header is None and not records and "format" in data:
             try:
@@ -256,37 +254,33 @@ def parse_fixture(text: str, source: str = "<fixture>") -> Fixture:
                 for e in err.errors():
                     where = ".".join(str(p) for p in e["loc"]) or "header"
                     msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
-                    problems.append(f"{source}:{number}: {where}: {msg}")
+                    problems.append((number, f"{where}: {msg}"))
                 header = Header(format=FORMAT, version=VERSION, vendor="gateway")  # read on
             continue
         if header is None and not records:
-            problems.append(f"{source}:{number}: the first line is the header: format, version, vendor")
+            problems.append((number, "the first line is the header: format, version, vendor"))
         try:
             records.append((number, _RECORD.validate_python(data)))
         except ValidationError as err:
-            problems += [_problem(source, number, e) for e in err.errors()]
+            problems += [_problem(number, e) for e in err.errors()]
     if header is None and not problems:
-        problems.append(f"{source}:1: empty: the first line is the header: format, version, vendor")
+        problems.append((1, "empty: the first line is the header: format, version, vendor"))
     fixture = Fixture(header.vendor if header else "gateway", {}, {})
-    problems += _index(fixture, records, source)
+    problems += _index(fixture, records)
     if problems:
-        raise FixtureError(sorted(problems, key=_line))
+        raise FixtureError(
+            [f"{source}:{line}: {what}" for line, what in sorted(problems, key=lambda p: p[0])]
+        )
     return fixture
 
 
-def _line(problem: str) -> int:
-    """The line a problem names (``file:LINE: ...``), for ordering."""
-    found = re.search(r":(\d+): ", problem)
-    return int(found.group(1)) if found else 0
-
-
-def _index(fixture: Fixture, records: list[tuple[int, object]], source: str) -> list[str]:
-    problems: list[str] = []
+def _index(fixture: Fixture, records: list[tuple[int, object]]) -> list[tuple[int, str]]:
+    problems: list[tuple[int, str]] = []
     streams: dict[int, Recorded] = {}
     for number, record in records:
         if isinstance(record, Stream):
             if record.id in streams:
-                problems.append(f"{source}:{number}: id: stream {record.id} is opened twice")
+                problems.append((number, f"id: stream {record.id} is opened twice"))
                 continue
             streams[record.id] = recorded = Recorded(record)
             if record.transport == "ws":
@@ -301,9 +295,7 @@ def _index(fixture: Fixture, records: list[tuple[int, object]], source: str) -> 
         if isinstance(record, Frame | Close):
             owner = streams.get(record.stream)
             if owner is None:
-                problems.append(
-                    f"{source}:{number}: stream: stream {record.stream} is not opened in this file"
-                )
+                problems.append((number, f"stream: stream {record.stream} is not opened in this file"))
             elif isinstance(record, Frame):
                 owner.frames.append(record)
             else:
@@ -315,12 +307,14 @@ def _index(fixture: Fixture, records: list[tuple[int, object]], source: str) -> 
     return problems
 
 
-@lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=16)
 def _cached(path: Path, _mtime: int, _size: int) -> Fixture:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise FixtureError([f"{path}:1: not UTF-8 text ({err.reason})"]) from err
+    except OSError as err:
+        raise FixtureError([f"{path}: cannot read: {err.strerror}"]) from err
     return parse_fixture(text, str(path))
 
 
