@@ -9,7 +9,6 @@ would be; its camera is reached over HTTPS with the self-signed certificate a re
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -34,8 +33,8 @@ from tests.contract.backends import (
     Server,
     hardware,
 )
-from tests.contract.standin import StandIn, launch_standin, stop_standin
 from tests.sockets import socket_settings
+from tests.standin import StandIn, standin_process
 from twin.serve import Running, build, start, stop
 from twin.settings import LOOPBACK, Settings
 
@@ -54,8 +53,7 @@ async def in_process(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 async def twin_pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[StandIn, Running]]:
     """(stand-in process, front twin): the front's cam-01 and automation server are the stand-in's."""
     root: Path = tmp_path_factory.mktemp("contract")
-    standin = await asyncio.to_thread(launch_standin, root)
-    try:
+    async with standin_process(root, TWIN_API_KEY) as standin:
         front_settings = Settings(
             scenario=SCENARIOS / "test.yaml",
             **LOOPBACK,
@@ -68,8 +66,6 @@ async def twin_pair(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[t
             yield standin, front
         finally:
             await stop(front)
-    finally:
-        await asyncio.to_thread(stop_standin, standin)
 
 
 def _twin_backend(name: str, running: Running, scheme: str) -> Backend:

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.contract.backends import TWIN_API_KEY, TWIN_GATEWAY_PASSWORD, Camera, Server
-from tests.contract.standin import StandIn
+from tests.standin import StandIn
 from tests.test_passthrough import REQUEST_ID
 from twin.serve import Running
 

@@ -14,7 +14,7 @@ import pytest
 
 from hardware.ports.errors import Conflict
 from tests.conftest import SCENARIOS
-from tests.sockets import socket_settings
+from tests.standin import standin_process
 from twin.cli import main
 from twin.scenario import ScenarioError, load_scenario
 from twin.scenario.actions import ACTIONS
@@ -23,7 +23,7 @@ from twin.scenario.live import LiveScenarios
 from twin.scenario.model import parse_scenario
 from twin.scenario.reach import REACH, Reach
 from twin.scenario.runner import RealMemberRefused, RunOptions, run
-from twin.serve import build, start, stop
+from twin.serve import build
 from twin.settings import LOOPBACK, RealMemberError, Settings
 
 CLIENT = Path(__file__).resolve().parent.parent / "clients" / "cameras.py"
@@ -65,13 +65,9 @@ stop: {{at: 600, wall_timeout: 120}}
 
 @pytest.fixture
 async def upstream(tmp_path: Path):
-    """A second twin on loopback whose camera and automation server play the real ones."""
-    (tmp_path / "up").mkdir()
-    up = await start(build(socket_settings(api_key=API_KEY)), tmp_path / "up")
-    try:
+    """A second twin process on loopback whose camera and automation server play the real ones."""
+    async with standin_process(tmp_path, API_KEY) as up:
         yield up
-    finally:
-        await stop(up)
 
 
 @pytest.fixture

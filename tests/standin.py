@@ -1,20 +1,24 @@
-"""The stand-in for a real device and server: ``twin run`` as a process of its own on loopback."""
+"""The stand-in for a real device and server: ``twin run`` as a process of its own on loopback, as a
+device on the network would be."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import SCENARIOS
-from tests.contract.backends import TWIN_API_KEY
 
 STANDIN_START_S = 60.0
+COMMAND = [sys.executable, "-m", "twin.cli", "run", "--scenario"]
 FLAGS = [
     "--step", "--host", "127.0.0.1", "--port", "0", "--control-port", "0", "--mqtt-port", "0",
     "--rtsp-port", "0", "--gateway-addressing", "port",
@@ -37,14 +41,23 @@ class StandIn:
         return self.urls[name]
 
 
-def launch_standin(root: Path) -> StandIn:
-    """``twin run`` on the test scenario, step clock, every server on a free loopback port; its
-    addresses read off the start banner it prints."""
+def launch_standin(root: Path, api_key: str, *flags: str) -> StandIn:
+    """``twin run`` on the test scenario, step clock, every server on a free loopback port, seeded
+    with the default API key ``api_key``, then ``flags``; its addresses read off the start banner."""
     log_path = root / "standin.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "twin.cli", "run", "--scenario", str(SCENARIOS / "test.yaml"), *FLAGS],
-            env={**os.environ, "NEOMIND_API_KEY": TWIN_API_KEY},
+            [
+                sys.executable,
+                "-m",
+                "twin.cli",
+                "run",
+                "--scenario",
+                str(SCENARIOS / "test.yaml"),
+                *FLAGS,
+                *flags,
+            ],
+            env={**os.environ, "NEOMIND_API_KEY": api_key},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -68,3 +81,13 @@ def stop_standin(standin: StandIn) -> None:
     except subprocess.TimeoutExpired:
         standin.proc.kill()
         standin.proc.wait(10)
+
+
+@contextlib.asynccontextmanager
+async def standin_process(root: Path, api_key: str, *flags: str) -> AsyncIterator[StandIn]:
+    """:func:`launch_standin` for an async test or fixture, stopped on the way out."""
+    standin = await asyncio.to_thread(launch_standin, root, api_key, *flags)
+    try:
+        yield standin
+    finally:
+        await asyncio.to_thread(stop_standin, standin)
