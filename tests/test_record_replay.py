@@ -13,6 +13,7 @@ import re
 import signal
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -20,10 +21,10 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from hardware.adapters import record as record_module
-from hardware.adapters.fixture import FixtureError, parse_fixture
+from hardware.adapters.fixture import OPENING_S, FixtureError, parse_fixture
 from hardware.adapters.record import RecordOptions, Summary, record
 from hardware.adapters.redact import credentials_in, mask, mask_bytes, secrets_in
-from hardware.adapters.replay import schedule
+from hardware.adapters.replay import Replay, schedule
 from tests.sockets import socket_settings, until
 from tests.test_passthrough import API_KEY, PASSWORD, automation_token, rsa_login
 from twin import cli
@@ -97,7 +98,7 @@ async def test_a_recorded_camera_replays_on_the_world_clock(stand_in, tmp_path: 
         async with connect(base.replace("http://", "ws://") + f"/api/v1/events/stream?token={bare}") as ws:
             sent = []
             for n in range(2):
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(OPENING_S + 0.1)  # past the stream's opening: these are events
                 body = {"topic": f"app/demo/e{n}", "payload": {"n": n}}
                 assert (await http.post("/api/v1/events/publish", headers=auth, json=body)).status_code == 200
                 sent.append(await asyncio.wait_for(ws.recv(), 10))
@@ -115,7 +116,7 @@ async def test_a_recorded_camera_replays_on_the_world_clock(stand_in, tmp_path: 
     assert bare not in text and "/api/login" not in text and "public-key" not in text
     assert "token=***" in text
     t_first, t_later = at(lines, "http", "/api/v1/system/stats")
-    frames = [r["t"] for r in lines if r.get("kind") == "frame"]
+    frames = [r["t"] for r in lines if r.get("kind") == "frame" and not r.get("opening")]  # events
 
     front = await replaying(tmp_path, f"  cameras: {{count: 1, replay: {out}}}")
     twin = front.twin
@@ -192,8 +193,13 @@ async def test_a_recorded_automation_server_replays_with_its_polls_and_event_str
         async with http.stream("GET", f"/api/events/stream?token={jwt}") as sse:
             assert sse.status_code == 200
             chunks = sse.aiter_raw()
+            await asyncio.sleep(OPENING_S + 0.1)  # past the stream's opening: an event, not a greeting
             up_twin.clock.advance(10)  # the stand-in's sensors report
             first_chunk = await asyncio.wait_for(anext(chunks), 10)
+        ws_url = base.replace("http://", "ws://") + "/api/events/ws"
+        async with connect(ws_url) as events:  # signs in with its first frame
+            await events.send(json.dumps({"type": "Auth", "token": jwt}))
+            signed_in = await asyncio.wait_for(events.recv(), 10)
         await until(lambda: b"/api/stats/system" in out.read_bytes())
     await recorder.finish()
 
@@ -210,8 +216,11 @@ async def test_a_recorded_automation_server_replays_with_its_polls_and_event_str
     }
     stream = next(r for r in lines if r.get("kind") == "stream")
     assert (stream["transport"], stream["query"], stream["status"]) == ("sse", "token=***", 200)
-    frames = [r for r in lines if r.get("kind") == "frame"]
-    assert frames[0]["text"].encode() == first_chunk
+    sse_id = stream["id"]
+    frames = [r for r in lines if r.get("kind") == "frame" and r["stream"] == sse_id]
+    assert frames[0]["text"].encode() == first_chunk and not frames[0].get("opening")  # an event
+    greeting = next(r for r in lines if r.get("kind") == "frame" and r["stream"] != sse_id)
+    assert greeting["opening"] and jwt not in greeting["text"]  # the answer to the sign-in
 
     servers = f"servers:\n  automation: {{replay: {out}}}\n"
     front = await replaying(tmp_path, "  cameras: {count: 1}", servers, api_key=API_KEY)
@@ -244,6 +253,15 @@ async def test_a_recorded_automation_server_replays_with_its_polls_and_event_str
                     assert not pending.done()  # not before the world reaches the frame's offset
                 twin.clock.run_to(max(frames[0]["t"], twin.world.env.now))
                 assert await asyncio.wait_for(pending, 10) == first_chunk
+
+        events_url = auto.replace("http://", "ws://") + "/api/events/ws"
+        async with connect(events_url) as events:  # the replay checks the sign-in as the server does
+            await events.send(json.dumps({"type": "Auth", "token": jwt}))
+            assert await asyncio.wait_for(events.recv(), 10) == signed_in
+        async with connect(events_url) as events:
+            await events.send(json.dumps({"type": "Auth", "token": "forged"}))
+            refused = json.loads(await asyncio.wait_for(events.recv(), 10))
+            assert refused == {"type": "Error", "message": "Invalid or expired token"}
     finally:
         await stop(front)
 
@@ -328,20 +346,20 @@ def test_the_record_command_line(capsys, monkeypatch) -> None:
         assert exited.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_a_late_client_gets_the_opening_frames_then_the_rest_at_their_offsets() -> None:
+def test_opening_frames_come_at_once_and_events_keep_their_offsets() -> None:
     lines = [
         json.dumps(HEADER),
         '{"t": 10, "kind": "stream", "id": 1, "transport": "ws", "path": "/s", "status": 101}',
-        '{"t": 10.2, "kind": "frame", "stream": 1, "text": "hello"}',
+        '{"t": 10.1, "kind": "frame", "stream": 1, "text": "hello", "opening": true}',
         '{"t": 15, "kind": "frame", "stream": 1, "text": "early"}',
         '{"t": 30, "kind": "frame", "stream": 1, "b64": "AAE="}',
     ]
     recorded = parse_fixture("\n".join(lines)).socket("/s", "", 0.0)
     assert recorded is not None
     on_time = [(at, f.payload) for at, f in schedule(recorded, 0.0)]
-    assert on_time == [(10.2, "hello"), (15.0, "early"), (30.0, b"\x00\x01")]
+    assert on_time == [(0.0, "hello"), (15.0, "early"), (30.0, b"\x00\x01")]
     late = [(round(at, 6), f.payload) for at, f in schedule(recorded, 20.0)]
-    assert late == [(20.2, "hello"), (30.0, b"\x00\x01")]
+    assert late == [(20.0, "hello"), (30.0, b"\x00\x01")]
 
 
 async def test_twin_record_runs_as_a_process_until_interrupted(stand_in, tmp_path: Path) -> None:
@@ -415,8 +433,22 @@ def test_frames_past_the_cap_are_relayed_but_not_recorded(monkeypatch) -> None:
     out = io.StringIO()
     writer = record_module.FixtureWriter(out, "gateway", clock=lambda: 0.0)
     for text in ("12345", "6789", "abc"):
-        writer.write({"t": 0.0, "kind": "frame", "stream": 1, **writer.frame(text)})
+        writer.write({"t": 0.0, "kind": "frame", "stream": 1, **writer.frame(text, 0.0)})
     writer.end()
     frames = [json.loads(line) for line in out.getvalue().splitlines() if '"frame"' in line]
     assert [f["text"] for f in frames] == ["12345", "6789"]
     assert (writer.summary.frames, writer.summary.skipped) == (2, 1)
+
+
+async def test_a_frame_waits_no_later_than_its_offset() -> None:
+    now, at = 0.382741, 2.647693  # at - now, added back to now, lands past at
+    assert now + (at - now) > at
+    waited: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waited.append(seconds)
+
+    fixture = parse_fixture(json.dumps(HEADER))
+    replay = Replay(fixture, SimpleNamespace(state=None), now=lambda: now, sleep=sleep)
+    await replay._until(at)
+    assert waited and now + waited[0] <= at

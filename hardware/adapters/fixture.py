@@ -20,8 +20,11 @@ order of ``t``: an exchange is written when it ends, at the offset it began):
 - ``{"t", "kind": "stream", "id", "transport": "ws" | "sse", "path", "query", "auth",
   "status", "headers", "subprotocol", "body" | "body_b64"}``: an event stream opened (status 101
   for a WebSocket, the answer's status for SSE) or refused (any other status, with its body).
-- ``{"t", "kind": "frame", "stream", "text" | "b64"}``: a WebSocket frame (text or binary) or
-  a chunk of an SSE body, as the real side sent it.
+- ``{"t", "kind": "frame", "stream", "text" | "b64", "opening"}``: a WebSocket frame (text or
+  binary) or a chunk of an SSE body, as the real side sent it. ``opening`` (default ``false``)
+  marks a frame sent within :data:`OPENING_S` of the stream's opening or of the client's first
+  message: a greeting, the answer to a sign-in, a codec configuration, which a replay sends as
+  soon as its client connects.
 - ``{"t", "kind": "close", "stream", "code"}``: the real side ended the stream (a WebSocket's
   close code; ``null`` for SSE). A stream still open when the recording ended has none.
 - ``{"t", "kind": "end"}``: the recording ended here (absent if the recorder was killed).
@@ -60,6 +63,9 @@ from pydantic import (
 FORMAT = "twin-fixture"
 VERSION = 1
 VENDORS = ("gateway", "automation")
+OPENING_S = 0.5
+"""A frame sent within this many seconds of its stream's opening, or of the client's first message,
+is an opening frame (see the format)."""
 
 
 class FixtureError(ValueError):
@@ -138,6 +144,7 @@ class Frame(_Strict):
     stream: int = Field(ge=1)
     text: str | None = None
     b64: str | None = None
+    opening: bool = False
 
     @model_validator(mode="after")
     def _one_payload(self) -> Frame:

@@ -36,7 +36,7 @@ import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.journal import query_of
-from hardware.adapters.fixture import FORMAT, VERSION
+from hardware.adapters.fixture import FORMAT, OPENING_S, VERSION
 from hardware.adapters.gates import AutomationGate, GatewayGate
 from hardware.adapters.passthrough import Passthrough
 from hardware.adapters.polls import poll
@@ -133,10 +133,13 @@ class FixtureWriter:
                 pass
         return {"body_b64": base64.b64encode(mask_bytes(data, self.secrets)).decode()}
 
-    def frame(self, payload: str | bytes) -> dict[str, str]:
+    def frame(self, payload: str | bytes, anchor: float) -> dict[str, Any]:
+        """A frame's payload, masked, marked ``opening`` within :data:`OPENING_S` of ``anchor`` (the
+        stream's opening, or the client's first message: what answers it)."""
+        opening = {"opening": True} if self.offset() - anchor <= OPENING_S else {}
         if isinstance(payload, str):
-            return {"text": mask(payload, self.secrets)}
-        return {"b64": base64.b64encode(mask_bytes(payload, self.secrets)).decode()}
+            return {"text": mask(payload, self.secrets), **opening}
+        return {"b64": base64.b64encode(mask_bytes(payload, self.secrets)).decode(), **opening}
 
     def end(self) -> None:
         """Write the end and end every exchange still open: an event stream ends for its client too."""
@@ -220,15 +223,17 @@ class RecordMiddleware:
                 answer.update(status=message["status"], headers=_kept(message.get("headers", [])))
                 kind = dict(answer["headers"]).get("content-type", "")
                 if kind.startswith("text/event-stream") and not own:
-                    answer["stream"] = writer.stream_id()
+                    answer["stream"], answer["anchor"] = writer.stream_id(), writer.offset()
                     writer.write({**head, "kind": "stream", "id": answer["stream"], "transport": "sse",
                                   "status": answer["status"], "headers": answer["headers"]})  # fmt: skip
             elif message["type"] == "http.response.body":
                 body = message.get("body", b"")
                 if "stream" in answer:
                     if body:
-                        writer.write({"t": writer.offset(), "kind": "frame", "stream": answer["stream"],
-                                      **writer.frame(_text_or_bytes(body))})  # fmt: skip
+                        frame = writer.frame(_text_or_bytes(body), answer["anchor"])
+                        writer.write(
+                            {"t": writer.offset(), "kind": "frame", "stream": answer["stream"], **frame}
+                        )
                     if not message.get("more_body", False):
                         writer.write({"t": writer.offset(), "kind": "close", "stream": answer["stream"]})
                     return
@@ -267,6 +272,8 @@ class RecordMiddleware:
 
         async def listen() -> Message:
             message = await receive()
+            if message["type"] == "websocket.receive" and not state.get("spoke"):
+                state["spoke"], state["anchor"] = True, writer.offset()  # its answer is an opening frame too
             if message["type"] == "websocket.receive" and message.get("text"):
                 writer.learn(*secrets_in(message["text"]))  # an Auth message's token: masked from now on
             elif message["type"] == "websocket.disconnect":
@@ -277,14 +284,13 @@ class RecordMiddleware:
             kind = message["type"]
             state["closed"] = kind == "websocket.close"
             if kind == "websocket.accept":
-                state["id"] = writer.stream_id()
+                state["id"], state["anchor"] = writer.stream_id(), writer.offset()
                 writer.write({**head, "kind": "stream", "id": state["id"], "transport": "ws", "status": 101,
                               "subprotocol": message.get("subprotocol")})  # fmt: skip
             elif kind == "websocket.send" and "id" in state:
                 payload = message["bytes"] if message.get("bytes") is not None else message.get("text", "")
-                writer.write(
-                    {"t": writer.offset(), "kind": "frame", "stream": state["id"], **writer.frame(payload)}
-                )
+                frame = writer.frame(payload, state["anchor"])
+                writer.write({"t": writer.offset(), "kind": "frame", "stream": state["id"], **frame})
             elif kind == "websocket.close" and "id" in state and not state["client_left"]:
                 writer.write({"t": writer.offset(), "kind": "close", "stream": state["id"],
                               "code": message.get("code", 1000)})  # fmt: skip

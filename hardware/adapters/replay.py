@@ -10,16 +10,17 @@ fault layer, the journal and the verdicts act on it alike.
 - **Event streams** (WebSocket and SSE). A stream opened at ``t`` replays the latest stream
   recorded on the same path and query opened at or before ``t`` (else the first). Its frames are
   sent at their recorded offsets on the world clock, so in step mode only as the clock advances;
-  frames recorded before the client connected are skipped, except the stream's opening frames
-  (those the real side sent within :data:`OPENING_S` of the stream opening: a greeting, an answer
-  to the client's auth, a codec configuration), which follow the connection by their recorded
-  delay. The real side's close is replayed at its offset; a stream still open at the end of the
-  recording stays open. Client messages are read and ignored.
+  frames recorded before the client connected are skipped. The stream's opening frames (marked
+  by the recorder: a greeting, the answer to the client's sign-in, a codec configuration) are
+  sent at once when the client connects instead.
+  The real side's close is replayed at its offset; a stream still open at the end of the recording
+  stays open. Client messages are read and ignored (the automation server's sign-in excepted).
 - **Auth** works as on the recorded device: logins, sessions and keys (:data:`OWN_PREFIXES
   <hardware.adapters.fixture.OWN_PREFIXES>`) are answered by the member's own simulated app, so a
   client logs in as it does on the twin; a recorded answer that was given to a request with
   credentials is given only to a request with credentials that app accepts, else the vendor's 401.
-  (The automation server's event WebSocket authenticates inside the stream: it is not checked.)
+  The automation server's event WebSocket signs in inside the stream, as there: ``?api_key=`` or a
+  first ``Auth`` frame, checked before any recorded frame is sent; a failure is its ``Error`` frame.
 - **Anything not recorded** is the vendor's not-found: the gateway's ``404 {"code": 404,
   "message": "Not found"}``, the automation server's ``404 {"success": false, "error": {"code":
   "NOT_FOUND", ...}}``; a WebSocket upgrade is refused with that answer. A browser's CORS preflight
@@ -31,6 +32,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,6 +44,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.automation import errors as automation_errors
+from api.automation import realtime
 from api.automation.deps import API_KEY_PREFIX
 from api.gateway import errors as gateway_errors
 from api.gateway.deps import request_token
@@ -51,9 +55,8 @@ from hardware.adapters.redact import credentials_in, is_own
 from hardware.ports.errors import DomainError, Unauthenticated
 from hardware.ports.types import ClockState
 
-OPENING_S = 1.0
-"""A stream's frames within this many seconds of its opening are its greeting (see the docstring)."""
-AUTOMATION_WS = "/api/events/ws"
+AUTOMATION_WS = ("/api/events/ws", "/api/events")
+"""The automation server's event WebSocket (and its earlier path): it signs in inside the stream."""
 
 
 class WorldClock(Protocol):
@@ -164,7 +167,7 @@ class Replay:
             if token and not token.startswith(API_KEY_PREFIX):
                 backend.authenticate(token)
                 return True
-            key = conn.headers.get("x-api-key") or token
+            key = conn.headers.get("x-api-key") or conn.query_params.get("api_key") or token
             if not key:
                 return False
             backend.authenticate_key(key)
@@ -239,11 +242,14 @@ class Replay:
                 scope, send, opened.status, _raw(opened.headers, opened.content), opened.content
             )
             return
-        checked = opened.auth and not (self.vendor == "automation" and scope["path"] == AUTOMATION_WS)
+        signs_in = self.vendor == "automation" and scope["path"] in AUTOMATION_WS
+        checked = opened.auth and not signs_in
         if checked and not self._authorized(scope):
             await _refuse(scope, send, self._unauthorized())
             return
         await send({"type": "websocket.accept", "subprotocol": opened.subprotocol})
+        if signs_in and not await self._sign_in(scope, receive, send):
+            return
 
         async def emit(frame: Frame) -> None:
             payload = frame.payload
@@ -257,6 +263,38 @@ class Replay:
         if await self._play(found, t, emit, gone):
             code = found.close.code if found.close is not None and found.close.code else 1000
             await send({"type": "websocket.close", "code": code})
+
+    async def _sign_in(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """The event WebSocket's sign-in, as the server does it: ``?api_key=``, else a first frame
+        ``{"type": "Auth", "token" | "api_key"}``; a failure is its Error frame, then a close."""
+        token, key = None, HTTPConnection(scope).query_params.get("api_key")
+        if not key:
+            message = await receive()
+            if message["type"] != "websocket.receive":
+                return False
+            try:
+                frame = json.loads(message.get("text") or "")
+            except ValueError:
+                frame = None
+            if isinstance(frame, dict) and frame.get("type") == "Auth":
+                token, key = (
+                    v if isinstance(v, str) else None for v in (frame.get("token"), frame.get("api_key"))
+                )
+        try:
+            realtime.authenticate(self.simulated.state.backend, token, key)
+            return True
+        except DomainError:
+            given = HTTPConnection(scope).query_params.get("api_key")
+            why = (
+                "Invalid API key"
+                if given
+                else "Invalid or expired token"
+                if token or key
+                else "Authentication required"
+            )
+            await send({"type": "websocket.send", "text": json.dumps({"type": "Error", "message": why})})
+            await send({"type": "websocket.close", "code": 1000})
+            return False
 
     # Frames on the world clock ---------------------------------------------------------------
     async def _play(
@@ -289,7 +327,12 @@ class Replay:
         return playing.done() and not playing.cancelled() and not leaving.done()
 
     async def _until(self, at: float) -> None:
-        delay = at - self.now()
+        """Wait until world offset ``at``: a clock run to exactly ``at`` has reached it (the delay is
+        rounded down so that now + delay, as the clock adds it, is not past ``at``)."""
+        now = self.now()
+        delay = at - now
+        while delay > 0 and now + delay > at:
+            delay = math.nextafter(delay, 0.0)
         if delay > 0:
             await self.sleep(delay)
 
@@ -304,16 +347,12 @@ def _replayed_body() -> Receive:
 
 
 def schedule(recorded: Recorded, t: float) -> list[tuple[float, Frame]]:
-    """When each frame of ``recorded`` is sent to a client that connected at ``t``: at its recorded
-    offset, skipped if that was before ``t``, but an opening frame (within :data:`OPENING_S` of the
-    stream's opening) at its delay after the later of the connection and the recorded opening."""
-    opened = recorded.opened.t
-    base = max(t, opened)
+    """When each frame of ``recorded`` is sent to a client that connected at ``t``: an opening frame
+    at once, any other at its recorded offset, skipped if that was before ``t``."""
     out = []
     for frame in recorded.frames:
-        delay = frame.t - opened
-        if delay <= OPENING_S:
-            out.append((base + delay, frame))
+        if frame.opening:
+            out.append((t, frame))
         elif frame.t >= t:
             out.append((frame.t, frame))
     return out
