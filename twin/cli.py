@@ -254,6 +254,8 @@ def _logging(level: str) -> None:
     logging.basicConfig(level=level, format="%(message)s")
     logging.getLogger("amqtt").setLevel(logging.CRITICAL)
     logging.getLogger("transitions").setLevel(logging.ERROR)
+    # httpx names every request's URL at INFO, query tokens and bot tokens in paths included
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -166,7 +166,7 @@ class Passthrough:
             return
         denied = self.gate.check(scope)
         if denied is not None:
-            await _deny(scope, send, denied.status_code, denied.raw_headers, denied.body)
+            await deny_upgrade(scope, send, denied.status_code, denied.raw_headers, denied.body)
             return
         try:
             upstream = await connect(
@@ -184,11 +184,12 @@ class Passthrough:
         except InvalidStatus as err:  # the real side refused the upgrade: its answer, as it gave it
             answer = err.response
             raw = [(n.lower().encode("latin-1"), v.encode("latin-1")) for n, v in answer.headers.raw_items()]
-            await _deny(scope, send, answer.status_code, _forwardable(raw, HOP_BY_HOP), answer.body or b"")
+            headers = _forwardable(raw, HOP_BY_HOP)
+            await deny_upgrade(scope, send, answer.status_code, headers, answer.body or b"")
             return
         except (OSError, InvalidHandshake, TimeoutError) as err:
             log.warning("twin: real %s refused a WebSocket (%s)", self.upstream.name, type(err).__name__)
-            await _deny(scope, send, 502, [(b"content-type", b"text/plain")], BAD_GATEWAY)
+            await deny_upgrade(scope, send, 502, [(b"content-type", b"text/plain")], BAD_GATEWAY)
             return
         async with upstream:
             await send({"type": "websocket.accept", "subprotocol": upstream.subprotocol})
@@ -221,7 +222,7 @@ async def _bad_gateway(send: Send) -> None:
     await send({"type": "http.response.body", "body": BAD_GATEWAY})
 
 
-async def _deny(scope: Scope, send: Send, status: int, headers: list, body: bytes) -> None:
+async def deny_upgrade(scope: Scope, send: Send, status: int, headers: list, body: bytes) -> None:
     """Refuse an upgrade with an HTTP answer when the server can send one, else close (403)."""
     if "websocket.http.response" not in scope.get("extensions", {}):
         await send({"type": "websocket.close", "code": 1008})

@@ -50,7 +50,7 @@ from api.gateway import errors as gateway_errors
 from api.gateway.deps import request_token
 from api.journal import query_of
 from hardware.adapters.fixture import Fixture, Frame, Http, Recorded, load_fixture
-from hardware.adapters.passthrough import _deny as deny_upgrade
+from hardware.adapters.passthrough import deny_upgrade
 from hardware.adapters.redact import credentials_in, is_own
 from hardware.ports.errors import DomainError, Unauthenticated
 from hardware.ports.types import ClockState
