@@ -26,6 +26,7 @@ FLAGS = [
 ]  # fmt: skip
 BANNER = {
     "automation": re.compile(r"automation API\s+(http://\S+)/api"),
+    "control": re.compile(r"control plane\s+(http://\S+)"),
     "cam-01/http": re.compile(r"cam-01 gateway\s+(http://\S+)"),
 }
 

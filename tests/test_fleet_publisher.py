@@ -1,15 +1,15 @@
 """The simulated fleet published to an outside broker (``twin run --publish-fleet-to``): a real amqtt
-broker on a loopback port stands in for the outside one, and a second twin on that broker (no sensors
-of its own) for the real automation server. The devices appear there as drafts, their telemetry is
-stored after approval; the broker goes away and comes back on the same port, and the counters say
-exactly what was acknowledged, dropped and undelivered."""
+broker on a loopback port stands in for the outside one, and a second twin process on that broker (``twin
+run --mqtt-url``, no sensors of its own) for the real automation server, read only over its HTTP API. The
+devices appear there as drafts, their telemetry is stored after approval; the broker goes away and comes
+back on the same port, and the counters say exactly what was acknowledged, dropped and undelivered."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 
 import httpx
@@ -18,6 +18,7 @@ import pytest
 from api.realtime.mqtt import EmbeddedBroker
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from tests.sockets import socket_settings, until
+from tests.standin import StandIn, standin_process
 from twin.serve import Running, Twin, build, start, stop
 from twin.settings import FleetPublishing, parse
 
@@ -26,6 +27,10 @@ pytestmark = pytest.mark.socket
 EPOCH = 1767225600  # scenarios/test.yaml
 SENSORS = ("env_sensor-0001", "env_sensor-0002", "env_sensor-0003")
 BUFFER = 4
+API_KEY = "nmk_" + "cd" * 16
+"""The server process's key (its ``NEOMIND_API_KEY``); the test signs in as its administrator."""
+PROCESS = 1500
+"""Polls (20 ms apart) for what the server process does on its own time: connect, take messages in."""
 
 
 def balanced(publisher: FleetPublisher) -> bool:
@@ -35,30 +40,45 @@ def balanced(publisher: FleetPublisher) -> bool:
 
 
 @pytest.fixture
-async def pair(tmp_path: Path) -> AsyncIterator[tuple[EmbeddedBroker, Twin, Running, Twin, Running, str]]:
-    """The outside broker; the automation server on it (with an admin token); the fleet publishing to it."""
+async def pair(tmp_path: Path) -> AsyncIterator[tuple[EmbeddedBroker, StandIn, Twin, Running, str]]:
+    """The outside broker; the automation server process on it (with an admin token); the fleet
+    publishing to it."""
     broker = EmbeddedBroker("127.0.0.1", 0)
     await broker.start()
     url = f"mqtt://127.0.0.1:{broker.port}"
-    server = build(socket_settings(mqtt_url=url, sensors=0))
-    fleet = build(socket_settings(publish_fleet=FleetPublishing(url, buffer=BUFFER)))
-    fleet.publisher.backoff = (0.05, 0.4)
-    (tmp_path / "s").mkdir(), (tmp_path / "f").mkdir()
-    server_up = await start(server, tmp_path / "s")
-    fleet_up = None
     try:
-        fleet_up = await start(fleet, tmp_path / "f")
-        await until(lambda: server.bridge.connected and fleet.publisher.connected)
-        async with httpx.AsyncClient(base_url=server_up.url("automation")) as http:
-            body = {"username": "admin", "password": "secret123"}
-            token = (await http.post("/api/setup/initialize", json=body)).json()["token"]
-        yield broker, server, server_up, fleet, fleet_up, token
+        async with standin_process(tmp_path, API_KEY, "--sensors", "0", "--mqtt-url", url) as server:
+            fleet = build(socket_settings(publish_fleet=FleetPublishing(url, buffer=BUFFER)))
+            fleet.publisher.backoff = (0.05, 0.4)
+            (tmp_path / "f").mkdir()
+            fleet_up = await start(fleet, tmp_path / "f")
+            try:
+                async with httpx.AsyncClient(base_url=server.url("automation")) as http:
+                    body = {"username": "admin", "password": "secret123"}
+                    token = (await http.post("/api/setup/initialize", json=body)).json()["token"]
+                    http.headers["Authorization"] = f"Bearer {token}"
+                    await until(lambda: connected(http), PROCESS)
+                    await until(lambda: fleet.publisher.connected)
+                yield broker, server, fleet, fleet_up, token
+            finally:
+                await stop(fleet_up)
     finally:
-        if fleet_up is not None:
-            await stop(fleet_up)
-        await stop(server_up)
         with contextlib.suppress(Exception):
             await broker.stop()
+
+
+async def connected(http: httpx.AsyncClient) -> bool:
+    """The server's own MQTT client is on the broker, as its ``/api/mqtt/status`` says."""
+    resp = await http.get("/api/mqtt/status")
+    assert resp.status_code == 200, resp.text
+    return resp.json()["data"]["status"]["connected"]
+
+
+async def drafted(http: httpx.AsyncClient) -> int:
+    """Messages the server took in from devices it does not know yet: its drafts' samples."""
+    resp = await http.get("/api/devices/drafts")
+    assert resp.status_code == 200, resp.text
+    return sum(d["sample_count"] for d in resp.json()["data"]["items"])
 
 
 async def telemetry(http: httpx.AsyncClient, device_id: str, end: int) -> dict[int, float]:
@@ -68,15 +88,25 @@ async def telemetry(http: httpx.AsyncClient, device_id: str, end: int) -> dict[i
     return {p["timestamp"]: p["value"] for p in resp.json()["data"]["data"]["temperature"]}
 
 
+async def stored(http: httpx.AsyncClient, end: int) -> int:
+    """Messages the server took in from the approved devices: their stored samples up to ``end``."""
+    return sum([len(await telemetry(http, device_id, end)) for device_id in SENSORS])
+
+
+async def equals(count: Awaitable[int], expected: int) -> bool:
+    return await count == expected
+
+
 async def test_the_fleet_appears_on_a_real_server_and_survives_a_broker_outage(pair) -> None:
-    broker, server, server_up, fleet, fleet_up, token = pair
+    broker, server, fleet, fleet_up, token = pair
     publisher = fleet.publisher
     auth = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=server_up.url("automation"), headers=auth) as http:
+    async with httpx.AsyncClient(base_url=server.url("automation"), headers=auth) as http:
         # Two ticks of three devices: six messages, each acknowledged; three drafts on the server.
         for sent, t in ((3, 0), (6, 10)):  # one tick at a time: a tick (3) fits the buffer (4)
             fleet.clock.run_to(t)
-            await until(lambda: publisher.acknowledged == sent and server.bridge.received == sent)  # noqa: B023
+            await until(lambda: publisher.acknowledged == sent)  # noqa: B023
+            await until(lambda: equals(drafted(http), sent), PROCESS)  # noqa: B023
         drafts = (await http.get("/api/devices/drafts")).json()["data"]["items"]
         assert sorted((d["device_id"], d["source"], d["original_topic"]) for d in drafts) == [
             (d, "mqtt", f"device/env_sensor/{d}/uplink") for d in SENSORS
@@ -87,10 +117,10 @@ async def test_the_fleet_appears_on_a_real_server_and_survives_a_broker_outage(p
 
         # Approved, the devices' next samples are stored as the fleet produced them.
         fleet.clock.advance(10)
-        await until(lambda: publisher.acknowledged == 9 and server.bridge.received == 9)
+        await until(lambda: publisher.acknowledged == 9)
+        await until(lambda: equals(stored(http, EPOCH + 20), 9), PROCESS)
         fleet_sensors = fleet.world.sensor_of["env_sensor-0002"]
-        stored = await telemetry(http, "env_sensor-0002", EPOCH + 20)
-        assert stored == {
+        assert await telemetry(http, "env_sensor-0002", EPOCH + 20) == {
             EPOCH + t: fleet_sensors.values_of("env_sensor-0002", float(t))["temperature"]
             for t in (0, 10, 20)
         }
@@ -120,12 +150,13 @@ async def test_the_fleet_appears_on_a_real_server_and_survives_a_broker_outage(p
             assert balanced(publisher)
 
             # The server's own client is back too; new samples are stored again.
-            await until(lambda: server.bridge.connected)
-            received = server.bridge.received
+            await until(lambda: connected(http), PROCESS)
+            received = await stored(http, EPOCH + 60)
             fleet.clock.advance(10)
-            await until(lambda: publisher.acknowledged == 16 and server.bridge.received == received + 3)
-            stored = await telemetry(http, "env_sensor-0002", EPOCH + 60)
-            assert EPOCH + 60 in stored and EPOCH + 30 not in stored  # the oldest were dropped
+            await until(lambda: publisher.acknowledged == 16)
+            await until(lambda: equals(stored(http, EPOCH + 60), received + 3), PROCESS)
+            kept = await telemetry(http, "env_sensor-0002", EPOCH + 60)
+            assert EPOCH + 60 in kept and EPOCH + 30 not in kept  # the oldest were dropped
         finally:
             await broker.stop()
 
@@ -133,7 +164,7 @@ async def test_the_fleet_appears_on_a_real_server_and_survives_a_broker_outage(p
         resp = await control.get("/publisher")
         assert resp.status_code == 200
         assert resp.json() == publisher.status() | {"connected": resp.json()["connected"]}
-    async with httpx.AsyncClient(base_url=server_up.url("control")) as control:
+    async with httpx.AsyncClient(base_url=server.url("control")) as control:
         resp = await control.get("/publisher")  # the server twin publishes nothing
         assert resp.status_code == 404
         assert resp.json()["error"]["code"] == "not_found" and "--publish-fleet-to" in resp.text
