@@ -129,6 +129,17 @@ class InstallTask:
 
 
 @dataclass(frozen=True, slots=True)
+class StagedManifest:
+    """An uploaded ``app.yaml``: where it was kept and its ``metadata``."""
+
+    path: str
+    app_id: str
+    name: str
+    version: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
 class InstallResult:
     message: str
     app_id: str
@@ -295,8 +306,8 @@ class GatewayApps(Protocol):
     def upload_image(self, filename: str, data: bytes) -> str:
         """Stage an image archive (.tar, .tar.gz, .tgz); returns its path on the device."""
 
-    def upload_manifest(self, filename: str, data: bytes) -> tuple[str, str]:
-        """Stage an ``app.yaml``; returns (path, app id)."""
+    def upload_manifest(self, filename: str, data: bytes) -> StagedManifest:
+        """Stage an ``app.yaml``."""
 
     def install_package(self, manifest_path: str, image_path: str, force: bool) -> str:
         """Start an install task; returns its id. Progress through :meth:`install_progress`."""

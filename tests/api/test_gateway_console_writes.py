@@ -196,3 +196,35 @@ async def test_parse_refuses_other_formats_and_a_missing_file(
     assert wrong.status_code == 400 and wrong.json()["code"] == 5003
     missing = await gateway.post("/api/v1/ai/models/parse", headers=auth, files={"file": ("p.hef", HEF)})
     assert missing.status_code == 400 and missing.json()["code"] == 1001
+
+
+# ImportAppDialog.tsx: the package source is ready once upload-manifest answered data.path -----
+async def test_upload_manifest_answers_the_path_and_the_metadata(
+    gateway: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    text = (ASSETS / "apps" / "object-detector" / "app.yaml").read_bytes()
+    resp = await gateway.post(
+        "/api/v1/apps/upload-manifest", headers=auth, files={"file": ("app.yaml", text)}
+    )
+    assert resp.status_code == 200, resp.text
+    data = resp.json()["data"]
+    assert data["path"].endswith("app.yaml")
+    assert data["metadata"] == {
+        "id": "object-detector",
+        "name": "Object detector",
+        "version": "1.0.0",
+        "description": "Detects people and vehicles on the main stream and publishes them as events",
+    }
+
+
+async def test_upload_manifest_failures(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
+    missing = await gateway.post(
+        "/api/v1/apps/upload-manifest", headers=auth, files={"other": ("app.yaml", b"")}
+    )
+    assert missing.status_code == 400 and missing.json()["code"] == 1001
+    no_id = await gateway.post(
+        "/api/v1/apps/upload-manifest", headers=auth, files={"file": ("app.yaml", b"metadata: {name: x}\n")}
+    )
+    assert no_id.status_code == 400
+    refused = await gateway.post("/api/v1/apps/upload-manifest", files={"file": ("app.yaml", b"")})
+    assert refused.status_code == 401

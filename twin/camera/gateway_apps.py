@@ -27,9 +27,10 @@ from hardware.ports.gateway_apps import (
     ModelUpload,
     PartitionUsage,
     ShellSession,
+    StagedManifest,
     TopicInfo,
 )
-from twin.camera import model_blobs
+from twin.camera import app_manifest, model_blobs
 from twin.camera.area import CameraArea
 from twin.camera.container_shell import ContainerShell
 from twin.camera.containers import DEADLINE_EXCEEDED
@@ -135,8 +136,10 @@ class TwinGatewayApps(_Area):
     def upload_image(self, filename: str, data: bytes) -> str:
         return self.camera.apps.upload_image(filename, data)
 
-    def upload_manifest(self, filename: str, data: bytes) -> tuple[str, str]:
-        return self.camera.apps.upload_manifest(filename, data)
+    def upload_manifest(self, filename: str, data: bytes) -> StagedManifest:
+        path, _ = self.camera.apps.upload_manifest(filename, data)
+        m = app_manifest.parse(data)
+        return StagedManifest(path, m.app_id, m.name, m.version, m.description)
 
     def install_package(self, manifest_path: str, image_path: str, force: bool) -> str:
         return self.camera.apps.install_package(manifest_path, image_path, force)

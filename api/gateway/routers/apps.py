@@ -63,8 +63,7 @@ async def upload_image(request: Request, backend: Backend) -> JSONResponse:
 @router.post("/upload-manifest")
 async def upload_manifest(request: Request, backend: Backend) -> JSONResponse:
     filename, data = (await read_form(request)).file("file")
-    path, app_id = backend.apps.upload_manifest(filename, data)
-    return schemas.ok({"manifest_path": path, "app_id": app_id, "filename": filename})
+    return schemas.ok(shapes.manifest_uploaded(backend.apps.upload_manifest(filename, data), filename))
 
 
 @router.post("/install-package")

@@ -24,6 +24,7 @@ from hardware.ports.gateway_apps import (
     LogLine,
     ModelInfo,
     PartitionUsage,
+    StagedManifest,
     TopicInfo,
 )
 
@@ -221,6 +222,19 @@ def docker_archive_tag(data: bytes) -> str:
     except (tarfile.TarError, ValueError, AttributeError, EOFError, OSError):
         return ""
     return ""
+
+
+def manifest_uploaded(m: StagedManifest, filename: str) -> dict[str, Any]:
+    """``UploadManifest``'s ``{path, metadata}``; ``manifest_path``, ``app_id`` and ``filename``
+    are the twin's older names, kept for its own clients."""
+    metadata = {"id": m.app_id, "name": m.name, "version": m.version, "description": m.description}
+    return {
+        "path": m.path,
+        "metadata": metadata,
+        "manifest_path": m.path,
+        "app_id": m.app_id,
+        "filename": filename,
+    }
 
 
 def install_task(t: InstallTask) -> dict[str, Any]:
