@@ -282,35 +282,21 @@ class Peripherals(FieldLines):
 
     # Snapshot ----------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        return {
-            "light": self.light_level,
-            "ir_led": self.ir_led_level,
-            "ircut": self.ircut_mode,
+        """The durable settings, with every GPIO pin (inputs too) and where the pan and tilt are."""
+        settings = self.settings()
+        del settings["outputs"]
+        return settings | {
             "pan": self.pan.position(),
             "tilt": self.tilt.position(),
-            "presets": {str(k): list(v) for k, v in self.presets.items()},
             "gpio": {str(k): v for k, v in self.gpio.items()},
-            "radar": self.radar,
-            "alarm_out": {str(k): v for k, v in self.alarm_out.items()},
-            "wiegand": {str(k): v for k, v in self.wiegand.items()},
-            "rs485": dict(self.rs485) if self.rs485 is not None else None,
-            "fan": self.thermal.fan,
-            "heater": self.thermal.heater,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self.light_level, self.ir_led_level = state["light"], state["ir_led"]
-        self.ircut_mode = state["ircut"]
+        self._apply_settings(state | {"outputs": {}})
         self._night = self.night()
         self.pan.place(state["pan"])
         self.tilt.place(state["tilt"])
-        self.presets = {int(k): (v[0], v[1]) for k, v in state["presets"].items()}
         self.gpio = {int(k): v for k, v in state["gpio"].items()}
-        self.radar = state["radar"]
-        self.alarm_out = {int(k): v for k, v in state["alarm_out"].items()}
-        self.wiegand = {int(k): v for k, v in state["wiegand"].items()}
-        self.rs485 = dict(state["rs485"]) if state["rs485"] is not None else None
-        self.thermal.set(fan=state["fan"], heater=state["heater"])
         self.save()
 
     # Status --------------------------------------------------------------------------------------

@@ -68,37 +68,8 @@ def dump(platform: Platform) -> dict[str, Any]:
             {k: v for k, v in asdict(i).items() if k not in ("unpacking",)} | {"unpacking": None}
             for i in runtime.images.values()
         ],
-        "containers": [
-            {
-                "id": c.id,
-                "image": c.image,
-                "app_id": c.app_id,
-                "created_at": c.created_at,
-                "volumes": [asdict(v) for v in c.volumes],
-                "env": dict(c.env),
-                "cpu_limit": c.cpu_limit,
-                "memory_limit": c.memory_limit,
-                "state": c.state,
-                "pid": c.pid,
-                "started_at": c.started_at,
-                "stopped_at": c.stopped_at,
-                "logs": [asdict(ln) for ln in list(c.logs)[-LOG_LINES_KEPT:]],
-            }
-            for c in runtime.containers.values()
-        ],
-        "apps": [
-            {
-                "manifest": a.manifest.raw,
-                "manifest_path": a.manifest_path,
-                "installed_at": a.installed_at,
-                "state": a.state,
-                "started_at": a.started_at,
-                "stopped_at": a.stopped_at,
-                "restart_count": a.restart_count,
-                "last_error": a.last_error,
-            }
-            for a in apps.apps.values()
-        ],
+        "containers": [_container(c) | {"state": c.state, "pid": c.pid} for c in runtime.containers.values()],
+        "apps": [_app(a) | {"manifest": a.manifest.raw} for a in apps.apps.values()],
         "models": [
             {k: v for k, v in asdict(m).items() if k not in ("users", "memory", "loaded_at", "inferences")}
             | {"loaded": m.loaded_at is not None}
@@ -111,6 +82,36 @@ def dump(platform: Platform) -> dict[str, Any]:
             "settings": dict(admin.settings),
         },
         "store_installs": {k: dict(v) for k, v in apps.store.installs.items()},
+    }
+
+
+def _container(c: Container) -> dict[str, Any]:
+    """A container's fields a snapshot and the durable document both keep."""
+    return {
+        "id": c.id,
+        "image": c.image,
+        "app_id": c.app_id,
+        "created_at": c.created_at,
+        "volumes": [asdict(v) for v in c.volumes],
+        "env": dict(c.env),
+        "cpu_limit": c.cpu_limit,
+        "memory_limit": c.memory_limit,
+        "started_at": c.started_at,
+        "stopped_at": c.stopped_at,
+        "logs": [asdict(ln) for ln in list(c.logs)[-LOG_LINES_KEPT:]],
+    }
+
+
+def _app(a: App) -> dict[str, Any]:
+    """An app's fields a snapshot and the durable document both keep (the manifest as each wants it)."""
+    return {
+        "manifest_path": a.manifest_path,
+        "installed_at": a.installed_at,
+        "state": a.state,
+        "started_at": a.started_at,
+        "stopped_at": a.stopped_at,
+        "restart_count": a.restart_count,
+        "last_error": a.last_error,
     }
 
 
@@ -249,34 +250,12 @@ def _durable_doc(apps: AppManager) -> dict[str, Any]:
             for i in runtime.images.values()
         ],
         "containers": [
-            {
-                "id": c.id,
-                "image": c.image,
-                "app_id": c.app_id,
-                "created_at": c.created_at,
-                "volumes": [asdict(v) for v in c.volumes],
-                "env": dict(c.env),
-                "cpu_limit": c.cpu_limit,
-                "memory_limit": c.memory_limit,
-                "started": c.state != "created",
-                "started_at": c.started_at,
-                "stopped_at": c.stopped_at,
-                "logs": [asdict(ln) for ln in list(c.logs)[-LOG_LINES_KEPT:]],
-                "log_bytes": runtime.storage.held(f"logs:{c.id}", ROOT),
-            }
+            _container(c)
+            | {"started": c.state != "created", "log_bytes": runtime.storage.held(f"logs:{c.id}", ROOT)}
             for c in runtime.containers.values()
         ],
         "apps": [
-            {
-                "manifest": _yaml(a.manifest.raw),  # text: the store sorts an object's keys
-                "manifest_path": a.manifest_path,
-                "installed_at": a.installed_at,
-                "state": a.state,
-                "started_at": a.started_at,
-                "stopped_at": a.stopped_at,
-                "restart_count": a.restart_count,
-                "last_error": a.last_error,
-            }
+            _app(a) | {"manifest": _yaml(a.manifest.raw)}  # text: the store sorts an object's keys
             for a in apps.apps.values()
         ],
         "models": [
