@@ -228,3 +228,16 @@ async def test_upload_manifest_failures(gateway: httpx.AsyncClient, auth: dict[s
     assert no_id.status_code == 400
     refused = await gateway.post("/api/v1/apps/upload-manifest", files={"file": ("app.yaml", b"")})
     assert refused.status_code == 401
+
+
+# The apps page polls a card's stats (silently) right after an uninstall -----------------------
+async def test_stats_of_an_app_that_is_gone_is_app_not_found(
+    gateway: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    resp = await gateway.get("/api/v1/apps/ghost/stats", headers=auth)
+    assert resp.status_code == 404, resp.text
+    body = resp.json()
+    assert body["code"] == 6000
+    assert "app not found: ghost" in json.dumps(body)
+    info = await gateway.get("/api/v1/apps/ghost", headers=auth)  # GetApp: every error is 3002
+    assert (info.status_code, info.json()["code"]) == (500, 3002)

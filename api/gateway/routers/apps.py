@@ -12,7 +12,7 @@ from api.gateway import schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.schemas import apps as shapes
 from api.gateway.schemas.files import field, json_object, read_form
-from hardware.ports.errors import InvalidInput
+from hardware.ports.errors import InternalError, InvalidInput, NotFound
 
 router = APIRouter(prefix="/api/v1/apps", tags=["apps"], dependencies=[Depends(require_session)])
 
@@ -108,7 +108,15 @@ async def restart(app_id: str, backend: Backend, timeout: int = 30) -> JSONRespo
 
 @router.get("/{app_id}/stats")
 async def stats(app_id: str, backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.app_stats(backend.apps.stats(app_id)))
+    """``GetAppStats`` answers an app-manager error that says "not found" as 6000 (404), where
+    ``GetApp`` leaves every error a 3002."""
+    try:
+        found = backend.apps.stats(app_id)
+    except InternalError as err:
+        if "not found" not in err.message:
+            raise
+        raise NotFound(err.message, resource="app") from err
+    return schemas.ok(shapes.app_stats(found))
 
 
 @router.get("/{app_id}/logs")
