@@ -24,6 +24,7 @@ from pathlib import Path
 import uvicorn
 from fastapi import FastAPI
 
+from api import ws_denial
 from api.automation.app import create_app as create_automation_app
 from api.automation.ratelimit import RateLimiter, host_limit
 from api.control.app import create_app as create_control_app
@@ -261,7 +262,7 @@ def _rtsp_address(settings: Settings, index: int) -> tuple[str, int]:
 def _server(app: FastAPI | Passthrough, host: str, port: int, **ssl: str) -> _Server:
     own = not isinstance(app, Passthrough)  # a real member's Date and Server headers are its own
     config = uvicorn.Config(
-        app,
+        ws_denial.tracking_denials(app),
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         host=host,
         port=port,

@@ -80,5 +80,5 @@ async def until_first_ends(websocket: WebSocket, *jobs: Coroutine[Any, Any, None
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        with contextlib.suppress(RuntimeError):
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):  # the client may be gone
             await websocket.close()

@@ -122,7 +122,10 @@ async def h264(websocket: WebSocket, stream_id: str) -> None:
 
 async def _serve(websocket: WebSocket, viewer: MediaViewer, me: _Connection) -> None:
     await viewer.start()
-    await websocket.send_bytes(pack(viewer.config_frame()))
+    try:
+        await websocket.send_bytes(pack(viewer.config_frame()))
+    except (WebSocketDisconnect, RuntimeError):
+        return  # the viewer left before its first frame
     viewer.request_keyframe()
     sender = asyncio.create_task(_pump(websocket, viewer))
     receiver = asyncio.create_task(_drain(websocket))
