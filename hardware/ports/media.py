@@ -123,7 +123,9 @@ class GatewayMedia(Protocol):
     def profiles(self) -> list[tuple[str, bool]]:
         """(name, active) of every stored profile."""
 
-    def switch_profile(self, name: str) -> None: ...
+    def switch_profile(self, name: str) -> None:
+        """``Forbidden`` for a name the camera will not switch to (outside its switch allowlist and
+        its stored profiles); ``NotFound`` for an allowlisted profile the camera does not have."""
 
     def backup_profile(self, name: str) -> str:
         """Store the current configuration as ``name`` (the active profile's name if empty)."""

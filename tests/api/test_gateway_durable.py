@@ -141,13 +141,14 @@ async def test_encoder_profiles_and_streams_survive_a_restart(durable: Settings)
         status = (await read_all(gateway, auth, ("/media/status",)))[0]
         assert str(status).count("'inactive'") == 1  # the stream disabled before is still off
         switched = await gateway.post(
-            "/api/v1/media/profile/switch", json={"profile_name": "default"}, headers=auth
+            "/api/v1/media/profile/switch", json={"profile_name": "AI_ISP_Gen2_Basic"}, headers=auth
         )
         assert switched.status_code == 200, switched.text
         after_switch = await read_all(gateway, auth, ("/media/config",))
     async with started(durable) as (gateway, auth):
         assert await read_all(gateway, auth, ("/media/config",)) == after_switch
-        assert after_switch[0]["profile"] == "default"
+        assert after_switch[0]["profile"] == "AI_ISP_Gen2_Basic"
+        assert await read_all(gateway, auth, ("/media/profile",)) == [{"profile_name": "AI_ISP_Gen2_Basic"}]
 
 
 async def test_audio_configuration_survives_a_restart(durable: Settings) -> None:
@@ -247,6 +248,34 @@ async def test_the_rtsp_port_follows_the_port_served_now_and_an_unreadable_docum
     assert third.gateways["cam-01"].media.config()["rtsp"]["enabled"] is True  # the defaults
     assert (MEDIA_KIND, "cam-01") in third.world.store.unreadable
     third.world.store.close()
+
+
+async def test_an_older_document_without_the_device_profiles_gains_them(durable: Settings) -> None:
+    first = build(durable)
+    media = first.gateways["cam-01"].media
+    media.set_rtsp(False)  # writes the document
+    doc = first.world.store.collection(MEDIA_KIND).get("cam-01")
+    old = {**doc["config"], "profile": "default"}
+    first.world.store.collection(MEDIA_KIND).put(
+        "cam-01", {**doc, "config": old, "profiles": {"default": old}}
+    )
+    first.world.store.close()
+
+    again = build(durable)
+    media = again.gateways["cam-01"].media
+    names = [name for name, _ in media.profiles()]
+    assert names == [
+        "Daylight_Basic",
+        "High_Dynamic_Range_Basic",
+        "AI_ISP_Gen1_Basic",
+        "AI_ISP_Gen2_Basic",
+        "AI_ISP_Gen3_Basic",
+        "default",
+    ]
+    assert media.profile()["name"] == "default" and media.config()["rtsp"]["enabled"] is False
+    media.switch_profile("AI_ISP_Gen3_Basic")
+    assert media.profile()["name"] == "AI_ISP_Gen3_Basic"
+    again.world.store.close()
 
 
 DEVICE = ("/device/status", "/device/fan", "/device/heat", "/device/radar", "/device/alarm-outputs")

@@ -27,6 +27,15 @@ async def status_of(gateway, auth, stream_id: str) -> dict:
     return next(r for r in rows if r["stream_id"] == stream_id)
 
 
+DEVICE_PROFILES = (
+    "Daylight_Basic",
+    "High_Dynamic_Range_Basic",
+    "AI_ISP_Gen1_Basic",
+    "AI_ISP_Gen2_Basic",
+    "AI_ISP_Gen3_Basic",
+)  # the camera daemon's medialib profiles, in its order
+
+
 def fails(resp: httpx.Response, status: int = 400, code: int = 1001) -> bool:
     return resp.status_code == status and resp.json()["code"] == code and "error" in resp.json()
 
@@ -158,18 +167,37 @@ async def test_rtsp_and_profiles(gateway, auth) -> None:
     assert fails(await gateway.put(MEDIA + "/rtsp", json={"enabled": "yes"}, headers=auth))
     assert fails(await gateway.put(MEDIA + "/rtsp", content=b"[1]", headers=auth))
     profiles = await data(await gateway.get(MEDIA + "/profiles", headers=auth))
-    assert profiles == {"profiles": ["default"], "current_profile": "default"}
+    assert profiles == {"profiles": list(DEVICE_PROFILES), "current_profile": "Daylight_Basic"}
+    assert await data(await gateway.get(MEDIA + "/profile", headers=auth)) == {
+        "profile_name": "Daylight_Basic"
+    }
     await gateway.put(MEDIA + "/image", json={"brightness": 30}, headers=auth)
     saved = await data(await gateway.post(MEDIA + "/profile/backup", json={"name": "bright"}, headers=auth))
     assert saved == {"success": True, "message": "Profile backed up"}
-    switched = await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "default"}, headers=auth)
+    switched = await gateway.post(
+        MEDIA + "/profile/switch", json={"profile_name": "AI_ISP_Gen2_Basic"}, headers=auth
+    )
     assert await data(switched) == {"success": True, "message": "ok", "interrupt_ms": 0}
     assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["brightness"] == 50
+    profiles = await data(await gateway.get(MEDIA + "/profiles", headers=auth))
+    assert profiles == {"profiles": [*DEVICE_PROFILES, "bright"], "current_profile": "AI_ISP_Gen2_Basic"}
     await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "bright"}, headers=auth)
     assert (await data(await gateway.get(MEDIA + "/image", headers=auth)))["brightness"] == 30
     assert await data(await gateway.get(MEDIA + "/profile", headers=auth)) == {"profile_name": "bright"}
-    unknown = await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "nope"}, headers=auth)
-    assert fails(unknown, 500, 7002) and "unknown profile" in unknown.json()["error"]["detail"]
+    for name in ("AI_ISP_Gen1_Basic", "AI_ISP_Gen3_Basic", "Daylight_Basic"):  # the console's switch
+        switched = await gateway.post(MEDIA + "/profile/switch", json={"profile_name": name}, headers=auth)
+        assert switched.status_code == 200, switched.text
+        assert await data(await gateway.get(MEDIA + "/profile", headers=auth)) == {"profile_name": name}
+    # the daemon's allowlist refuses the HDR profile it lists, and any name it does not know
+    for name in ("High_Dynamic_Range_Basic", "nope", "default", "ai_isp_gen1_basic"):
+        refused = await gateway.post(MEDIA + "/profile/switch", json={"profile_name": name}, headers=auth)
+        assert fails(refused, 500, 7002), name
+        assert refused.json()["error"]["detail"] == (
+            "Switch profile failed: rpc error: code = PermissionDenied desc = profile not in switch allowlist"
+        )
+    assert await data(await gateway.get(MEDIA + "/profile", headers=auth)) == {
+        "profile_name": "Daylight_Basic"
+    }
     empty = await gateway.post(MEDIA + "/profile/switch", json={}, headers=auth)
     assert fails(empty, 400, 1004) and empty.json()["error"]["detail"] == "profile_name is required"
     assert fails(await gateway.post(MEDIA + "/profile/switch", json={"profile_name": 3}, headers=auth))

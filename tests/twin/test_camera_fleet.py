@@ -23,6 +23,13 @@ from twin.settings import Settings
 from twin.world import World
 
 MEDIA = "/api/v1/media"
+DEVICE_PROFILES = (
+    "Daylight_Basic",
+    "High_Dynamic_Range_Basic",
+    "AI_ISP_Gen1_Basic",
+    "AI_ISP_Gen2_Basic",
+    "AI_ISP_Gen3_Basic",
+)  # the camera daemon's medialib profiles, in its order
 FLEET = """name: cameras
 seed: {seed}
 clock: {{mode: step, epoch: 1767225600}}
@@ -85,11 +92,13 @@ async def test_the_fleet_profile_is_the_active_media_profile_over_the_gateway(lo
     }
     assert encoders["main"]["width"] == 1280 and encoders["main"]["fps"] == 15
     profiles = await data(await gateway.get(MEDIA + "/profiles", headers=auth))
-    assert profiles == {"profiles": ["default", "low_bandwidth"], "current_profile": "low_bandwidth"}
+    assert profiles == {"profiles": [*DEVICE_PROFILES, "low_bandwidth"], "current_profile": "low_bandwidth"}
     status = (await data(await gateway.get(MEDIA + "/status", headers=auth)))["streams"]
     assert [s["stream_id"] for s in status] == ["main", "sub"]
-    # the booted profile survives a switch to the default and back
-    resp = await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "default"}, headers=auth)
+    # the booted profile survives a switch to a device profile (the default encoders) and back
+    resp = await gateway.post(
+        MEDIA + "/profile/switch", json={"profile_name": "Daylight_Basic"}, headers=auth
+    )
     assert resp.status_code == 200
     config = await data(await gateway.get(MEDIA + "/config", headers=auth))
     assert [s["name"] for s in config["streams"]] == ["main", "sub", "third"]
@@ -104,20 +113,20 @@ async def test_the_fleet_profile_is_the_active_media_profile_over_the_gateway(lo
 
 async def test_a_reset_world_boots_its_cameras_with_the_fleet_profile_again(low_bandwidth) -> None:
     twin, gateway, auth = low_bandwidth
-    await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "default"}, headers=auth)
+    await gateway.post(MEDIA + "/profile/switch", json={"profile_name": "AI_ISP_Gen1_Basic"}, headers=auth)
     twin.world.reset()
     auth = {"Authorization": await gateway_token(gateway)}
     profile = await data(await gateway.get(MEDIA + "/profile", headers=auth))
     assert profile == {"profile_name": "low_bandwidth"}
 
 
-async def test_the_default_fleet_keeps_one_default_profile(tmp_path: Path) -> None:
+async def test_the_default_fleet_boots_on_the_devices_default_profile(tmp_path: Path) -> None:
     twin = twin_of(tmp_path)
     transport = httpx.ASGITransport(app=twin.gateway_apps["cam-01"])
     async with httpx.AsyncClient(transport=transport, base_url="http://cam-01") as gateway:
         auth = {"Authorization": await gateway_token(gateway)}
         profiles = await data(await gateway.get(MEDIA + "/profiles", headers=auth))
-        assert profiles == {"profiles": ["default"], "current_profile": "default"}
+        assert profiles == {"profiles": list(DEVICE_PROFILES), "current_profile": "Daylight_Basic"}
 
 
 async def test_streams_run_at_the_profiles_size_and_rate(tmp_path: Path, monkeypatch) -> None:
@@ -279,7 +288,7 @@ async def test_camera_groups_each_boot_with_their_own_profile_and_scene(tmp_path
     assert scene_of(twin.world, "cam-01").boxes(10.0) == []
     crowd = [b.label for b in scene_of(twin.world, "cam-03").boxes(10.0)]
     assert crowd.count("person") == SCENES["crowd"]
-    for camera_id, profile in (("cam-01", "low_bandwidth"), ("cam-02", "default")):
+    for camera_id, profile in (("cam-01", "low_bandwidth"), ("cam-02", "Daylight_Basic")):
         transport = httpx.ASGITransport(app=twin.gateway_apps[camera_id])
         async with httpx.AsyncClient(transport=transport, base_url=f"http://{camera_id}") as client:
             auth = {"Authorization": await gateway_token(client)}

@@ -15,7 +15,7 @@ from api.gateway.routers._body import Body, is_json
 from api.gateway.routers.image import ok_msg
 from api.gateway.rtsp import RtspServer
 from api.gateway.schemas.binding import bind
-from hardware.ports.errors import InternalError, InvalidInput, NotFound
+from hardware.ports.errors import Forbidden, InternalError, InvalidInput, NotFound
 from hardware.ports.gateway import GatewayBackend
 from hardware.ports.media import StreamConfig
 
@@ -140,7 +140,8 @@ async def list_profiles(backend: Backend) -> JSONResponse:
 
 @router.post("/profile/switch")
 async def switch_profile(request: Request, backend: Backend) -> JSONResponse:
-    """``SwitchProfile``: ``{profile_name}``; one the camera lacks is the daemon's gRPC refusal (7002)."""
+    """``SwitchProfile``: ``{profile_name}``; a name outside the daemon's switch allowlist and one it
+    lacks are its gRPC refusals (PermissionDenied, InvalidArgument), answered as 7002."""
     name = bind(await request.body(), "", {"profile_name": "string"}).get("profile_name", "")
     if not name:
         raise InvalidInput("profile_name is required", resource="parameter")
@@ -148,6 +149,10 @@ async def switch_profile(request: Request, backend: Backend) -> JSONResponse:
         backend.media.switch_profile(name)
     except NotFound as err:
         detail = "Switch profile failed: rpc error: code = InvalidArgument desc = unknown profile"
+        raise InternalError(detail, resource="camera") from err
+    except Forbidden as err:
+        refusal = "code = PermissionDenied desc = profile not in switch allowlist"
+        detail = "Switch profile failed: rpc error: " + refusal
         raise InternalError(detail, resource="camera") from err
     await _rtsp_follows(request)
     return schemas.ok({"success": True, "message": "ok", "interrupt_ms": 0})

@@ -113,14 +113,26 @@ class TwinGatewayMedia(MediaConfiguration):
         return cfg.MediaSettings(streams, enabled, rtsp_port=self._rtsp_port, profile=name)
 
     def _defaults(self) -> cfg.MediaSettings:
-        """The settings the camera boots with: the fleet's profile, with ``default`` beside it."""
+        """The settings the camera boots with: the fleet's profile, with the device's profiles beside
+        it; the ``default`` encoders boot as the device's default profile."""
         spec = self._world.camera_spec.get(self._id, self._world.config.cameras)
         boot = spec.profile
         settings = self._preset(boot)
         settings.overlay = AiOverlay(enabled=spec.ai_overlay)
-        settings.profiles["default"] = self._preset("default").to_dict()
-        settings.profiles[boot] = settings.to_dict()
+        self._add_device_profiles(settings)
+        if boot == "default":
+            settings.profile = cfg.DEVICE_DEFAULT_PROFILE
+        settings.profiles[settings.profile] = settings.to_dict()
         return settings
+
+    def _add_device_profiles(self, settings: cfg.MediaSettings) -> None:
+        """The device's profiles a camera lacks (an older twin's document has none), with the
+        ``default`` encoders; stored ones keep what they hold."""
+        for name in cfg.DEVICE_PROFILES:
+            if name not in settings.profiles:
+                device = self._preset("default")
+                device.profile = name
+                settings.profiles[name] = device.to_dict()
 
     def _stored(self) -> cfg.MediaSettings | None:
         """The settings last written to the store, on the port this camera is served on now."""
@@ -137,6 +149,7 @@ class TwinGatewayMedia(MediaConfiguration):
         for name, value in parsed.items():
             setattr(settings, name, value)
         _move_rtsp_port(settings, served, self._rtsp_port)
+        self._add_device_profiles(settings)
         return settings
 
     def _save(self) -> None:

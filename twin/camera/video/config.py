@@ -72,7 +72,20 @@ PROFILES: dict[str, tuple[StreamConfig, ...]] = {
     "single_stream": (StreamConfig("main", "h264", 1920, 1080, 30, 4_000_000, 30),),
 }
 """The media profiles a camera can boot with (``fleet.cameras[].profile``): its encoders. The camera
-keeps ``default`` and the profile it booted with in its profile list (``GET media/profiles``)."""
+lists the device's profiles and, booted with another, that one (``GET media/profiles``)."""
+
+DEVICE_PROFILES = (
+    "Daylight_Basic",
+    "High_Dynamic_Range_Basic",
+    "AI_ISP_Gen1_Basic",
+    "AI_ISP_Gen2_Basic",
+    "AI_ISP_Gen3_Basic",
+)
+"""The medialib profiles the device's camera daemon embeds; each one here carries the ``default``
+encoders. Its ``SwitchProfile`` only switches to ``SWITCHABLE_DEVICE_PROFILES``; a camera booted
+with the fleet's ``default`` encoders is on ``DEVICE_DEFAULT_PROFILE`` (the console's AI ISP off)."""
+SWITCHABLE_DEVICE_PROFILES = frozenset(DEVICE_PROFILES) - {"High_Dynamic_Range_Basic"}
+DEVICE_DEFAULT_PROFILE = "Daylight_Basic"
 
 
 @dataclasses.dataclass

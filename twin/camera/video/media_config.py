@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hardware.ports.errors import Conflict, InvalidInput, NotFound
+from hardware.ports.errors import Conflict, Forbidden, InvalidInput, NotFound
 from hardware.ports.media import StreamConfig
 from twin.camera.video import config as cfg
 from twin.camera.video import stream as _stream
@@ -99,11 +99,16 @@ class MediaConfiguration:
 
     def profiles(self) -> list[tuple[str, bool]]:
         s = self._settings_now()
-        return [(name, name == s.profile) for name in s.profiles]
+        device = [name for name in cfg.DEVICE_PROFILES if name in s.profiles]
+        names = device + sorted(set(s.profiles) - set(device))  # one order before and after a restart
+        return [(name, name == s.profile) for name in names]
 
     def switch_profile(self, name: str) -> None:
         s = self._settings_now()
         doc = s.profiles.get(name)
+        locked = name in cfg.DEVICE_PROFILES and name not in cfg.SWITCHABLE_DEVICE_PROFILES
+        if locked or (doc is None and name not in cfg.SWITCHABLE_DEVICE_PROFILES):
+            raise Forbidden(f"profile {name} is not switchable", resource="profile")
         if doc is None:
             raise NotFound(f"profile {name} not found", resource="profile")
         parsed = cfg.parse_document(doc)
