@@ -4,8 +4,8 @@
 ``rs485/init`` opens the port with the requested baud rate and ``config`` (data bits, parity, stop
 bits: ``8N1``, ``7E1``...; like the device's daemon, a config that is not three characters long
 means ``8N1``); ``rs485/deinit`` closes it; ``rs485/tx`` writes the bytes. Each answers the camera
-daemon's ``Status`` as the simulated port does: ``OK``, or ``HAL error: <rc>`` for a value the UART
-refuses (-22) or a port that is not initialised (-19). What comes back on the line is read by one
+daemon's ``Status`` as the simulated port does: the HAL's return code, 0, -22 for a value the UART
+refuses or -19 for a port that is not initialised. What comes back on the line is read by one
 thread per open port and handed, one frame per burst (a frame ends at a silence of 3.5 characters,
 at least :data:`MIN_FRAME_GAP_S`), to ``on_rx`` on the event loop that opened the port, where the
 world emits it as ``camera.rs485_rx`` like the simulated port's echo.
@@ -28,6 +28,8 @@ from collections.abc import Callable
 import serial
 
 from hardware.ports.camera_hw import (
+    HAL_EINVAL,
+    HAL_ENODEV,
     DeviceStatus,
     GatewayPeripherals,
     GpioPin,
@@ -60,10 +62,10 @@ MIN_FRAME_GAP_S = 0.02
 """Silence that ends a frame at the least (USB adapters and ptys deliver in bursts)."""
 MAX_FRAME = 4096
 JOIN_TIMEOUT_S = 2.0
-OK = HwStatus(True, "OK")
-EINVAL = HwStatus(False, "HAL error: -22")
+OK = HwStatus()
+EINVAL = HwStatus(HAL_EINVAL)
 """A baud rate or config the UART refuses."""
-ENODEV = HwStatus(False, "HAL error: -19")
+ENODEV = HwStatus(HAL_ENODEV)
 """A write before ``rs485/init``."""
 
 

@@ -109,21 +109,28 @@ class GpioRead:
     results: tuple[GpioPin, ...]
 
 
+HAL_EINVAL, HAL_ENODEV = -22, -19
+"""The HAL's return codes the daemon passes on: a value the hardware refuses, a line it lacks or a port
+not opened (0 is success)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Switched:
-    """What fan, heat, radar, alarm-out and wiegand answer: ``{success, enabled, message}``."""
+    """What fan, heat, radar, alarm-out and wiegand answer: the state and the HAL's return code."""
 
-    success: bool
     enabled: bool
-    message: str
+    rc: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class HwStatus:
-    """The camera daemon's ``Status`` for the RS485 port (``OK``, or ``HAL error: <rc>``)."""
+    """The camera daemon's ``Status`` for the RS485 port: the HAL's return code (0 when it worked)."""
 
-    success: bool
-    message: str
+    rc: int = 0
+
+    @property
+    def success(self) -> bool:
+        return self.rc == 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """The camera's field lines, mixed into :class:`twin.camera.peripherals.Peripherals`: Wiegand card
 reads (seeded SimPy arrivals that become events), the radar's targets (from the scene's ground truth) and
-the RS485 port (the camera daemon's ``OK``/``HAL error`` answers; with ``loopback`` in its config the sent
+the RS485 port (the HAL's return codes the camera daemon answers; with ``loopback`` in its config the sent
 bytes come back as an event)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import simpy
 
-from hardware.ports.camera_hw import HwStatus
+from hardware.ports.camera_hw import HAL_EINVAL, HAL_ENODEV, HwStatus
 from hardware.ports.events import EventKind
 from twin.camera.video.scene import Scene, SceneWorld
 from twin.rng import hash_uniform
@@ -20,7 +20,6 @@ CHANNELS = (0, 1)
 WIEGAND_MEAN_S = 600.0
 """Mean time between card reads on an enabled Wiegand channel."""
 BAUD_RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200)
-HAL_OK, HAL_EINVAL, HAL_ENODEV = "OK", "HAL error: -22", "HAL error: -19"
 
 
 class FieldLines:
@@ -76,24 +75,24 @@ class FieldLines:
         """The daemon takes a 3-character ``config`` (``8N1``, ``7E1``…) and ``8N1`` otherwise; the twin
         also reads ``loopback`` in it (the sent bytes come back as an event)."""
         if baudrate not in BAUD_RATES:
-            return HwStatus(False, HAL_EINVAL)
+            return HwStatus(HAL_EINVAL)
         frame = config if len(config) == 3 else "8N1"
         self.rs485 = {"baudrate": baudrate, "config": frame, "loopback": "loopback" in config.lower()}
         self.save()
-        return HwStatus(True, HAL_OK)
+        return HwStatus()
 
     def rs485_deinit(self) -> HwStatus:
         self.rs485 = None
         self.save()
-        return HwStatus(True, HAL_OK)
+        return HwStatus()
 
     def rs485_tx(self, data: bytes) -> HwStatus:
         if self.rs485 is None:
-            return HwStatus(False, HAL_ENODEV)
+            return HwStatus(HAL_ENODEV)
         if data and self.rs485["loopback"]:
             seconds = len(data) * 10 / self.rs485["baudrate"]
             self.env.process(self._echo(data, seconds))
-        return HwStatus(True, HAL_OK)
+        return HwStatus()
 
     def _echo(self, data: bytes, seconds: float) -> Generator[simpy.Event, Any, None]:
         yield self.env.timeout(seconds)

@@ -8,10 +8,10 @@ Day and night follow the world clock (:func:`twin.camera.video.scene.daylight`);
 processes and become events. PTZ pan and tilt are motors (tenths of a degree) over the panorama.
 
 What the device-control service refuses is ``InternalError`` (resource ``device``) with its message; the
-camera daemon's HAL answers (fan, heater, radar, alarm outputs, Wiegand, RS485) carry ``OK`` or
-``HAL error: <rc>``. What the console sets (light, IR LED, IR-cut mode, PTZ presets, GPIO outputs, the
-switches and the RS485 setup) is durable: one store document per camera, written by each change and read
-back by a new environment.
+camera daemon's HAL answers (fan, heater, radar, alarm outputs, Wiegand, RS485) carry the HAL's return
+code (0, ``HAL_EINVAL`` or ``HAL_ENODEV``). What the console sets (light, IR LED, IR-cut mode, PTZ
+presets, GPIO outputs, the switches and the RS485 setup) is durable: one store document per camera,
+written by each change and read back by a new environment.
 """
 
 from __future__ import annotations
@@ -21,10 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from hardware.ports.camera_hw import DeviceStatus, GpioPin, GpioRead, PtzCommand, Switched
+from hardware.ports.camera_hw import (
+    HAL_EINVAL,
+    HAL_ENODEV,
+    DeviceStatus,
+    GpioPin,
+    GpioRead,
+    PtzCommand,
+    Switched,
+)
 from hardware.ports.errors import InternalError
 from hardware.ports.events import EventKind
-from twin.camera.field_lines import CHANNELS, HAL_EINVAL, HAL_ENODEV, HAL_OK, FieldLines, _exp
+from twin.camera.field_lines import CHANNELS, FieldLines, _exp
 from twin.camera.motor import Motor
 from twin.camera.thermal import Thermal
 from twin.camera.video.scene import SceneWorld, daylight, scene_of
@@ -214,7 +222,7 @@ class Peripherals(FieldLines):
 
     # Switches ------------------------------------------------------------------------------------
     def switch(self, what: str, enabled: bool, channel: int = 0) -> Switched:
-        """The HAL's answer: ``OK`` and the new state, or an error for a channel it lacks."""
+        """The HAL's answer: the new state, or an error code for a channel it lacks."""
         if what == "fan":
             self.thermal.set(fan=enabled)
         elif what == "heat":
@@ -224,22 +232,22 @@ class Peripherals(FieldLines):
         elif what in ("alarm-out", "wiegand"):
             table = self.alarm_out if what == "alarm-out" else self.wiegand
             if channel not in table:
-                return Switched(False, False, HAL_EINVAL)
+                return Switched(False, HAL_EINVAL)
             table[channel] = enabled
         else:
-            return Switched(False, False, HAL_ENODEV)
+            return Switched(False, HAL_ENODEV)
         self.save()
-        return Switched(True, enabled, HAL_OK)
+        return Switched(enabled)
 
     def switched(self, what: str, channel: int = 0) -> Switched:
         if what in ("alarm-out", "wiegand"):
             table = self.alarm_out if what == "alarm-out" else self.wiegand
             if channel not in table:
-                return Switched(False, False, HAL_EINVAL)
+                return Switched(False, HAL_EINVAL)
             enabled = table[channel]
         else:
             enabled = {"fan": self.thermal.fan, "heat": self.thermal.heater, "radar": self.radar}[what]
-        return Switched(True, enabled, HAL_OK)
+        return Switched(enabled)
 
     def alarm_outputs(self) -> dict[str, bool]:
         return {

@@ -212,13 +212,18 @@ def device_status(s: DeviceStatus) -> dict[str, Any]:
     return dataclasses.asdict(s)
 
 
+def _hal(rc: int) -> str:
+    """The daemon's ``Status.message`` for a HAL return code."""
+    return f"HAL error: {rc}" if rc else "OK"
+
+
 def switched(s: Switched) -> dict[str, Any]:
-    return {"success": s.success, "enabled": s.enabled, "message": s.message}
+    return {"success": s.rc == 0, "enabled": s.enabled, "message": _hal(s.rc)}
 
 
 def hw_status(s: HwStatus) -> dict[str, Any]:
     """The RS485 answers: ``gin.H{"success", "message"}``, both always present."""
-    return {"success": s.success, "message": s.message}
+    return {"success": s.success, "message": _hal(s.rc)}
 
 
 def alarm_outputs(state: dict[str, bool]) -> dict[str, Any]:
