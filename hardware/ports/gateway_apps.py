@@ -62,6 +62,21 @@ class ModelInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ParsedModel:
+    """A ``.hef`` kept in the content-addressed store, and what hailortcli reads from it."""
+
+    file_hash: str
+    file_path: str
+    file_size: int
+    filename: str
+    network_name: str
+    input_width: int
+    input_height: int
+    suggested_type: str
+    format: str
+
+
+@dataclass(frozen=True, slots=True)
 class ModelUpload:
     filename: str
     data: bytes
@@ -274,8 +289,8 @@ class GatewayAi(Protocol):
         """Store a ``.hef`` file; ``InvalidInput(resource="model_format")`` otherwise, ``StorageFull``
         with less than 100 MB free."""
 
-    def parse(self, filename: str, data: bytes) -> dict[str, object]:
-        """Keep a ``.hef`` in the content-addressed store; ``ParseModel``'s fields."""
+    def parse(self, filename: str, data: bytes) -> ParsedModel:
+        """Keep a ``.hef`` in the content-addressed store."""
 
     def register_parsed(self, model_id: str, file_hash: str, fields: dict[str, object]) -> ModelInfo:
         """Register a parsed blob by its hash, ``uploaded``; an id already known answers that model."""

@@ -25,6 +25,7 @@ from hardware.ports.gateway_apps import (
     LogLine,
     ModelInfo,
     ModelUpload,
+    ParsedModel,
     PartitionUsage,
     ShellSession,
     StagedManifest,
@@ -80,9 +81,9 @@ class TwinGatewayAi(_Area):
         self._saved()
         return info
 
-    def parse(self, filename: str, data: bytes) -> dict[str, object]:
+    def parse(self, filename: str, data: bytes) -> ParsedModel:
         parsed = model_blobs.parse(self.camera.ai, filename, data)
-        self.camera.apps.durable.file_written(str(parsed["file_path"]))
+        self.camera.apps.durable.file_written(parsed.file_path)
         return parsed
 
     def register_parsed(self, model_id: str, file_hash: str, fields: dict[str, object]) -> ModelInfo:

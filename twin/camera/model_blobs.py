@@ -9,7 +9,7 @@ import hashlib
 from pathlib import PurePosixPath
 
 from hardware.ports.errors import InvalidInput, StorageFull
-from hardware.ports.gateway_apps import ModelInfo
+from hardware.ports.gateway_apps import ModelInfo, ParsedModel
 from twin.camera.ai_runtime import MODEL_STORAGE_MIN_FREE, MODEL_TYPES, AiRuntime, Model
 from twin.camera.ai_runtime import _check_format as check_format
 from twin.camera.storage import DATA, write_file
@@ -41,9 +41,8 @@ def blob_path(file_hash: str) -> str:
     return f"{BLOB_DIR}/{file_hash}.hef"
 
 
-def parse(ai: AiRuntime, filename: str, data: bytes) -> dict[str, object]:
-    """Keep the file in the store (once per content) and answer ``ParseModel``'s fields but
-    ``vstream_info``, the wire form of what hailortcli reads (api/gateway/schemas/apps.hef_info)."""
+def parse(ai: AiRuntime, filename: str, data: bytes) -> ParsedModel:
+    """Keep the file in the store (once per content) and answer what hailortcli reads from it."""
     check_format(filename)
     ext = PurePosixPath(filename).suffix.lower()
     file_hash = hashlib.sha256(data).hexdigest()
@@ -55,17 +54,9 @@ def parse(ai: AiRuntime, filename: str, data: bytes) -> dict[str, object]:
             )
         write_file(ai.fs, path, data)
     network = PurePosixPath(filename).stem
-    return {
-        "file_hash": file_hash,
-        "file_path": path,
-        "file_size": len(data),
-        "filename": filename,
-        "network_name": network,
-        "input_width": INPUT_SIZE,
-        "input_height": INPUT_SIZE,
-        "suggested_type": guess_model_type(network),
-        "format": ext,
-    }
+    return ParsedModel(
+        file_hash, path, len(data), filename, network, INPUT_SIZE, INPUT_SIZE, guess_model_type(network), ext
+    )
 
 
 def register(ai: AiRuntime, model_id: str, file_hash: str, fields: dict[str, object]) -> ModelInfo:

@@ -6,6 +6,7 @@ false and empty fields are omitted: :func:`proto` does that.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -23,6 +24,7 @@ from hardware.ports.gateway_apps import (
     InstallTask,
     LogLine,
     ModelInfo,
+    ParsedModel,
     PartitionUsage,
     StagedManifest,
     TopicInfo,
@@ -107,10 +109,9 @@ def hef_info(network_name: str, width: int, height: int) -> str:
     return json.dumps(info | {"input_width": width, "input_height": height}, separators=(",", ":"))
 
 
-def model_parsed(parsed: dict[str, Any]) -> dict[str, Any]:
+def model_parsed(p: ParsedModel) -> dict[str, Any]:
     """``ParseModel``'s answer."""
-    info = hef_info(str(parsed["network_name"]), int(parsed["input_width"]), int(parsed["input_height"]))
-    return parsed | {"vstream_info": info}
+    return dataclasses.asdict(p) | {"vstream_info": hef_info(p.network_name, p.input_width, p.input_height)}
 
 
 def model_uploaded(m: ModelInfo, filename: str) -> dict[str, Any]:
