@@ -126,8 +126,8 @@ class LiveScenarios:
         if self.run is not None and self.run.state == "running":
             raise Conflict("a scenario is running already", resource="scenario")
         scenario = self.loaded
-        if scenario.real_names():  # which members are real was settled when this twin started
-            real = in_words(scenario.real_names())
+        real = in_words(scenario.real_names())
+        if real:  # which members are real was settled when this twin started
             raise Conflict(
                 f"{scenario.name} has real members ({real}): run it with twin scenario run",
                 resource="scenario",

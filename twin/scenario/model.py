@@ -399,8 +399,7 @@ class Scenario(_Strict):
 
     def real_names(self) -> tuple[str, ...]:
         """The members that are real: ``automation`` if it is, then camera ids."""
-        automation = (AUTOMATION,) if getattr(self.servers.automation, "real", None) else ()
-        return (*automation, *self.fleet.real_cameras())
+        return _real_names(self.fleet, self.servers)
 
     def real_members(self, environ: Mapping[str, str]) -> dict[str, RealMember]:
         """The real members by name (``automation``, camera ids), their secrets read from ``environ``."""
@@ -463,8 +462,12 @@ def _names(doc: Document, scenario: Scenario | None) -> Names | None:
             servers = Servers.model_validate(doc.data.get("servers") or {})
         except ValidationError:
             servers = Servers()
-    automation = (AUTOMATION,) if getattr(servers.automation, "real", None) else ()
-    return dataclasses.replace(fleet.names(), real=(*automation, *fleet.real_cameras()))
+    return dataclasses.replace(fleet.names(), real=_real_names(fleet, servers))
+
+
+def _real_names(fleet: Fleet, servers: Servers) -> tuple[str, ...]:
+    automation = (AUTOMATION,) if servers.automation is not None and servers.automation.real else ()
+    return (*automation, *fleet.real_cameras())
 
 
 def parse_scenario(
