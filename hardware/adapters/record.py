@@ -369,11 +369,10 @@ async def record(
             await asyncio.wait({stopped}, timeout=options.duration)
             stopped.cancel()
         finally:
-            for job in (poller,):
-                if job is not None:
-                    job.cancel()
-                    with contextlib.suppress(BaseException):
-                        await job
+            if poller is not None:
+                poller.cancel()
+                with contextlib.suppress(BaseException):
+                    await poller
             writer.end()
             server.should_exit = True
             with contextlib.suppress(BaseException):
