@@ -369,7 +369,7 @@ class GatewayPeripherals(Protocol):
 
     def switch(self, what: str, enabled: bool, channel: int = 0) -> Switched:
         """``fan``, ``heat``, ``radar``, ``alarm-out`` or ``wiegand``; an unknown channel is a HAL error
-        (``success`` false)."""
+        (``rc`` not 0)."""
 
     def switched(self, what: str, channel: int = 0) -> Switched: ...
 
