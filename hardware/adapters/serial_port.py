@@ -268,9 +268,6 @@ class SerialPeripherals:
     def alarm_outputs(self) -> dict[str, bool]:
         return self.inner.alarm_outputs()
 
-    def radar_targets(self) -> list[dict[str, float]]:
-        return self.inner.radar_targets()
-
     def rs485_init(self, baudrate: int, config: str) -> HwStatus:
         return self.rs485.rs485_init(baudrate, config)
 

@@ -161,7 +161,7 @@ async def test_radar_alarm_outputs_and_wiegand_events(gateway, auth, twin: Twin)
     await gateway.post(DEV + "/radar", json={"enable": True}, headers=auth)
     radar = await data(await gateway.get(DEV + "/radar", headers=auth))
     assert radar == {"success": True, "enabled": True, "message": "OK"}
-    targets = twin.gateways["cam-01"].peripherals.radar_targets()
+    targets = twin.world.cameras["cam-01"].peripherals.radar_targets()
     assert len(targets) == 4 and all(2 <= t["range_m"] <= 42 for t in targets)
 
     await gateway.post(DEV + "/alarm-out", json={"channel": 1, "enable": True}, headers=auth)

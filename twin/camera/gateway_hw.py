@@ -123,9 +123,6 @@ class TwinGatewayPeripherals(CameraArea):
     def alarm_outputs(self) -> dict[str, bool]:
         return self._p.alarm_outputs()
 
-    def radar_targets(self) -> list[dict[str, float]]:
-        return self._p.radar_targets()
-
     def rs485_init(self, baudrate: int, config: str) -> HwStatus:
         return self._p.rs485_init(baudrate, config)
 
