@@ -91,6 +91,14 @@ class Header(_Strict):
     started: float | None = None
 
 
+def _check_base64(value: str | None, key: str) -> None:
+    if value is not None:
+        try:
+            base64.b64decode(value, validate=True)
+        except binascii.Error as err:
+            raise ValueError(f"'{key}' is not base64: {err}") from err
+
+
 class _Body(_Strict):
     body: str | None = None
     body_b64: str | None = None
@@ -99,11 +107,7 @@ class _Body(_Strict):
     def _one_body(self) -> _Body:
         if self.body is not None and self.body_b64 is not None:
             raise ValueError("give at most one of 'body' and 'body_b64'")
-        if self.body_b64 is not None:
-            try:
-                base64.b64decode(self.body_b64, validate=True)
-            except binascii.Error as err:
-                raise ValueError(f"'body_b64' is not base64: {err}") from err
+        _check_base64(self.body_b64, "body_b64")
         return self
 
     @property
@@ -150,11 +154,7 @@ class Frame(_Strict):
     def _one_payload(self) -> Frame:
         if (self.text is None) == (self.b64 is None):
             raise ValueError("give exactly one of 'text' and 'b64'")
-        if self.b64 is not None:
-            try:
-                base64.b64decode(self.b64, validate=True)
-            except binascii.Error as err:
-                raise ValueError(f"'b64' is not base64: {err}") from err
+        _check_base64(self.b64, "b64")
         return self
 
     @property
@@ -231,10 +231,12 @@ def _at(items: list[_T], t: float) -> _T:
     return items[max(0, bisect.bisect_right(times, t) - 1)]
 
 
-def _problem(line: int, error: dict) -> tuple[int, str]:
-    where = ".".join(str(p) for p in error["loc"][1:]) if len(error["loc"]) > 1 else ""
+def _problem(line: int, error: dict, skip: int = 1, whole: str = "record") -> tuple[int, str]:
+    """A validation error at its key path; ``skip``: the leading parts of the path that are no key
+    (a record's kind, which picked its model)."""
+    where = ".".join(str(p) for p in error["loc"][skip:])
     message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
-    return line, f"{where or 'record'}: {message}"
+    return line, f"{where or whole}: {message}"
 
 
 def parse_fixture(text: str, source: str = "<fixture>") -> Fixture:
@@ -258,10 +260,7 @@ def parse_fixture(text: str, source: str = "<fixture>") -> Fixture:
             try:
                 header = Header.model_validate(data)
             except ValidationError as err:
-                for e in err.errors():
-                    where = ".".join(str(p) for p in e["loc"]) or "header"
-                    msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
-                    problems.append((number, f"{where}: {msg}"))
+                problems += [_problem(number, e, 0, "header") for e in err.errors()]
                 header = Header(format=FORMAT, version=VERSION, vendor="gateway")  # read on
             continue
         if header is None and not records:
