@@ -70,11 +70,7 @@ def dump(platform: Platform) -> dict[str, Any]:
         ],
         "containers": [_container(c) | {"state": c.state, "pid": c.pid} for c in runtime.containers.values()],
         "apps": [_app(a) | {"manifest": a.manifest.raw} for a in apps.apps.values()],
-        "models": [
-            {k: v for k, v in asdict(m).items() if k not in ("users", "memory", "loaded_at", "inferences")}
-            | {"loaded": m.loaded_at is not None}
-            for m in ai.models.values()
-        ],
+        "models": [_model(m) | {"loaded": m.loaded_at is not None} for m in ai.models.values()],
         "services": {"camera": ai.camera_service_running, "event_bus": platform.events.running},
         "admin": {
             "device_name": admin.device_name,
@@ -113,6 +109,12 @@ def _app(a: App) -> dict[str, Any]:
         "restart_count": a.restart_count,
         "last_error": a.last_error,
     }
+
+
+def _model(m: Model) -> dict[str, Any]:
+    """A model's fields a snapshot and the durable document both keep (not what a load or its
+    users hold: the accelerator's memory, the load time, the inference count)."""
+    return {k: v for k, v in asdict(m).items() if k not in ("users", "memory", "loaded_at", "inferences")}
 
 
 def load(platform: Platform, state: dict[str, Any]) -> None:
@@ -258,10 +260,7 @@ def _durable_doc(apps: AppManager) -> dict[str, Any]:
             _app(a) | {"manifest": _yaml(a.manifest.raw)}  # text: the store sorts an object's keys
             for a in apps.apps.values()
         ],
-        "models": [
-            {k: v for k, v in asdict(m).items() if k not in ("users", "memory", "loaded_at", "inferences")}
-            for m in ai.models.values()
-        ],
+        "models": [_model(m) for m in ai.models.values()],
         "scanned": ai._scanned,
         "fstypes": {name: p.fstype for name, p in runtime.storage.partitions.items() if p.spec.removable},
     }
