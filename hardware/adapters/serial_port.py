@@ -30,6 +30,7 @@ import serial
 from hardware.ports.camera_hw import (
     HAL_EINVAL,
     HAL_ENODEV,
+    AlarmOutputs,
     DeviceStatus,
     GatewayPeripherals,
     GpioPin,
@@ -265,7 +266,7 @@ class SerialPeripherals:
     def switched(self, what: str, channel: int = 0) -> Switched:
         return self.inner.switched(what, channel)
 
-    def alarm_outputs(self) -> dict[str, bool]:
+    def alarm_outputs(self) -> AlarmOutputs:
         return self.inner.alarm_outputs()
 
     def rs485_init(self, baudrate: int, config: str) -> HwStatus:

@@ -123,6 +123,14 @@ class Switched:
 
 
 @dataclass(frozen=True, slots=True)
+class AlarmOutputs:
+    """The alarm outputs' and the Wiegand readers' states, by channel."""
+
+    alarm_out: tuple[bool, ...]
+    wiegand: tuple[bool, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class HwStatus:
     """The camera daemon's ``Status`` for the RS485 port: the HAL's return code (0 when it worked)."""
 
@@ -373,7 +381,7 @@ class GatewayPeripherals(Protocol):
 
     def switched(self, what: str, channel: int = 0) -> Switched: ...
 
-    def alarm_outputs(self) -> dict[str, bool]: ...
+    def alarm_outputs(self) -> AlarmOutputs: ...
 
     def rs485_init(self, baudrate: int, config: str) -> HwStatus: ...
 

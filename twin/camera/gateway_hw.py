@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from hardware.ports.camera_hw import (
     AfJob,
     AfStatus,
+    AlarmOutputs,
     DeviceStatus,
     GpioPin,
     GpioRead,
@@ -120,7 +121,7 @@ class TwinGatewayPeripherals(CameraArea):
     def switched(self, what: str, channel: int = 0) -> Switched:
         return self._p.switched(what, channel)
 
-    def alarm_outputs(self) -> dict[str, bool]:
+    def alarm_outputs(self) -> AlarmOutputs:
         return self._p.alarm_outputs()
 
     def rs485_init(self, baudrate: int, config: str) -> HwStatus:

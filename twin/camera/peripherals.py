@@ -24,6 +24,7 @@ import simpy
 from hardware.ports.camera_hw import (
     HAL_EINVAL,
     HAL_ENODEV,
+    AlarmOutputs,
     DeviceStatus,
     GpioPin,
     GpioRead,
@@ -249,13 +250,10 @@ class Peripherals(FieldLines):
             enabled = {"fan": self.thermal.fan, "heat": self.thermal.heater, "radar": self.radar}[what]
         return Switched(enabled)
 
-    def alarm_outputs(self) -> dict[str, bool]:
-        return {
-            "alarm_out0": self.alarm_out[0],
-            "alarm_out1": self.alarm_out[1],
-            "wiegand0": self.wiegand[0],
-            "wiegand1": self.wiegand[1],
-        }
+    def alarm_outputs(self) -> AlarmOutputs:
+        return AlarmOutputs(
+            tuple(self.alarm_out[c] for c in CHANNELS), tuple(self.wiegand[c] for c in CHANNELS)
+        )
 
     # Durable settings ------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:

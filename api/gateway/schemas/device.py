@@ -15,6 +15,7 @@ from api.gateway.schemas.binding import bind, check
 from hardware.ports.camera_hw import (
     AfJob,
     AfStatus,
+    AlarmOutputs,
     DeviceStatus,
     GpioPin,
     GpioRead,
@@ -226,8 +227,12 @@ def hw_status(s: HwStatus) -> dict[str, Any]:
     return {"success": s.success, "message": _hal(s.rc)}
 
 
-def alarm_outputs(state: dict[str, bool]) -> dict[str, Any]:
-    return {"success": True, "message": "OK", **state}
+def alarm_outputs(o: AlarmOutputs) -> dict[str, Any]:
+    """``GetAlarmOutputs``: ``alarm_out<n>`` and ``wiegand<n>`` per channel."""
+    out: dict[str, Any] = {"success": True, "message": "OK"}
+    out.update({f"alarm_out{i}": on for i, on in enumerate(o.alarm_out)})
+    out.update({f"wiegand{i}": on for i, on in enumerate(o.wiegand)})
+    return out
 
 
 def gpio_pin(p: GpioPin, *, with_direction: bool = True) -> dict[str, Any]:
