@@ -62,7 +62,6 @@ ADDED_P50_TARGET_MS = 1.0
 FPS_TARGET = 0.95
 FRAME_P50_TARGET_MS = 5.0
 ADMIN = {"username": "admin", "password": "bench12345"}
-TICKS = os.sysconf("SC_CLK_TCK")
 GATEWAY_LOGIN = {"username": "admin", "password": "password"}
 ENCODER = {
     "stream_name": "main",
@@ -209,13 +208,6 @@ class Load:
     cpu_us: dict[str, float]  # twin -> CPU µs per completed request in the window
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid`` so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
 async def timed(pair: Pair, endpoint: Endpoint, way: str, connections: int, args: argparse.Namespace) -> Load:
     """One load, and each twin's CPU time per completed request over the measured window."""
     parts = urlsplit(pair.urls[endpoint.member, way])
@@ -224,7 +216,7 @@ async def timed(pair: Pair, endpoint: Endpoint, way: str, connections: int, args
 
     async def cpu_at(t: float) -> dict[str, float]:
         await asyncio.sleep(t - time.perf_counter())
-        return {name: cpu_seconds(pid) for name, pid in pids.items()}
+        return {name: servers.cpu_seconds(pid) for name, pid in pids.items()}
 
     before = asyncio.create_task(cpu_at(start + args.warmup))
     after = asyncio.create_task(cpu_at(start + args.warmup + args.seconds))

@@ -168,12 +168,6 @@ def control(twin: servers.Server, method: str, path: str) -> dict[str, Any]:
     return body
 
 
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def one_run(args: argparse.Namespace, workdir: Path) -> Run:
     scenario = workdir / "publisher.yaml"
     scenario.write_text(SCENARIO.format(sensors=args.sensors))
@@ -205,18 +199,18 @@ def one_run(args: argparse.Namespace, workdir: Path) -> Run:
         start, received0, cpu0, wall0 = (
             control(twin, "GET", "/publisher"),
             subscriber.read(),
-            cpu_seconds(twin.proc.pid),
+            servers.cpu_seconds(twin.proc.pid),
             time.monotonic(),
         )
-        broker0 = cpu_seconds(broker.proc.pid)
+        broker0 = servers.cpu_seconds(broker.proc.pid)
         time.sleep(args.seconds)
         end, received1, cpu1, wall1 = (
             control(twin, "GET", "/publisher"),
             subscriber.read(),
-            cpu_seconds(twin.proc.pid),
+            servers.cpu_seconds(twin.proc.pid),
             time.monotonic(),
         )
-        broker1 = cpu_seconds(broker.proc.pid)
+        broker1 = servers.cpu_seconds(broker.proc.pid)
         rss = servers.rss_mb(twin.proc.pid)
         control(twin, "POST", "/clock/pause")
         drained, status = drain(twin, subscriber)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -156,6 +157,13 @@ def wait_healthy(server: Server, path: str = "/api/health", timeout: float = 30.
             return time.perf_counter() - started
         time.sleep(0.1)
     raise ServerError(f"{server.name} not healthy after {timeout:g} s:\n{server.log_tail()}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` so far, from ``/proc/<pid>/stat``."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> float | None:
