@@ -33,10 +33,6 @@ ISP_RANGES["awb_index"] = (-1, 16)
 ISP_RANGE_TEXT = {"powerline_freq": "powerline_freq value {value} must be 0 (off), 1 (50Hz), or 2 (60Hz)"}
 
 
-def ok_msg(message: str) -> JSONResponse:
-    return JSONResponse({"code": 0, "message": message})
-
-
 @router.get("/image")
 async def get_image(backend: Backend) -> JSONResponse:
     """``GetImageConfig``: the daemon's 13 ISP fields, every key present; the four picture ones on

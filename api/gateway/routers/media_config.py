@@ -12,9 +12,9 @@ from fastapi.responses import JSONResponse
 from api.gateway import errors, schemas
 from api.gateway.deps import Backend, require_session
 from api.gateway.routers._body import Body, is_json
-from api.gateway.routers.image import ok_msg
 from api.gateway.rtsp import RtspServer
 from api.gateway.schemas.binding import bind
+from api.gateway.schemas.system import ok_msg
 from hardware.ports.errors import Forbidden, InternalError, InvalidInput, NotFound
 from hardware.ports.gateway import GatewayBackend
 from hardware.ports.media import StreamConfig
