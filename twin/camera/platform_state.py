@@ -111,6 +111,20 @@ def _app(a: App) -> dict[str, Any]:
     }
 
 
+def _app_from(manifest: str, a: dict[str, Any]) -> App:
+    """The app :func:`_app` wrote, with its manifest's text."""
+    return App(
+        app_manifest.parse(manifest),
+        str(a["manifest_path"]),
+        float(a["installed_at"]),
+        state=str(a["state"]),
+        started_at=float(a["started_at"]),
+        stopped_at=float(a["stopped_at"]),
+        restart_count=int(a["restart_count"]),
+        last_error=str(a["last_error"]),
+    )
+
+
 def _model(m: Model) -> dict[str, Any]:
     """A model's fields a snapshot and the durable document both keep (not what a load or its
     users hold: the accelerator's memory, the load time, the inference count)."""
@@ -143,17 +157,8 @@ def load(platform: Platform, state: dict[str, Any]) -> None:
     if not state["services"]["event_bus"]:
         platform.events.stop("restored")
     for a in state["apps"]:
-        manifest = app_manifest.parse(_yaml(a["manifest"]))
-        apps.apps[manifest.app_id] = App(
-            manifest,
-            a["manifest_path"],
-            a["installed_at"],
-            state=a["state"],
-            started_at=a["started_at"],
-            stopped_at=a["stopped_at"],
-            restart_count=a["restart_count"],
-            last_error=a["last_error"],
-        )
+        app = _app_from(_yaml(a["manifest"]), a)
+        apps.apps[app.id] = app
     for c in state["containers"]:
         container = runtime.create(
             c["id"],
@@ -270,19 +275,7 @@ def _stored(doc: dict[str, Any]) -> _Stored:
     """The typed content of a document; a field missing or of the wrong type raises (the store
     then skips the document and counts it)."""
     try:
-        apps = [
-            App(
-                app_manifest.parse(str(a["manifest"])),
-                str(a["manifest_path"]),
-                float(a["installed_at"]),
-                state=str(a["state"]),
-                started_at=float(a["started_at"]),
-                stopped_at=float(a["stopped_at"]),
-                restart_count=int(a["restart_count"]),
-                last_error=str(a["last_error"]),
-            )
-            for a in doc["apps"]
-        ]
+        apps = [_app_from(str(a["manifest"]), a) for a in doc["apps"]]
     except DomainError as err:
         raise ValueError(err.message) from err
     models = [Model(**m) for m in doc["models"]]
