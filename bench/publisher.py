@@ -196,21 +196,9 @@ def one_run(args: argparse.Namespace, workdir: Path) -> Run:
                 raise servers.ServerError("the fleet publisher did not connect within 30 s")
             time.sleep(0.2)
         time.sleep(args.warmup)
-        start, received0, cpu0, wall0 = (
-            control(twin, "GET", "/publisher"),
-            subscriber.read(),
-            servers.cpu_seconds(twin.proc.pid),
-            time.monotonic(),
-        )
-        broker0 = servers.cpu_seconds(broker.proc.pid)
+        start, received0, cpu0, wall0, broker0 = window_edge(twin, broker, subscriber)
         time.sleep(args.seconds)
-        end, received1, cpu1, wall1 = (
-            control(twin, "GET", "/publisher"),
-            subscriber.read(),
-            servers.cpu_seconds(twin.proc.pid),
-            time.monotonic(),
-        )
-        broker1 = servers.cpu_seconds(broker.proc.pid)
+        end, received1, cpu1, wall1, broker1 = window_edge(twin, broker, subscriber)
         rss = servers.rss_mb(twin.proc.pid)
         control(twin, "POST", "/clock/pause")
         drained, status = drain(twin, subscriber)
@@ -239,6 +227,20 @@ def one_run(args: argparse.Namespace, workdir: Path) -> Run:
         if subscriber is not None:
             subscriber.stop()
         servers.stop(broker)
+
+
+def window_edge(
+    twin: servers.Server, broker: servers.Server, subscriber: Subscriber
+) -> tuple[dict[str, Any], int, float, float, float]:
+    """At one edge of the window: the twin's publisher counts, the subscriber's count, the twin's CPU
+    seconds, the wall time and the broker's CPU seconds."""
+    return (
+        control(twin, "GET", "/publisher"),
+        subscriber.read(),
+        servers.cpu_seconds(twin.proc.pid),
+        time.monotonic(),
+        servers.cpu_seconds(broker.proc.pid),
+    )
 
 
 def drain(twin: servers.Server, subscriber: Subscriber) -> tuple[bool, dict[str, Any]]:
