@@ -46,7 +46,7 @@ from twin.scenario.actions import ACTIONS, check
 from twin.scenario.client import ClientSpec
 from twin.scenario.expectations import Expectation
 from twin.scenario.real import ENVIRON, RealCameraKeys, real_members, without_secrets
-from twin.scenario.replay import ReplayCameraKeys, ReplayServerKeys, replays
+from twin.scenario.replay import ReplayCameraKeys, ReplayServerKeys, numbered, replays
 from twin.scenario.source import Document, ScenarioError, read
 from twin.scenario.targets import Names, target_problems
 from twin.settings import AUTOMATION, RealMember
@@ -283,9 +283,7 @@ class Fleet(_Strict):
 
     def real_cameras(self) -> dict[str, Cameras]:
         """The real cameras by id (each a group of one), numbered with the simulated ones."""
-        ids = iter(self.names().cameras)
-        groups = [(g, [next(ids) for _ in range(g.count)]) for g in self.cameras]
-        return {ids_[0]: g for g, ids_ in groups if g.real is not None}
+        return {ids[0]: g for g, ids in numbered(self.cameras, self.names().cameras) if g.real is not None}
 
     def names(self) -> Names:
         """The cameras and simulated sensors (with their metrics) this fleet has."""
@@ -407,7 +405,7 @@ class Scenario(_Strict):
 
     def replays(self) -> dict[str, Path]:
         """The members served from a fixture (``automation``, camera ids) and their files."""
-        return replays(self.servers.automation, self.fleet.cameras, self.fleet.names().cameras)
+        return replays(self.servers.automation, numbered(self.fleet.cameras, self.fleet.names().cameras))
 
     def world_config(self, wall_now: float | None = None) -> WorldConfig:
         """The world this scenario describes; ``wall_now`` resolves ``epoch: now``."""

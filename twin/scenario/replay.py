@@ -4,9 +4,9 @@ fixture serves (see :mod:`hardware.adapters.replay` for how it is served)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -48,15 +48,22 @@ class _Group(Protocol):
     replay: str | None
 
 
-def replays(
-    server: ReplayServerKeys | None, groups: Sequence[_Group], camera_ids: Sequence[str]
-) -> dict[str, Path]:
-    """The members served from a fixture (``automation``, camera ids: ``camera_ids`` numbers the
-    ``groups`` in order) and their files."""
-    out = {AUTOMATION: Path(server.replay)} if server is not None and server.replay else {}
+_G = TypeVar("_G", bound=_Group)
+
+
+def numbered(groups: Sequence[_G], camera_ids: Sequence[str]) -> list[tuple[_G, list[str]]]:
+    """Each camera group with its cameras' ids (``camera_ids`` numbers the ``groups`` in order)."""
     ids = iter(camera_ids)
-    for group in groups:
-        for camera_id in [next(ids) for _ in range(group.count)]:
-            if group.replay:
-                out[camera_id] = Path(group.replay)
+    return [(g, [next(ids) for _ in range(g.count)]) for g in groups]
+
+
+def replays(
+    server: ReplayServerKeys | None, groups: Iterable[tuple[_Group, Sequence[str]]]
+) -> dict[str, Path]:
+    """The members served from a fixture (``automation``, camera ids: ``groups`` are the camera
+    groups with their cameras' ids) and their files."""
+    out = {AUTOMATION: Path(server.replay)} if server is not None and server.replay else {}
+    for group, camera_ids in groups:
+        if group.replay:
+            out.update(dict.fromkeys(camera_ids, Path(group.replay)))
     return out
