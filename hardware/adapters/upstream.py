@@ -60,9 +60,10 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.idle_since = 0.0
         self._writable: asyncio.Future[None] | None = None
-        self._reset(head=False)
+        self.begin(head=False)
 
-    def _reset(self, head: bool) -> None:
+    # The request side ----------------------------------------------------------------------------
+    def begin(self, head: bool) -> None:
         """Ready for the answer to a new request (``head``: to a ``HEAD``, which has no body)."""
         self.head_only = head
         self.status = 0
@@ -77,10 +78,6 @@ class _Connection(asyncio.Protocol):
         self.error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False
-
-    # The request side ----------------------------------------------------------------------------
-    def begin(self, head: bool) -> None:
-        self._reset(head)
 
     async def drain(self) -> None:
         if self._writable is not None:
@@ -230,7 +227,7 @@ class _Pool:
     port: int
     tls: ssl.SSLContext | None
     idle: list[_Connection] = field(default_factory=list)
-    slots: asyncio.Semaphore | None = None
+    slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(MAX_CONNECTIONS))
 
     async def _open(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -259,8 +256,6 @@ class _Pool:
     ) -> Response:
         """Send ``head`` (request line and headers) and ``body``; returns once the answer's headers
         are in. ``chunked``: the body is sent in chunked transfer coding."""
-        if self.slots is None:
-            self.slots = asyncio.Semaphore(MAX_CONNECTIONS)
         await self.slots.acquire()
         try:
             while True:
@@ -276,15 +271,11 @@ class _Pool:
                         if conn.error is not None or conn.closed:
                             raise UpstreamError(f"no answer ({type(conn.error).__name__})")
                         await conn.wait()
-                except UpstreamError:
+                except BaseException as err:
                     if conn.transport is not None:
                         conn.transport.close()
-                    if reused and body is None and not conn.received:
+                    if isinstance(err, UpstreamError) and reused and body is None and not conn.received:
                         continue  # a kept connection the real side had just closed: once more, anew
-                    raise
-                except BaseException:
-                    if conn.transport is not None:
-                        conn.transport.close()
                     raise
                 return Response(self, conn)
         except BaseException:
@@ -310,7 +301,6 @@ class _Pool:
 
     def release(self, conn: _Connection) -> None:
         """Back to the pool if the answer was read to its end on a connection that stays open."""
-        assert self.slots is not None
         self.slots.release()
         if conn.complete and conn.keep_alive and not conn.closed and not conn.chunks:
             conn.idle_since = asyncio.get_running_loop().time()
