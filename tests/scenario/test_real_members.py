@@ -29,10 +29,10 @@ from twin.settings import LOOPBACK, RealMemberError, Settings
 CLIENT = Path(__file__).resolve().parent.parent / "clients" / "cameras.py"
 PASSWORD_ENV = "TWIN_TEST_CAM1_PASSWORD"
 DEVICE_PASSWORD = "password"
+"""The upstream twin's camera keeps the device's documented default login (admin / password)."""
 KEY_ENV = "TWIN_TEST_AUTOMATION_KEY"
 API_KEY = "nmk_" + "ab" * 16
 """The "real" automation server's key (its ``NEOMIND_API_KEY``)."""
-"""The upstream twin's camera keeps the device's documented default login (admin / password)."""
 
 MIXED = """\
 name: mixed
