@@ -195,7 +195,7 @@ class TwinGatewayShell(CameraArea):
     def set_ssh_config(self, changes: dict[str, str], restart: bool) -> None:
         camera = self.camera
         shell.set_ssh_config(camera, changes, restart)
-        DurableFiles(self._world.store, self._id, camera.fs).save(shell.SSHD_CONFIG)
+        camera.apps.durable.file_written(shell.SSHD_CONFIG)
 
     def ssh_status(self) -> str:
         return "active" if self.camera.powered else "unknown"
