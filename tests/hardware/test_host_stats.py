@@ -104,16 +104,17 @@ def test_a_read_with_no_time_passed_is_not_a_division_by_zero(figures: HostFigur
     assert figures.cpu_usage() == first  # the same ticks: still measured since boot
 
 
-async def test_monitor_routes_answer_the_hosts_figures(proc: Path, figures: HostFigures, twin: Twin) -> None:
+async def test_monitor_routes_answer_the_hosts_figures(
+    proc: Path, figures: HostFigures, twin: Twin, gateway: httpx.AsyncClient
+) -> None:
     simulated = twin.gateways["cam-01"].monitor
     twin.gateways["cam-01"].monitor = HostMonitor(simulated, figures)
-    async with _client(twin) as gateway:
-        auth = {"Authorization": await gateway_token(gateway)}
-        summary = await _get(gateway, auth, "summary")
-        memory = await _get(gateway, auth, "memory")
-        cpu = await _get(gateway, auth, "cpu")
-        network = await _get(gateway, auth, "network")
-        snapshot = await _get(gateway, auth, "snapshot")
+    auth = {"Authorization": await gateway_token(gateway)}
+    summary = await _get(gateway, auth, "summary")
+    memory = await _get(gateway, auth, "memory")
+    cpu = await _get(gateway, auth, "cpu")
+    network = await _get(gateway, auth, "network")
+    snapshot = await _get(gateway, auth, "snapshot")
     for route, value in (("summary", summary), ("memory", memory), ("cpu", cpu), ("network", network)):
         assert mismatches(value, MONITOR[f"GET /api/v1/monitor/{route}"]) == [], route
     kib = 1024
@@ -152,26 +153,26 @@ async def test_monitor_routes_answer_the_hosts_figures(proc: Path, figures: Host
     assert set(snapshot["temperatures"]) == {"cpu", "npu", "board"}  # the simulated camera's sensors
 
 
-async def test_processes_and_signals_stay_the_simulated_cameras(figures: HostFigures, twin: Twin) -> None:
+async def test_processes_and_signals_stay_the_simulated_cameras(
+    figures: HostFigures, twin: Twin, gateway: httpx.AsyncClient
+) -> None:
     twin.gateways["cam-01"].monitor = HostMonitor(twin.gateways["cam-01"].monitor, figures)
-    async with _client(twin) as gateway:
-        auth = {"Authorization": await gateway_token(gateway)}
-        listed = (await gateway.get("/api/v1/processes", headers=auth)).json()["data"]
-        assert "platform-api" in {p["name"] for p in listed["processes"]}
-        own = await gateway.post(f"/api/v1/processes/{os.getpid()}/kill", headers=auth)
-        assert own.status_code == 404 and own.json()["code"] == 10000  # never a process of this host
+    auth = {"Authorization": await gateway_token(gateway)}
+    listed = (await gateway.get("/api/v1/processes", headers=auth)).json()["data"]
+    assert "platform-api" in {p["name"] for p in listed["processes"]}
+    own = await gateway.post(f"/api/v1/processes/{os.getpid()}/kill", headers=auth)
+    assert own.status_code == 404 and own.json()["code"] == 10000  # never a process of this host
 
 
 async def test_a_proc_without_its_files_answers_in_the_devices_error_shape(
-    proc: Path, figures: HostFigures, twin: Twin
+    proc: Path, figures: HostFigures, twin: Twin, gateway: httpx.AsyncClient
 ) -> None:
     twin.gateways["cam-01"].monitor = HostMonitor(twin.gateways["cam-01"].monitor, figures)
     (proc / "stat").unlink()
     (proc / "meminfo").write_text("garbage without numbers\n")
-    async with _client(twin) as gateway:
-        auth = {"Authorization": await gateway_token(gateway)}
-        cpu = await gateway.get("/api/v1/monitor/cpu", headers=auth)
-        memory = await gateway.get("/api/v1/monitor/memory", headers=auth)
+    auth = {"Authorization": await gateway_token(gateway)}
+    cpu = await gateway.get("/api/v1/monitor/cpu", headers=auth)
+    memory = await gateway.get("/api/v1/monitor/memory", headers=auth)
     assert cpu.status_code == 503
     assert cpu.json() == {
         "code": 3000,
