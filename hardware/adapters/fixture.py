@@ -128,6 +128,11 @@ class Http(_Body):
     status: int = Field(ge=100, le=599)
     headers: Headers = Field(default_factory=list)
 
+    @property
+    def opened(self) -> Http:
+        """The record itself (a :class:`Recorded` stream's is its opening), to read either alike."""
+        return self
+
 
 class Stream(_Body):
     t: Offset
@@ -206,7 +211,7 @@ class Fixture:
         found = self.answers.get((method, path, query))
         if not found:
             return None
-        found = [a for a in found if _opened(a).auth == auth] or found
+        found = [a for a in found if a.opened.auth == auth] or found
         same = [a for a in found if isinstance(a, Http) and a.body_sha256 == digest] if digest else []
         return _at(same or found, t)
 
@@ -218,12 +223,8 @@ class Fixture:
 _T = TypeVar("_T", Http, Recorded, Http | Recorded)
 
 
-def _opened(item: Http | Recorded) -> Http | Stream:
-    return item.opened if isinstance(item, Recorded) else item
-
-
 def _time(item: Http | Recorded) -> float:
-    return _opened(item).t
+    return item.opened.t
 
 
 def _at(items: list[_T], t: float) -> _T:

@@ -200,14 +200,14 @@ class Replay:
         if found is None:
             await self._not_found()(scope, receive, send)
             return
-        opened = found.opened if isinstance(found, Recorded) else found
+        opened = found.opened
         if opened.auth and not self._authorized(scope):
             await self._unauthorized()(scope, receive, send)
             return
         if isinstance(found, Http):
             await _answer(send, found.status, found.headers, found.content)
-        elif found.opened.status >= 300:
-            await _answer(send, found.opened.status, found.opened.headers, found.opened.content)
+        elif opened.status >= 300:
+            await _answer(send, opened.status, opened.headers, opened.content)
         else:
             await self._sse(found, t, receive, send)
 
