@@ -358,17 +358,18 @@ def _camera_endpoint(value: str) -> str:
     return f"{name}={_endpoint(url)}"
 
 
-def in_words(members: Sequence[str]) -> str:
-    """Real members by name (``automation``, camera ids) in words: ``the automation server, camera X``."""
-    return ", ".join("the automation server" if name == AUTOMATION else f"camera {name}" for name in members)
+def in_words(members: Sequence[str | None]) -> str:
+    """Real members by name (``automation``, camera ids, ``None`` for a camera given without one) in
+    words: ``the automation server, camera X, a camera``."""
+    return ", ".join(
+        "the automation server" if name == AUTOMATION else f"camera {name}" if name else "a camera"
+        for name in members
+    )
 
 
 def _real_names(values: Mapping[str, object]) -> str:
-    names = ["the automation server"] if values.get("real_automation") else []
-    for spec in values.get("real_cameras", ()):
-        name, _ = camera_spec(spec)
-        names.append(f"camera {name}" if name else "a camera")
-    return ", ".join(names)
+    names: list[str | None] = [AUTOMATION] if values.get("real_automation") else []
+    return in_words(names + [camera_spec(spec)[0] for spec in values.get("real_cameras", ())])
 
 
 def wall_clock_problem(
