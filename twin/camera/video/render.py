@@ -258,10 +258,16 @@ class Renderer:
         if not polygons:
             return img
         if view.mask_blur > 0:
+            # Blur only the regions' bounding box widened by the kernel's reach (the pixels outside it
+            # cannot reach a masked one); at the frame's edge the box is cut as the frame's border is.
+            r = view.mask_blur
+            x, y, w, h = cv2.boundingRect(np.concatenate(polygons).astype(np.int32))
+            x0, y0, x1, y1 = max(0, x - r), max(0, y - r), min(W, x + w + r), min(H, y + h + r)
             inside = np.zeros(img.shape[:2], np.uint8)
             cv2.fillPoly(inside, polygons, 255)
-            blurred = cv2.blur(img, (2 * view.mask_blur + 1, 2 * view.mask_blur + 1))
-            return np.where(inside[..., None] > 0, blurred, img)
+            box = img[y0:y1, x0:x1]
+            cv2.copyTo(cv2.blur(box, (2 * r + 1, 2 * r + 1)), inside[y0:y1, x0:x1], box)
+            return img
         c = view.mask_color
         cv2.fillPoly(img, polygons, ((c & 0xFF), (c >> 8) & 0xFF, (c >> 16) & 0xFF))
         return img
