@@ -120,7 +120,8 @@ class Settings:
         """Every real member by name: the scenario's (``declared``), then the command line's; a
         camera given without an id takes the fleet's next camera (``camera_ids`` in fleet order) not
         named by another. :class:`RealMemberError` says what is wrong."""
-        members: dict[str, RealMember] = dict(declared or {})
+        declared = declared or {}
+        members: dict[str, RealMember] = dict(declared)
         if self.real_automation:
             if AUTOMATION in members:
                 raise RealMemberError("--real-automation: the scenario's automation server is real already")
@@ -137,13 +138,13 @@ class Settings:
             elif name not in camera_ids:
                 raise RealMemberError(f"--real-camera: the fleet has no camera {name!r}")
             if name in members:
-                where = "real in the scenario already" if name in (declared or {}) else "given twice"
+                where = "real in the scenario already" if name in declared else "given twice"
                 raise RealMemberError(f"--real-camera: camera {name!r} is {where}")
             members[name] = RealMember(name, url, name in self.insecure)
         unknown = sorted(set(self.insecure) - set(members))
         if unknown:
             raise RealMemberError(f"--insecure: {', '.join(unknown)} is not a real member")
-        for name in set(self.insecure) & set(declared or {}):
+        for name in set(self.insecure) & set(declared):
             members[name] = replace(members[name], insecure=True)
         return members
 
