@@ -173,16 +173,12 @@ class AiRuntime:
         return self._model(model_id).info(self.clock.now())
 
     def upload(self, upload: ModelUpload) -> ModelInfo:
-        _check_format(upload.filename)
+        check_format(upload.filename)
         stem = PurePosixPath(upload.filename).stem
         model_id = upload.model_id or stem
         if model_id in self.models:
             self.delete(model_id)
-        storage = self.storage
-        if storage.free_bytes(DATA) - len(upload.data) < MODEL_STORAGE_MIN_FREE:
-            raise StorageFull(
-                "insufficient storage for model: at least 100 MB must stay free", resource="model"
-            )
+        self.check_room(len(upload.data))
         path = f"{MODEL_DIR}/{model_id}.hef"
         write_file(self.fs, path, upload.data)
         self.models[model_id] = Model(
@@ -198,12 +194,19 @@ class AiRuntime:
         )
         return self.get(model_id)
 
+    def check_room(self, size: int) -> None:
+        """A model file of ``size`` bytes must leave :data:`MODEL_STORAGE_MIN_FREE` free."""
+        if self.storage.free_bytes(DATA) - size < MODEL_STORAGE_MIN_FREE:
+            raise StorageFull(
+                "insufficient storage for model: at least 100 MB must stay free", resource="model"
+            )
+
     def register(self, model_id: str, model_path: str, fields: dict[str, object]) -> ModelInfo:
         if not model_id or not model_path:
             raise InvalidInput("model_id and model_path are required")
         if not model_path.startswith("/"):
             raise InvalidInput("model_path must be absolute", resource="parameter")
-        _check_format(model_path)
+        check_format(model_path)
         existing = next((m for m in self.models.values() if m.model_path == model_path), None)
         if existing is None:
             raise NotFound(f"model file not found: {model_path}", resource="file")
@@ -394,6 +397,6 @@ class AiRuntime:
         }
 
 
-def _check_format(filename: str) -> None:
+def check_format(filename: str) -> None:
     if not filename.lower().endswith(".hef"):
         raise InvalidInput("Invalid model format: only .hef files are accepted", resource="model_format")

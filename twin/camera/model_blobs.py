@@ -8,11 +8,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import PurePosixPath
 
-from hardware.ports.errors import InvalidInput, StorageFull
+from hardware.ports.errors import InvalidInput
 from hardware.ports.gateway_apps import ModelInfo, ParsedModel
-from twin.camera.ai_runtime import MODEL_STORAGE_MIN_FREE, MODEL_TYPES, AiRuntime, Model
-from twin.camera.ai_runtime import _check_format as check_format
-from twin.camera.storage import DATA, write_file
+from twin.camera.ai_runtime import MODEL_TYPES, AiRuntime, Model, check_format
+from twin.camera.storage import write_file
 
 BLOB_DIR = "/data/aipc/models/blobs"
 INPUT_SIZE = 640
@@ -48,10 +47,7 @@ def parse(ai: AiRuntime, filename: str, data: bytes) -> ParsedModel:
     file_hash = hashlib.sha256(data).hexdigest()
     path = blob_path(file_hash)
     if not ai.fs.exists(path):
-        if ai.storage.free_bytes(DATA) - len(data) < MODEL_STORAGE_MIN_FREE:
-            raise StorageFull(
-                "insufficient storage for model: at least 100 MB must stay free", resource="model"
-            )
+        ai.check_room(len(data))
         write_file(ai.fs, path, data)
     network = PurePosixPath(filename).stem
     return ParsedModel(
