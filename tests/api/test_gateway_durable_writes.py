@@ -55,6 +55,14 @@ class Console:
         assert resp.status_code == 200, resp.text
         return resp.text
 
+    async def install_door_watch(self) -> None:
+        """A second app, ``door-watch``, from an uploaded image and manifest (not started)."""
+        plain = MANIFEST.replace("people-counter", "door-watch")
+        image = await self.call("POST", "/apps/upload-image", files={"file": ("door.tar", b"tar" * 500)})
+        manifest = await self.call("POST", "/apps/upload-manifest", files={"file": ("app.yaml", plain)})
+        body = {"manifest_path": manifest["manifest_path"], "image_path": image["image_path"]}
+        await self.call("POST", "/apps", json=body)
+
     async def read(self, *paths: str) -> list:
         return [await self.call("GET", path) for path in paths]
 
@@ -82,11 +90,7 @@ async def test_installed_apps_images_and_containers_survive_a_restart(durable: S
         task = await install(c.http, c.twin, c.auth, manifest=AUTOSTART)
         assert task["phase"] == "complete", task
         await c.call("POST", "/apps/people-counter/start")
-        plain = MANIFEST.replace("people-counter", "door-watch")
-        image = await c.call("POST", "/apps/upload-image", files={"file": ("door.tar", b"tar" * 500)})
-        manifest = await c.call("POST", "/apps/upload-manifest", files={"file": ("app.yaml", plain)})
-        body = {"manifest_path": manifest["manifest_path"], "image_path": image["image_path"]}
-        await c.call("POST", "/apps", json=body)
+        await c.install_door_watch()
         await c.call("POST", "/apps/door-watch/start")
         wizard = {"app_id": "wizard-app", "name": "Wizard", "image": "people-counter:1.2.0"}
         await c.call("POST", "/apps/wizard", json=wizard)
@@ -289,11 +293,7 @@ async def test_container_and_image_writes_survive_a_restart(durable: Settings) -
         await c.call("DELETE", "/containers/aipc-people-counter", status=400)  # running
         await c.call("POST", "/containers/ghost/start", status=404)
         # A second app's image, deleted while no container uses it.
-        plain = MANIFEST.replace("people-counter", "door-watch")
-        image = await c.call("POST", "/apps/upload-image", files={"file": ("door.tar", b"tar" * 500)})
-        manifest = await c.call("POST", "/apps/upload-manifest", files={"file": ("app.yaml", plain)})
-        body = {"manifest_path": manifest["manifest_path"], "image_path": image["image_path"]}
-        await c.call("POST", "/apps", json=body)
+        await c.install_door_watch()
         await c.call("DELETE", "/images/door-watch:1.2.0")
         before = await c.read("/containers", "/images", "/apps")
     assert [i["name"] for i in before[1]["images"]] == ["people-counter:1.2.0"]
