@@ -20,13 +20,14 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from api.faults import InjectedReset
 from hardware.adapters.gates import Gate
+from hardware.adapters.routes import RouteNames
 from hardware.adapters.upstream import CONNECT_TIMEOUT_S, Upstream, UpstreamError
 
 log = logging.getLogger("twin.passthrough")
@@ -47,8 +48,6 @@ HOP_BY_HOP = frozenset(
 )
 NOT_FORWARDED = HOP_BY_HOP | {b"host", b"expect"}  # the twin answers a 100-continue itself
 BODY_HEADERS = (b"content-length", b"transfer-encoding")
-MATCHED_PATHS = 4096
-"""Paths whose matching route is kept; past it the cache starts again."""
 WS_HANDSHAKE = frozenset(
     {
         b"sec-websocket-key",
@@ -76,9 +75,8 @@ class Passthrough:
     def __init__(self, upstream: Upstream, gate: Gate, routes: Sequence[BaseRoute] = ()) -> None:
         self.upstream = upstream
         self.gate = gate
-        self.routes = tuple(routes)
+        self.routes = RouteNames(routes)
         self._stack: ASGIApp = self._serve
-        self._matched: dict[tuple[str, str, str], BaseRoute | None] = {}
 
     def add_middleware(self, middleware: Any, **options: Any) -> None:
         self._stack = middleware(self._stack, **options)
@@ -100,34 +98,10 @@ class Passthrough:
     async def aclose(self) -> None:
         await self.upstream.aclose()
 
-    def _match(self, scope: Scope) -> None:
-        """Leave the simulated app's matching route in the scope (for the journal's template),
-        found once per kind, method and path rather than trying every route's pattern on every request."""
-        key = (scope["type"], scope.get("method", ""), scope["path"])
-        try:
-            route = self._matched[key]
-        except KeyError:
-            route = self._find(scope)
-            if len(self._matched) >= MATCHED_PATHS:
-                self._matched.clear()
-            self._matched[key] = route
-        if route is not None:
-            scope["route"] = route
-
-    def _find(self, scope: Scope) -> BaseRoute | None:
-        partial = None
-        for route in self.routes:
-            match, _ = route.matches(scope)
-            if match is Match.FULL:
-                return route
-            if match is Match.PARTIAL and partial is None:
-                partial = route
-        return partial
-
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             return
-        self._match(scope)
+        self.routes.name(scope)
         if scope["type"] == "websocket":
             await self._websocket(scope, receive, send)
         else:

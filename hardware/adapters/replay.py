@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.automation import errors as automation_errors
@@ -52,6 +52,7 @@ from api.journal import query_of
 from hardware.adapters.fixture import Fixture, Frame, Http, Recorded, load_fixture
 from hardware.adapters.passthrough import deny_upgrade
 from hardware.adapters.redact import credentials_in, is_own
+from hardware.adapters.routes import RouteNames
 from hardware.ports.errors import DomainError, Unauthenticated
 from hardware.ports.types import ClockState
 
@@ -88,7 +89,7 @@ class Replay:
         self.now = now
         self.sleep = sleep
         self.release = release
-        self.routes = tuple(routes)
+        self.routes = RouteNames(routes)
         self._stack: ASGIApp = self._serve
 
     @classmethod
@@ -116,24 +117,11 @@ class Replay:
         if is_own(self.vendor, scope["path"]):
             await self.simulated(scope, receive, send)
             return
-        self._match(scope)
+        self.routes.name(scope)
         if scope["type"] == "websocket":
             await self._websocket(scope, receive, send)
         else:
             await self._http(scope, receive, send)
-
-    def _match(self, scope: Scope) -> None:
-        """Leave the member's matching route in the scope, for the journal's route template."""
-        partial = None
-        for route in self.routes:
-            match, _ = route.matches(scope)
-            if match is Match.FULL:
-                scope["route"] = route
-                return
-            if match is Match.PARTIAL and partial is None:
-                partial = route
-        if partial is not None:
-            scope["route"] = partial
 
     # Answers in the vendor's shape -------------------------------------------------------------
     def _not_found(self) -> Response:
