@@ -48,16 +48,7 @@ def launch_standin(root: Path, api_key: str, *flags: str) -> StandIn:
     log_path = root / "standin.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "twin.cli",
-                "run",
-                "--scenario",
-                str(SCENARIOS / "test.yaml"),
-                *FLAGS,
-                *flags,
-            ],
+            [*COMMAND, str(SCENARIOS / "test.yaml"), *FLAGS, *flags],
             env={**os.environ, "NEOMIND_API_KEY": api_key},
             stdin=subprocess.DEVNULL,
             stdout=log,
