@@ -32,6 +32,18 @@ async def until(check: Callable, attempts: int = 250) -> None:
     raise AssertionError("condition not reached")
 
 
+async def mqtt_packet(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    """One MQTT control packet off ``reader``: its type (the fixed header's high nibble) and its body."""
+    header = (await reader.readexactly(1))[0]
+    length, shift = 0, 0
+    while True:
+        byte = (await reader.readexactly(1))[0]
+        length, shift = length | (byte & 0x7F) << shift, shift + 7
+        if not byte & 0x80:
+            break
+    return header >> 4, await reader.readexactly(length)
+
+
 @contextlib.asynccontextmanager
 async def serving_app(app: Any, **config: Any) -> AsyncIterator[str]:
     """An ASGI app alone on a free loopback port (uvicorn, no lifespan, ``config`` on top); yields

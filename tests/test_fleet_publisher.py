@@ -17,7 +17,7 @@ import pytest
 
 from api.realtime.mqtt import EmbeddedBroker
 from hardware.adapters.mqtt_fleet import FleetPublisher
-from tests.sockets import socket_settings, until
+from tests.sockets import mqtt_packet, socket_settings, until
 from tests.standin import StandIn, standin_process
 from twin.serve import Running, Twin, build, start, stop
 from twin.settings import FleetPublishing, parse
@@ -187,25 +187,14 @@ class SilentBroker:
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         return self.server.sockets[0].getsockname()[1]
 
-    async def _packet(self, reader: asyncio.StreamReader) -> int:
-        header = (await reader.readexactly(1))[0]
-        length, shift = 0, 0
-        while True:
-            byte = (await reader.readexactly(1))[0]
-            length, shift = length | (byte & 0x7F) << shift, shift + 7
-            if not byte & 0x80:
-                break
-        await reader.readexactly(length)
-        return header >> 4
-
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         try:
-            if await self._packet(reader) != 1:  # CONNECT
+            if (await mqtt_packet(reader))[0] != 1:  # CONNECT
                 return
             writer.write(b"\x20\x02\x00\x00")
             while self.publishes < self.cut_after:
-                if await self._packet(reader) == 3:  # PUBLISH
+                if (await mqtt_packet(reader))[0] == 3:  # PUBLISH
                     self.publishes += 1
         except (asyncio.IncompleteReadError, asyncio.CancelledError):
             pass

@@ -12,7 +12,7 @@ import pytest
 
 from hardware.adapters import mqtt_fleet
 from hardware.adapters.mqtt_fleet import FleetPublisher
-from tests.sockets import socket_settings, until
+from tests.sockets import mqtt_packet, socket_settings, until
 from twin.serve import build
 
 pytestmark = pytest.mark.socket
@@ -30,14 +30,7 @@ class ScriptedBroker:
         return f"mqtt://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
 
     async def packet(self, reader: asyncio.StreamReader) -> tuple[int, bytes]:
-        header = (await reader.readexactly(1))[0]
-        length, shift = 0, 0
-        while True:
-            byte = (await reader.readexactly(1))[0]
-            length, shift = length | (byte & 0x7F) << shift, shift + 7
-            if not byte & 0x80:
-                break
-        packet = (header >> 4, await reader.readexactly(length))
+        packet = await mqtt_packet(reader)
         self.packets.append(packet)
         return packet
 
