@@ -14,8 +14,8 @@ import pytest
 from amqtt.client import MQTTClient
 from websockets.asyncio.client import connect
 
-from tests.api.test_events_sse import SseReader
-from tests.api.test_events_ws import events_until, recv_json
+from tests.api.automation.test_events_sse import SseReader
+from tests.api.automation.test_events_ws import events_until, recv_json
 from tests.receivers import HttpReceiver
 from tests.sockets import socket_settings, until
 from twin.serve import build, start, stop

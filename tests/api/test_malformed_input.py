@@ -31,7 +31,7 @@ from tests.api.lists import (
     failing_lists,
     write_routes,
 )
-from tests.api.test_gateway_property import DOCUMENTED_5XX
+from tests.api.gateway.test_property import DOCUMENTED_5XX
 
 MiB = 1024 * 1024
 DEEP = b"[" * 200 + b"]" * 200

@@ -30,7 +30,7 @@ from tests.api.lists import (
     failing_after_restart,
     failing_lists,
 )
-from tests.api.test_gateway_property import DOCUMENTED_5XX
+from tests.api.gateway.test_property import DOCUMENTED_5XX
 from twin.serve import Twin
 
 DOCUMENTS = {"automation": ("/api/docs/openapi.json", ""), "gateway": ("/api/v1/swagger.yaml", "/api/v1")}

@@ -10,7 +10,7 @@ import pytest
 
 from tests.contract.backends import TWIN_API_KEY, TWIN_GATEWAY_PASSWORD, Camera, Server
 from tests.standin import StandIn
-from tests.test_passthrough import REQUEST_ID
+from tests.api.members.test_passthrough import REQUEST_ID
 from twin.serve import Running
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.socket]
