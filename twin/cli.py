@@ -114,7 +114,7 @@ def record_main(argv: list[str]) -> int:
     import os
     import signal
 
-    from hardware.adapters.record import RecordOptions, record
+    from api.members.record import RecordOptions, record
 
     parser = _record_parser()
     args = parser.parse_args(argv)

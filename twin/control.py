@@ -44,7 +44,7 @@ class LiveRuns(Protocol):
 
 
 class SessionGate(Protocol):
-    """A real member's passthrough (:class:`hardware.adapters.passthrough.Passthrough`)."""
+    """A real member's passthrough (:class:`api.members.passthrough.Passthrough`)."""
 
     def expire_tokens(self) -> int:
         """End every session a client was seen using in front of the member."""

@@ -34,13 +34,13 @@ from api.gateway.rtsp import RtspServer
 from api.gateway.storm import StormMiddleware
 from api.gateway.tls import write_self_signed
 from api.journal import JournalMiddleware
+from api.members.app import member_app
+from api.members.credentials import refused_credentials
+from api.members.gates import AutomationGate, GatewayGate
+from api.members.passthrough import Passthrough
 from api.realtime.mqtt import DEVICE_FILTERS, EmbeddedBroker, MqttBridge
 from api.realtime.mqtt_link import BridgeLink
-from hardware.adapters.credentials import refused_credentials
-from hardware.adapters.gates import AutomationGate, GatewayGate
-from hardware.adapters.members import member_app
 from hardware.adapters.mqtt_fleet import FleetPublisher
-from hardware.adapters.passthrough import Passthrough
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
 from twin.automation.backend import TwinAutomation
@@ -316,7 +316,7 @@ async def _start(running: Running, cert_dir: Path) -> None:
     if twin.publisher is not None:
         running.spawn(twin.publisher.run(), "fleet-publisher")
     running.spawn(run_worker(lambda: twin.world), "delivery")
-    running.spawn(run_links(lambda: twin.world, lambda: twin.automation.im_bridges), "links")
+    running.spawn(run_links(lambda: twin.world, lambda: twin.automation.im_router), "links")
     listeners = [
         Listener("automation", _server(twin.automation_app, s.host, s.port)),
         Listener("control", _server(twin.control_app, s.control_host, s.control_port)),

@@ -1,6 +1,6 @@
 """A scenario's replayed members: the ``replay:`` key of a camera group and of the automation server
 (a fixture ``twin record`` wrote, of that vendor, checked when the file is), and which member each
-fixture serves (see :mod:`hardware.adapters.replay` for how it is served)."""
+fixture serves (see :mod:`api.members.replay` for how it is served)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hardware.adapters.fixture import AutomationFixture, GatewayFixture
+from hardware.ports.fixture import AutomationFixture, GatewayFixture
 from twin.scenario.real import RealServerKeys
 from twin.settings import AUTOMATION
 

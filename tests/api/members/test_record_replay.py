@@ -20,13 +20,13 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from hardware.adapters import record as record_module
-from hardware.adapters.fixture import OPENING_S, FixtureError, parse_fixture
-from hardware.adapters.record import RecordOptions, Summary, record
-from hardware.adapters.redact import credentials_in, mask, mask_bytes, secrets_in
-from hardware.adapters.replay import Replay, schedule
-from tests.sockets import socket_settings, until
+from api.members import record as record_module
+from api.members.record import RecordOptions, Summary, record
+from api.members.redact import credentials_in, mask, mask_bytes, secrets_in
+from api.members.replay import Replay, schedule
+from hardware.ports.fixture import OPENING_S, FixtureError, parse_fixture
 from tests.api.members.test_passthrough import API_KEY, PASSWORD, automation_token, rsa_login
+from tests.sockets import socket_settings, until
 from twin import cli
 from twin.scenario.model import ScenarioError, parse_scenario
 from twin.serve import Running, build, start, stop

@@ -1,4 +1,4 @@
-"""The real endpoint's keep-alive pool (hardware/adapters/upstream.py) against small raw HTTP servers on
+"""The real endpoint's keep-alive pool (api/members/upstream.py) against small raw HTTP servers on
 loopback: what goes on the wire, kept connections and the ones the server closed meanwhile, bodies
 both ways, interim and HEAD answers, and a server that breaks off."""
 
@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from hardware.adapters import upstream as upstream_mod
-from hardware.adapters.upstream import Upstream, UpstreamError
+from api.members import upstream as upstream_mod
+from api.members.upstream import Upstream, UpstreamError
 
 pytestmark = pytest.mark.socket
 

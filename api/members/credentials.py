@@ -17,8 +17,8 @@ import httpx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from hardware.adapters.passthrough import Passthrough
-from hardware.adapters.upstream import PROBE_TIMEOUT_S, Upstream
+from api.members.passthrough import Passthrough
+from api.members.upstream import PROBE_TIMEOUT_S, Upstream
 
 log = logging.getLogger("twin.passthrough")
 

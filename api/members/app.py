@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from hardware.adapters.gates import Gate
-from hardware.adapters.passthrough import Passthrough
-from hardware.adapters.replay import Replay, WorldClock
-from hardware.adapters.upstream import Upstream
+from api.members.gates import Gate
+from api.members.passthrough import Passthrough
+from api.members.replay import Replay, WorldClock
+from api.members.upstream import Upstream
 
 
 class Endpoint(Protocol):

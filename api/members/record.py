@@ -1,7 +1,7 @@
 """``twin record``: a recording passthrough in front of a real camera's gateway or a real automation
 server. The user's client talks to the recorder's address as it would to the device; every
-exchange is forwarded (:class:`~hardware.adapters.passthrough.Passthrough`) and written, with its
-offset from the start, to a fixture (:mod:`hardware.adapters.fixture`) that a scenario replays on
+exchange is forwarded (:class:`~api.members.passthrough.Passthrough`) and written, with its
+offset from the start, to a fixture (:mod:`hardware.ports.fixture`) that a scenario replays on
 the world clock. With ``poll_s`` the recorder also reads a fixed set of routes itself every so
 many seconds (through the same passthrough, so they are recorded alike), so status and telemetry
 are captured even while no client asks:
@@ -36,12 +36,12 @@ import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.journal import query_of
-from hardware.adapters.fixture import FORMAT, OPENING_S, VERSION
-from hardware.adapters.gates import AutomationGate, GatewayGate
-from hardware.adapters.passthrough import Passthrough
-from hardware.adapters.polls import poll
-from hardware.adapters.redact import KEPT_HEADERS, credentials_in, is_own, mask, mask_bytes, secrets_in
-from hardware.adapters.upstream import Upstream
+from api.members.gates import AutomationGate, GatewayGate
+from api.members.passthrough import Passthrough
+from api.members.polls import poll
+from api.members.redact import KEPT_HEADERS, credentials_in, is_own, mask, mask_bytes, secrets_in
+from api.members.upstream import Upstream
+from hardware.ports.fixture import FORMAT, OPENING_S, VERSION
 
 log = logging.getLogger("twin.record")
 

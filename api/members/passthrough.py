@@ -5,7 +5,7 @@ as binary, the close code as the real side sent it).
 
 The twin's own layers wrap it exactly as they wrap a simulated app: ``add_middleware`` composes
 the same fault middleware and request journal around it (the last added is outermost, as in
-Starlette). Before forwarding, a :class:`~hardware.adapters.gates.Gate` may answer instead (an
+Starlette). Before forwarding, a :class:`~api.members.gates.Gate` may answer instead (an
 expired token, a rate-limit storm). Each request is matched against the simulated app's route
 table so the journal names the same route template, and scenario verdicts read it alike.
 
@@ -26,9 +26,9 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from api.faults import InjectedReset
-from hardware.adapters.gates import Gate
-from hardware.adapters.routes import RouteNames
-from hardware.adapters.upstream import CONNECT_TIMEOUT_S, Upstream, UpstreamError
+from api.members.gates import Gate
+from api.members.routes import RouteNames
+from api.members.upstream import CONNECT_TIMEOUT_S, Upstream, UpstreamError
 
 log = logging.getLogger("twin.passthrough")
 

@@ -1,4 +1,4 @@
-"""A member served from a fixture ``twin record`` wrote (:mod:`hardware.adapters.fixture`), on the
+"""A member served from a fixture ``twin record`` wrote (:mod:`hardware.ports.fixture`), on the
 world clock: an ASGI app in the same middleware stack as a simulated or passthrough member, so the
 fault layer, the journal and the verdicts act on it alike.
 
@@ -16,7 +16,7 @@ fault layer, the journal and the verdicts act on it alike.
   The real side's close is replayed at its offset; a stream still open at the end of the recording
   stays open. Client messages are read and ignored (the automation server's sign-in excepted).
 - **Auth** works as on the recorded device: logins, sessions and keys (:data:`OWN_PREFIXES
-  <hardware.adapters.fixture.OWN_PREFIXES>`) are answered by the member's own simulated app, so a
+  <hardware.ports.fixture.OWN_PREFIXES>`) are answered by the member's own simulated app, so a
   client logs in as it does on the twin; a recorded answer that was given to a request with
   credentials is given only to a request with credentials that app accepts, else the vendor's 401.
   The automation server's event WebSocket signs in inside the stream, as there: ``?api_key=`` or a
@@ -49,11 +49,11 @@ from api.automation.deps import API_KEY_PREFIX
 from api.gateway import errors as gateway_errors
 from api.gateway.deps import request_token
 from api.journal import query_of
-from hardware.adapters.fixture import Fixture, Frame, Http, Recorded, load_fixture
-from hardware.adapters.passthrough import deny_upgrade
-from hardware.adapters.redact import credentials_in, is_own
-from hardware.adapters.routes import RouteNames
+from api.members.passthrough import deny_upgrade
+from api.members.redact import credentials_in, is_own
+from api.members.routes import RouteNames
 from hardware.ports.errors import DomainError, Unauthenticated
+from hardware.ports.fixture import Fixture, Frame, Http, Recorded, load_fixture
 from hardware.ports.types import ClockState
 
 AUTOMATION_WS = ("/api/events/ws", "/api/events")

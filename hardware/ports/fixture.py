@@ -33,7 +33,7 @@ Secrets are never written: request headers and request bodies are not recorded a
 a digest only, and a login's not even that); logins and key management are not recorded (the
 replay answers them itself); credentials in queries are masked; string values of keys named like
 token, password, secret or API key, and any credential seen during the session, are masked
-(``***``) wherever they appear in an answer or a frame (:mod:`hardware.adapters.redact`).
+(``***``) wherever they appear in an answer or a frame (:mod:`api.members.redact`).
 
 :func:`load_fixture` checks a file strictly: a problem is a :class:`FixtureError` naming the
 file, the line and the key path (``fixture.ndjson:3: status: ...``).
