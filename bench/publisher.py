@@ -1,7 +1,7 @@
 """``python -m bench.publisher``: the simulated fleet published to an outside MQTT broker at 1 Hz per
 sensor (``twin run --publish-fleet-to``), counted at both ends.
 
-Per run, all on loopback: an amqtt broker in its own process (:class:`api.realtime.mqtt.EmbeddedBroker`,
+Per run, all on loopback: an amqtt broker in its own process (:class:`api.realtime.broker.EmbeddedBroker`,
 the one the twin embeds); a subscriber in this process (paho, ``device/+/+/uplink``) that counts
 every message and the wall second it arrived in; then ``twin run`` with ``--sensors``
 (2 000) env sensors reporting every second on a realtime clock at speed 1, no cameras, publishing to
@@ -131,7 +131,7 @@ class Subscriber:
 
 def serve_broker(port: int) -> None:
     """``--serve-broker PORT``: the outside broker, until SIGINT or SIGTERM."""
-    from api.realtime.mqtt import EmbeddedBroker
+    from api.realtime.broker import EmbeddedBroker
 
     async def serve() -> None:
         broker = EmbeddedBroker(servers.HOST, port)

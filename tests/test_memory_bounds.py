@@ -10,7 +10,7 @@ from api.automation import ratelimit
 from api.automation.ratelimit import RateLimiter
 from api.automation.realtime import EventEncoder
 from api.faults import MAX_FAULTS, FaultSet
-from api.realtime.mqtt import MAX_OUTAGES, SessionLog
+from api.realtime.broker import MAX_OUTAGES, SessionLog
 from hardware.ports.errors import Unauthenticated
 from hardware.ports.events import Event, EventKind
 from twin.automation import users as users_mod

@@ -38,7 +38,8 @@ from api.members.app import member_app
 from api.members.credentials import refused_credentials
 from api.members.gates import AutomationGate, GatewayGate
 from api.members.passthrough import Passthrough
-from api.realtime.mqtt import DEVICE_FILTERS, EmbeddedBroker, MqttBridge
+from api.realtime.broker import EmbeddedBroker
+from api.realtime.mqtt import DEVICE_FILTERS, MqttBridge
 from api.realtime.mqtt_link import BridgeLink
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from hardware.ports.events import EventKind

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from api.realtime.mqtt import BRIDGE_CLIENT_ID, EmbeddedBroker, MqttBridge
+from api.realtime.broker import BRIDGE_CLIENT_ID, EmbeddedBroker
+from api.realtime.mqtt import MqttBridge
 from hardware.ports.mqtt import BrokerAuth, BrokerConfig, TlsPems
 
 WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}

@@ -1,7 +1,8 @@
 """The simulated sensor fleet published to an outside MQTT broker, as the real devices would publish:
 each device's tick is one JSON message on ``device/{type}/{id}/uplink`` (the automation server's own
-topic and payload, the encoder the twin's MQTT bridge uses), QoS 1, not retained. A real automation
-server on that broker sees the devices appear as drafts, and stores their telemetry once approved.
+topic and payload, :mod:`hardware.ports.device_topics`, which the twin's MQTT bridge speaks too), QoS 1,
+not retained. A real automation server on that broker sees the devices appear as drafts, and stores
+their telemetry once approved.
 
 Delivery is counted, never assumed. A message counts as *acknowledged* only when its ``PUBACK``
 arrives; one published on a connection that ends before its ``PUBACK`` counts as *undelivered* (the
@@ -34,8 +35,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from api.realtime.mqtt import uplink_payload, uplink_topic
 from hardware.ports.automation import AutomationBackend
+from hardware.ports.device_topics import uplink_payload, uplink_topic
 from hardware.ports.events import Event, EventKind, Subscription
 
 log = logging.getLogger(__name__)
@@ -262,7 +263,7 @@ class FleetPublisher:
     # The broker's side ---------------------------------------------------------------------------
     async def run(self) -> None:
         """Publish until cancelled; the counters go to the log when it ends."""
-        self._sub = sub = self.backend.subscribe(frozenset({EventKind.DEVICE_TELEMETRY}), maxlen=self.buffer)
+        self._sub = sub = self.backend.bus.subscribe(frozenset({EventKind.DEVICE_TELEMETRY}), maxlen=self.buffer)
         pump = asyncio.create_task(self._pump(sub), name="fleet-publisher-pump")
         failures = 0
         try:

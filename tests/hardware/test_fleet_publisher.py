@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.realtime.mqtt import EmbeddedBroker
+from api.realtime.broker import EmbeddedBroker
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from tests.sockets import mqtt_packet, socket_settings, until
 from tests.standin import StandIn, standin_process

@@ -1,4 +1,5 @@
-"""The client under test's exit status, judged against what the scenario says it should be.
+"""The client under test: a subprocess the runner starts with the servers' addresses and stops at the
+end of the run, and its exit status, judged against what the scenario says it should be.
 
 By default a client exits 0, or is still running when the run ends (the runner then stops it: that
 is not an exit of its own). ``client: {expect_exit: nonzero}`` or ``{expect_exit: 3}`` is for a
@@ -7,7 +8,11 @@ scenario whose point is that the client gives up; ``any`` reports the status wit
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import shlex
 import signal
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -69,3 +74,38 @@ class ClientSpec(BaseModel):
             return Verdict(NAME, True, how)
         expected = "a non-zero status" if want == "nonzero" else str(want)
         return Verdict(NAME, False, f"{how} (expected {expected})")
+
+
+class ClientNotStarted(OSError):
+    """The client's command line could not be split or its program could not be started."""
+
+
+async def start_client(command: str, env: dict[str, str], log_path: Path) -> asyncio.subprocess.Process:
+    """The client as a subprocess, its output (stdout and stderr) to ``log_path``."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as err:
+        raise ClientNotStarted(f"cannot split the client command {command!r}: {err}") from err
+    if not argv:
+        raise ClientNotStarted("the client command is empty")
+    try:
+        with open(log_path, "wb") as log:
+            return await asyncio.create_subprocess_exec(
+                *argv, env=env, stdout=log, stderr=asyncio.subprocess.STDOUT
+            )
+    except OSError as err:
+        raise ClientNotStarted(f"cannot start the client {argv[0]!r}: {err.strerror or err}") from err
+
+
+async def finish_client(proc: asyncio.subprocess.Process) -> int:
+    """The client's exit status, once stopped if it is still running (terminated, killed after 5 s)."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    return proc.returncode if proc.returncode is not None else -1

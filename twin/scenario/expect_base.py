@@ -10,13 +10,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.realtime.mqtt import MqttSession
 from hardware.ports.events import Event
 from twin.journal import JournalEntry
+
+
+class BrokerSession(Protocol):
+    """One client connection to the run's embedded MQTT broker, on the world clock, as the broker's
+    session log keeps it."""
+
+    @property
+    def client_id(self) -> str: ...
+
+    @property
+    def at(self) -> float: ...
+
+    @property
+    def end(self) -> float | None:
+        """``None`` while the client is connected."""
+        ...
+
+    @property
+    def clean(self) -> bool | None:
+        """``True``: the client sent ``DISCONNECT``; ``False``: it was cut off; ``None`` while connected."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +47,7 @@ class RunRecord:
     client_exit: int | None = None
     """The client's exit status (negative: the signal that ended it); ``None``: no client ran."""
     actions: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
-    mqtt: list[MqttSession] = field(default_factory=list)
+    mqtt: list[BrokerSession] = field(default_factory=list)
     """Client sessions on the embedded MQTT broker (the twin's own bridge left out)."""
     broker_outages: list[tuple[float, float | None]] = field(default_factory=list)
     """``(down, up)`` per time the embedded broker went away (``up`` ``None``: not back)."""

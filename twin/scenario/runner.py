@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import shlex
 import sys
 import tempfile
 import time
@@ -35,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from api.realtime.mqtt import EmbeddedBroker, SessionLog
 from hardware.ports.events import Event, EventKind
 from hardware.ports.types import ClockMode
+from twin.scenario.client import finish_client, start_client
 from twin.scenario.expectations import Outcome, RunRecord, Verdict, judge_all
 from twin.scenario.model import Scenario, Step, load_scenario
 from twin.scenario.source import ScenarioError
@@ -61,10 +60,6 @@ class RunOptions:
     progress: Callable[[dict[str, Any]], None] | None = None
     stop_at: float | None = None
     """Stop earlier than the file says (fast runs of the library in the test suite)."""
-
-
-class ClientNotStarted(OSError):
-    """The client's command line could not be split or its program could not be started."""
 
 
 class RealMemberRefused(OSError):
@@ -178,8 +173,7 @@ class BrokerSwitch:
 
     def up(self) -> None:
         async def start() -> None:
-            old = self.running.broker
-            broker = EmbeddedBroker(old.host, self.port, old.sessions, auth=old.auth, tls=old.tls)
+            broker = self.running.broker.successor(self.port)
             await broker.start()
             self.running.broker = broker
 
@@ -296,9 +290,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
             await stop(running)
             recorder.close()
             raise RealMemberRefused("; ".join(running.refused))
-        mqtt_log = SessionLog(twin.journal.now)
-        if running.broker is not None:
-            running.broker.sessions = mqtt_log
+        mqtt_log = running.broker.keep_sessions(twin.journal.now) if running.broker is not None else None
         switch = control.broker = BrokerSwitch(running) if running.broker is not None else None
         control.settle = lambda: _listeners_settled(running)
         proc = None
@@ -306,7 +298,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         try:
             if opts.client:
                 env = {**os.environ, **client_env(running), "TWIN_SCENARIO": str(source)}
-                proc = await _start_client(opts.client, env, log_path)
+                proc = await start_client(opts.client, env, log_path)
             waiter = asyncio.ensure_future(proc.wait()) if proc is not None else None
             slice_s = stop_at / NO_CLIENT_SLICES
             while True:
@@ -331,7 +323,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         finally:
             if proc is not None:
                 client_stopped = proc.returncode is None
-                client_exit = await _finish_client(proc)
+                client_exit = await finish_client(proc)
             if switch is not None:
                 await switch.settle()
             await stop(running)
@@ -345,8 +337,8 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         end=world.env.now,
         client_exit=client_exit,
         actions=[(t, name, params) for t, _, name, params in control.actions_run],
-        mqtt=list(mqtt_log.sessions),
-        broker_outages=list(mqtt_log.outages),
+        mqtt=list(mqtt_log.sessions) if mqtt_log is not None else [],
+        broker_outages=list(mqtt_log.outages) if mqtt_log is not None else [],
         client_stopped=client_stopped,
     )
     verdicts = judge_all(scenario.expectations, record)
@@ -397,36 +389,6 @@ async def _listeners_settled(running) -> None:
 
 async def _no_bridge() -> None:
     await asyncio.Event().wait()
-
-
-async def _start_client(command: str, env: dict[str, str], log_path: Path) -> asyncio.subprocess.Process:
-    """The client as a subprocess, its output (stdout and stderr) to ``log_path``."""
-    try:
-        argv = shlex.split(command)
-    except ValueError as err:
-        raise ClientNotStarted(f"cannot split the client command {command!r}: {err}") from err
-    if not argv:
-        raise ClientNotStarted("the client command is empty")
-    try:
-        with open(log_path, "wb") as log:
-            return await asyncio.create_subprocess_exec(
-                *argv, env=env, stdout=log, stderr=asyncio.subprocess.STDOUT
-            )
-    except OSError as err:
-        raise ClientNotStarted(f"cannot start the client {argv[0]!r}: {err.strerror or err}") from err
-
-
-async def _finish_client(proc: asyncio.subprocess.Process) -> int:
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.terminate()
-        try:
-            await asyncio.wait_for(proc.wait(), 5)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
-    return proc.returncode if proc.returncode is not None else -1
 
 
 def _progress(twin, stop_at: float, control) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.realtime.mqtt import EmbeddedBroker
+from api.realtime.broker import EmbeddedBroker
 from tests.api.support import assert_error
 from tests.api.automation.test_mqtt_admin import mqtt_client, running_twin
 from tests.conftest import _client, admin_token

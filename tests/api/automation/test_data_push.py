@@ -13,7 +13,7 @@ import httpx
 import pytest
 from amqtt.client import MQTTClient
 
-from api.realtime.mqtt import EmbeddedBroker
+from api.realtime.broker import EmbeddedBroker
 from tests.conftest import admin_token
 from tests.receivers import HttpReceiver, closed_port
 from tests.sockets import until

@@ -361,7 +361,7 @@ async def test_authentication_port_and_tls_are_applied_at_runtime_and_kept(tmp_p
 
 @pytest.mark.socket
 async def test_with_an_external_broker_the_status_names_it_and_it_cannot_be_restarted(tmp_path: Path) -> None:
-    from api.realtime.mqtt import EmbeddedBroker
+    from api.realtime.broker import EmbeddedBroker
 
     external = EmbeddedBroker("127.0.0.1", 0)
     await external.start()

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from amqtt.client import MQTTClient
 
-from api.realtime.mqtt import BRIDGE_CLIENT_ID, EmbeddedBroker, MqttSession, SessionLog
+from api.realtime.broker import BRIDGE_CLIENT_ID, EmbeddedBroker, MqttSession, SessionLog
 from tests.conftest import admin_token
 from tests.sockets import socket_settings, until
 from twin.journal import JournalEntry

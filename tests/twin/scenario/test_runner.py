@@ -145,7 +145,7 @@ def test_after_steps_fire_on_their_event(tmp_path: Path) -> None:
 async def test_broker_switch_takes_the_broker_down_and_back_on_its_port() -> None:
     from types import SimpleNamespace
 
-    from api.realtime.mqtt import EmbeddedBroker
+    from api.realtime.broker import EmbeddedBroker
     from twin.scenario.runner import BrokerSwitch
 
     broker = EmbeddedBroker("127.0.0.1", 0)
@@ -203,7 +203,7 @@ async def test_broker_switch_brings_the_broker_back_as_the_api_left_it() -> None
     the broker comes back from an outage there, still asking for a login."""
     from types import SimpleNamespace
 
-    from api.realtime.mqtt import EmbeddedBroker
+    from api.realtime.broker import EmbeddedBroker
     from twin.scenario.runner import BrokerSwitch
 
     broker = EmbeddedBroker("127.0.0.1", 0, auth=_OneLogin())
