@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from functools import partial
 from typing import Any, get_args
 
 from fastapi import APIRouter, FastAPI, params
@@ -60,7 +61,7 @@ def mount(app: FastAPI, router: APIRouter, prefix: str = "") -> None:
             app.router.add_api_route(
                 prefix + route.path,
                 route.endpoint,
-                methods=sorted(route.methods),
+                methods=sorted(route.methods or ()),
                 dependencies=[*router.dependencies, *extra],
                 status_code=route.status_code,
                 tags=route.tags or router.tags,
@@ -107,7 +108,7 @@ class LeanRoute(APIRoute):
         if self.lean:
             self.app = request_response(self._lean_handler())
 
-    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         if self.body_field is None or isinstance(self.body_field.field_info, params.Form):
             return handler
@@ -121,7 +122,7 @@ class LeanRoute(APIRoute):
 
         return decoded
 
-    def _lean_handler(self) -> Callable[[Request], Awaitable[Response]]:
+    def _lean_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         dependant, status_code = self.dependant, self.status_code or 200
         response_class = self.response_class
         if isinstance(response_class, DefaultPlaceholder):
@@ -202,7 +203,9 @@ async def _call(dependant: Dependant, request: Request, cache: dict[Any, Any]) -
         given = request.path_params
         for param in dependant.path_params:
             kwargs[param.name] = given[param.alias]
-    return await dependant.call(**kwargs)
+    call = dependant.call
+    assert call is not None  # _simple() admits coroutine functions only
+    return await call(**kwargs)
 
 
 def specificity(path: str) -> tuple[int, ...]:
@@ -278,13 +281,12 @@ class AreaRoutes(BaseRoute):
         def param(i: int, slashes: int) -> bool:
             return not literal[i] and paths[i].count("/") == slashes
 
+        def exact(i: int, path: str) -> bool:
+            return paths[i] == path or param(i, path.count("/"))
+
         counts = {p.count("/") for i, p in enumerate(paths) if not wild[i]}
-        self._by_slashes = {n: router(lambda i, n=n: param(i, n)) for n in counts}
-        self._exact = {
-            p: router(lambda i, p=p: paths[i] == p or param(i, p.count("/")))
-            for k, p in enumerate(paths)
-            if literal[k]
-        }
+        self._by_slashes = {n: router(partial(param, slashes=n)) for n in counts}
+        self._exact = {p: router(partial(exact, path=p)) for k, p in enumerate(paths) if literal[k]}
         self._other = router(lambda i: False)
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
@@ -340,7 +342,7 @@ class AreaIndex(BaseRoute):
 # Routes the twin does not simulate yet ---------------------------------------------------------
 def served(app: FastAPI) -> set[tuple[str, str]]:
     """(method, path shape) of every HTTP route ``app`` serves so far."""
-    return {(m, shape_of(r.path)) for r in app.routes if isinstance(r, APIRoute) for m in r.methods}
+    return {(m, shape_of(r.path)) for r in app.routes if isinstance(r, APIRoute) for m in r.methods or ()}
 
 
 def fallback_routes(
@@ -350,7 +352,7 @@ def fallback_routes(
     ``app`` does not serve yet (``prefix`` + vendor path); add them after every real router. Each is
     built once, with its full path, and added as it is."""
     done = served(app)
-    out = []
+    out: list[APIRoute] = []
     for path, methods, dependencies, in_schema in routes:
         full = prefix + path
         shape = shape_of(full)

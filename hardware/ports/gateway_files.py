@@ -9,6 +9,7 @@ the public status methods report where it is.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -59,14 +60,14 @@ class GatewayFiles(Protocol):
     def delete(self, path: str) -> None:
         """A file, or a directory with everything under it; a root itself is ``Forbidden``."""
 
-    def batch_delete(self, paths: list[str]) -> BatchDeleteResult: ...
+    def batch_delete(self, paths: builtins.list[str]) -> BatchDeleteResult: ...
 
     def mkdir(self, path: str) -> None:
         """Create a directory and its missing parents (``mkdir -p``)."""
 
     def rename(self, old_path: str, new_path: str) -> None: ...
 
-    def collect(self, paths: list[str]) -> list[FileData]:
+    def collect(self, paths: builtins.list[str]) -> builtins.list[FileData]:
         """Every regular file at or under ``paths``, named relative to its parent, for an archive."""
 
 

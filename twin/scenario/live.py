@@ -78,7 +78,7 @@ class LiveScenarios:
         self.run: LiveRun | None = None
 
     def library(self) -> list[dict[str, Any]]:
-        out = []
+        out: list[dict[str, Any]] = []
         for path in sorted(self.directory.glob("*.yaml")):
             try:
                 s = parse_scenario(path.read_text(), path.name)

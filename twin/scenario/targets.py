@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from hardware.ports.events import EventKind
 from twin.scenario.actions import ACTIONS, Action, CameraParams, SensorParams, ServerParams, SpikeParams
 from twin.scenario.expectations import Expectation
@@ -28,7 +30,7 @@ EVENT_KINDS = tuple(k.value for k in EventKind)
 MAX_LISTED = 12
 
 
-def _kinds() -> dict[str, type]:
+def _kinds() -> dict[str, type[BaseModel]]:
     union = typing.get_args(Expectation)[0]
     return {typing.get_args(c.model_fields["expect"].annotation)[0]: c for c in typing.get_args(union)}
 
@@ -83,7 +85,7 @@ def target_problems(data: Mapping[str, Any], names: Names | None) -> list[Proble
         event = step["after"].get("event") if isinstance(step.get("after"), dict) else None
         if isinstance(event, str) and event not in EVENT_KINDS:
             problems.append((("timeline", i, "after", "event"), _unknown("event kind", event, EVENT_KINDS)))
-        action = ACTIONS.get(step.get("do")) if isinstance(step.get("do"), str) else None
+        action = ACTIONS.get(step["do"]) if isinstance(step.get("do"), str) else None
         params = step.get("params", {})
         if action is None or names is None or not isinstance(params, dict):
             continue
@@ -92,7 +94,7 @@ def target_problems(data: Mapping[str, Any], names: Names | None) -> list[Proble
         ]
         problems += [(("timeline", i, *path), why) for path, why in _reaches(action, params, names)]
     for i, exp in _items(data, "expectations"):
-        kind = EXPECTATION_KINDS.get(exp.get("expect"))
+        kind = EXPECTATION_KINDS.get(exp.get("expect", ""))
         if kind is None:
             continue
         after = exp.get("after")

@@ -120,7 +120,7 @@ class UpdateAgent(_AgentFields):
 
     def changes(self) -> dict[str, Any]:
         given = self.model_fields_set
-        plain = (
+        plain: tuple[str, ...] = (
             "name",
             "user_prompt",
             "description",

@@ -196,6 +196,7 @@ def event_frame(session_id: str, e: ChatEvent) -> dict[str, Any]:
     k = ChatEventKind
     if e.kind in (k.THINKING, k.CONTENT):
         return {"type": e.kind.value, "content": e.content, "sessionId": session_id}
+    out: dict[str, Any]
     if e.kind is k.TOOL_CALL_START:
         out = {
             "type": e.kind.value,

@@ -92,7 +92,7 @@ def dashboard_component(extension_id: str, c: Mapping[str, Any]) -> dict[str, An
     route, and what the manifest leaves out takes the real handler's serde defaults."""
     bundle = str(c.get("bundle_path") or c.get("entry", "")).removeprefix("assets/")
     size = {"min_w": 0, "min_h": 0, "default_w": 0, "default_h": 0, "max_w": 0, "max_h": 0}
-    binding = {"extension_metric": None, "extension_command": None, "required_fields": []}
+    binding: dict[str, Any] = {"extension_metric": None, "extension_command": None, "required_fields": []}
     return {
         "type": c.get("type", c.get("id")),
         "name": c.get("name", ""),

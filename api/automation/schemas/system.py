@@ -29,6 +29,11 @@ METRIC_PREFIX = "neomind"
 
 # Request bodies: strict types (``"yes"`` is not a boolean); a field left out keeps its value, and
 # ``null`` is only accepted where the setting is nullable. Bad types answer 422, bad values 400.
+def _omittable() -> Any:
+    """A setting that may be left out (it keeps its value) but not sent as ``null``."""
+    return Field(default=None)
+
+
 class _Settings(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
@@ -41,26 +46,26 @@ class TimezoneRequest(_Settings):
 
 
 class RetentionRequest(_Settings):
-    enabled: bool = Field(default=None)
-    interval_hours: int = Field(default=None)
+    enabled: bool = _omittable()
+    interval_hours: int = _omittable()
     default_retention: int | None = None
     image_retention: int | None = None
 
 
 class AgentSettingsRequest(_Settings):
-    max_rounds: int = Field(default=None)
-    execution_timeout_secs: int = Field(default=None)
-    tool_concurrency: int = Field(default=None)
-    default_temperature: float = Field(default=None)
-    default_top_p: float = Field(default=None)
+    max_rounds: int = _omittable()
+    execution_timeout_secs: int = _omittable()
+    tool_concurrency: int = _omittable()
+    default_temperature: float = _omittable()
+    default_top_p: float = _omittable()
     default_thinking_enabled: bool | None = None
-    chat_history_depth: int = Field(default=None)
-    chat_turn_timeout_secs: int = Field(default=None)
+    chat_history_depth: int = _omittable()
+    chat_turn_timeout_secs: int = _omittable()
 
 
 class DeviceSettingsRequest(_Settings):
-    default_offline_timeout_secs: int = Field(default=None)
-    auto_onboard_enabled: bool = Field(default=None)
+    default_offline_timeout_secs: int = _omittable()
+    auto_onboard_enabled: bool = _omittable()
 
 
 # Settings ----------------------------------------------------------------------------------------

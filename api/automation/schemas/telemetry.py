@@ -76,17 +76,19 @@ def source_series(s: SourceSeries) -> dict[str, Any]:
 
 def metric_summary(metric: CurrentMetric, newest: Series | None, totals: Series | None) -> dict[str, Any]:
     """One metric of ``GET /devices/:id/telemetry/summary``; no aggregates for non-numeric metrics."""
-    latest = newest is not None and len(newest) > 0
-    counted = totals is not None and len(totals) > 0 and totals.counts[0] > 0
+    latest = newest if newest is not None and len(newest) > 0 else None
+    counted = totals if totals is not None and len(totals) > 0 and totals.counts[0] > 0 else None
     return {
         "display_name": metric.display_name,
         "unit": metric.unit,
         "data_type": metric.data_type,
         "is_virtual": metric.is_virtual,
-        "current": newest.values[0] if latest else metric.value,
-        "current_timestamp": _seconds(newest.timestamps[0]) if latest else None,
-        "avg": totals.values[0] if counted else None,
-        "min": totals.mins[0] if counted else None,
-        "max": totals.maxs[0] if counted else None,
-        "count": int(totals.counts[0]) if counted else (newest.total if newest is not None else 0),
+        "current": latest.values[0] if latest is not None else metric.value,
+        "current_timestamp": _seconds(latest.timestamps[0]) if latest is not None else None,
+        "avg": counted.values[0] if counted is not None else None,
+        "min": counted.mins[0] if counted is not None else None,
+        "max": counted.maxs[0] if counted is not None else None,
+        "count": (
+            int(counted.counts[0]) if counted is not None else newest.total if newest is not None else 0
+        ),
     }

@@ -5,6 +5,7 @@ required field must be present."""
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from starlette.requests import Request
@@ -45,21 +46,29 @@ class Body:
             raise InvalidInput(f"{self.detail}: {name} has the wrong type")
         return value
 
-    def str(self, name: str, *, required: bool = False, default: str = "") -> str:
+    def str(
+        self, name: builtins.str, *, required: builtins.bool = False, default: builtins.str = ""
+    ) -> builtins.str:
         return self._get(name, lambda v: isinstance(v, str), default, required)
 
-    def int(self, name: str, *, required: bool = False, default: int = 0) -> int:
+    def int(
+        self, name: builtins.str, *, required: builtins.bool = False, default: builtins.int = 0
+    ) -> builtins.int:
         return self._get(name, lambda v: isinstance(v, int) and not isinstance(v, bool), default, required)
 
-    def float(self, name: str, *, required: bool = False, default: float = 0.0) -> float:
+    def float(
+        self, name: builtins.str, *, required: builtins.bool = False, default: builtins.float = 0.0
+    ) -> builtins.float:
         ok = lambda v: isinstance(v, int | float) and not isinstance(v, bool)  # noqa: E731
         return float(self._get(name, ok, default, required))
 
-    def bool(self, name: str, *, required: bool = False, default: bool = False) -> bool:
+    def bool(
+        self, name: builtins.str, *, required: builtins.bool = False, default: builtins.bool = False
+    ) -> builtins.bool:
         return self._get(name, lambda v: isinstance(v, bool), default, required)
 
-    def obj(self, name: str, *, required: bool = False) -> dict[str, Any] | None:
+    def obj(self, name: builtins.str, *, required: builtins.bool = False) -> dict[builtins.str, Any] | None:
         return self._get(name, lambda v: isinstance(v, dict), None, required)
 
-    def list(self, name: str, *, required: bool = False) -> list[Any]:
+    def list(self, name: builtins.str, *, required: builtins.bool = False) -> builtins.list[Any]:
         return self._get(name, lambda v: isinstance(v, list), [], required)

@@ -7,6 +7,7 @@ and a ``binding:"required"`` field must be present and non-zero.
 
 from __future__ import annotations
 
+import builtins
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -54,13 +55,13 @@ class _Body:
             raise InvalidInput(self.detail)
         return value
 
-    def str(self, name: str, *, required: bool = False) -> str:
+    def str(self, name: builtins.str, *, required: builtins.bool = False) -> builtins.str:
         return self._get(name, str, "", required)
 
-    def int(self, name: str, *, required: bool = False) -> int:
+    def int(self, name: builtins.str, *, required: builtins.bool = False) -> builtins.int:
         return self._get(name, int, 0, required)
 
-    def bool(self, name: str) -> bool | None:
+    def bool(self, name: builtins.str) -> builtins.bool | None:
         return self._get(name, bool, None, False)
 
 
@@ -150,7 +151,9 @@ def parse_cleanup_days(raw: bytes) -> int:
     days = json_object(raw, "EOF").get("days")
     if days is not None and (not isinstance(days, int) or isinstance(days, bool)):
         raise unmarshal_error(days, "CleanupRequest.days", "int")
-    tag = "required" if not days else "gte" if days < 1 else "lte" if days > 365 else ""
+    if not days:
+        raise InvalidInput(validation_error("CleanupRequest", "Days", "required"))
+    tag = "gte" if days < 1 else "lte" if days > 365 else ""
     if tag:
         raise InvalidInput(validation_error("CleanupRequest", "Days", tag))
     return days
