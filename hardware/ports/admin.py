@@ -25,6 +25,11 @@ class Administration(Protocol):
     def validate(self, config: Mapping[str, Any]) -> Mapping[str, Any]:
         """``valid``, ``validation`` (per section) and ``errors``."""
 
-    def logs_archive(self, days: int | None) -> tuple[str, bytes]:
+
+@runtime_checkable
+class ServerLogs(Protocol):
+    """The server's own daily log files."""
+
+    def archive(self, days: int | None) -> tuple[str, bytes]:
         """(file name, ZIP of the server's daily log files, newest first); ``days`` keeps the files of
         the last N days, today included. ``NotFound`` when no file is left."""

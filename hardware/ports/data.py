@@ -55,13 +55,21 @@ class DataCatalog(Protocol):
         """Store the values now and publish them as extension output; (stored, total).
         ``InvalidInput`` with the vendor's message for an empty or oversized set."""
 
-    def telemetry_stats(self) -> Mapping[str, Any]:
-        """``performance`` (latencies, tier, cache hit rate, counts) and ``health``."""
-
     def device_stats(self) -> Mapping[str, Any]: ...
 
     def rule_resources(self) -> Mapping[str, Any]:
         """``devices`` (metrics, commands, online) and ``message_categories``."""
 
-    def image(self, path: str) -> StoredImage:
+
+@runtime_checkable
+class TelemetryStatistics(Protocol):
+    def stats(self) -> Mapping[str, Any]:
+        """``performance`` (latencies, tier, cache hit rate, counts) and ``health``."""
+
+
+@runtime_checkable
+class Images(Protocol):
+    """The images devices sent, by path (``<device_id>/<metric>/<timestamp>.<ext>``)."""
+
+    def get(self, path: str) -> StoredImage:
         """``InvalidInput`` (plain-text message) for a malformed path, ``NotFound`` otherwise."""

@@ -298,12 +298,11 @@ class AutomationDevices(Protocol):
     Unknown device ids raise ``NotFound(resource="device")``; bad values ``InvalidInput``.
     """
 
-    # Devices
-    def list_devices(
+    def list(
         self, page: int = 1, limit: int = 50, device_type: str | None = None, status: str | None = None
     ) -> DevicePage: ...
 
-    def create_device(
+    def create(
         self,
         device_type: str,
         name: str,
@@ -315,11 +314,11 @@ class AutomationDevices(Protocol):
         """Creating an existing id replaces its name and configuration. An unknown device type
         raises ``InternalError`` (the vendor reports it as a server failure)."""
 
-    def get_device(self, device_id: str) -> DeviceDetail: ...
+    def detail(self, device_id: str) -> DeviceDetail: ...
 
     def current(self, device_id: str) -> CurrentValues: ...
 
-    def update_device(
+    def update(
         self,
         device_id: str,
         *,
@@ -331,7 +330,7 @@ class AutomationDevices(Protocol):
     ) -> None:
         """``offline_timeout_secs``: ``KEEP`` keeps, ``None`` clears, 30..86400 sets."""
 
-    def delete_device(self, device_id: str) -> None:
+    def delete(self, device_id: str) -> None:
         """Removes the device; its telemetry stays readable with ``history=True``."""
 
     def send_command(self, device_id: str, command: str, params: Mapping[str, Any]) -> CommandSent: ...
@@ -339,21 +338,26 @@ class AutomationDevices(Protocol):
     def command_history(self, device_id: str, limit: int) -> tuple[CommandRecord, ...]:
         """The device's commands, newest first; ``NotFound`` for an unknown device."""
 
-    def push_metric(self, device_id: str, metric: str, value: Any, timestamp: float | None) -> float:
-        """Store one sample (``timestamp`` in Unix seconds, default now); returns the timestamp used."""
 
-    # Device types
-    def list_device_types(self) -> tuple[DeviceType, ...]: ...
+@runtime_checkable
+class DeviceTypes(Protocol):
+    """The device type templates: the simulated sensor groups' own, and those clients create."""
 
-    def get_device_type(self, device_type: str) -> DeviceType: ...
+    def list(self) -> tuple[DeviceType, ...]: ...
 
-    def create_device_type(self, template: DeviceType) -> DeviceType: ...
+    def get(self, device_type: str) -> DeviceType: ...
 
-    def validate_device_type(self, template: DeviceType) -> Validation: ...
+    def create(self, template: DeviceType) -> DeviceType: ...
 
-    def delete_device_type(self, device_type: str) -> None: ...
+    def validate(self, template: DeviceType) -> Validation: ...
 
-    # Webhook ingest and drafts
+    def delete(self, device_type: str) -> None: ...
+
+
+@runtime_checkable
+class DeviceIngest(Protocol):
+    """Data devices push (webhook, MQTT uplink, single metrics) and the drafts of unknown devices."""
+
     def webhook(
         self,
         device_id: str,
@@ -365,9 +369,12 @@ class AutomationDevices(Protocol):
         """Record pushed metrics. A device with ``webhook_token`` set requires it
         (``Unauthenticated`` otherwise); an unknown device gets a draft."""
 
-    def mqtt_uplink(self, device_id: str, data: Mapping[str, Any], topic: str) -> Ingested | None:
+    def uplink(self, device_id: str, data: Mapping[str, Any], topic: str) -> Ingested | None:
         """An uplink received from the broker; an unknown device gets a draft. Uplinks of the
         simulated sensors themselves are ignored (``None``)."""
+
+    def push_metric(self, device_id: str, metric: str, value: Any, timestamp: float | None) -> float:
+        """Store one sample (``timestamp`` in Unix seconds, default now); returns the timestamp used."""
 
     def list_drafts(self) -> tuple[Draft, ...]: ...
 
@@ -385,7 +392,11 @@ class AutomationDevices(Protocol):
         device_name: str | None = None,
     ) -> Approval: ...
 
-    # Telemetry
-    def telemetry(self, device_id: str, query: TelemetryQuery) -> TelemetryPage: ...
 
-    def query_telemetry(self, query: SourceQuery) -> SourceSeries: ...
+@runtime_checkable
+class DeviceTelemetry(Protocol):
+    """Clients' reads of stored telemetry; each read counts in the telemetry statistics."""
+
+    def read(self, device_id: str, query: TelemetryQuery) -> TelemetryPage: ...
+
+    def read_source(self, query: SourceQuery) -> SourceSeries: ...

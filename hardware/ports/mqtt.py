@@ -192,6 +192,15 @@ class BrokerAuth(Protocol):
 
 
 @runtime_checkable
+class MqttCredentials(Protocol):
+    """The user credentials the embedded broker accepts once authentication is on."""
+
+    def add_credential(self, username: str, password: str) -> None: ...
+
+    def delete_credential(self, username: str) -> None: ...
+
+
+@runtime_checkable
 class MqttAdmin(Protocol):
     def status(self) -> MqttStatus: ...
 
@@ -220,10 +229,6 @@ class MqttAdmin(Protocol):
         auth_enabled: bool | None = None,
         tls_enabled: bool | None = None,
     ) -> ConfigApplied: ...
-
-    def add_credential(self, username: str, password: str) -> None: ...
-
-    def delete_credential(self, username: str) -> None: ...
 
     def upload_tls(self, cert_pem: str, key_pem: str, ca_pem: str | None) -> TlsFiles: ...
 

@@ -26,7 +26,8 @@ from hardware.ports.chat import (
 )
 from hardware.ports.errors import NotFound
 from twin.automation.chat_tools import ChatTools
-from twin.automation.chat_turns import ModelFaults, Turn
+from twin.automation.chat_turns import Turn
+from twin.automation.model_faults import ModelFaults
 
 if TYPE_CHECKING:
     from twin.automation.llm import ModelBackendRegistry

@@ -2,13 +2,13 @@
 
 A round asks the model (the built-in simulated one, or an HTTP backend) for an answer given the
 conversation and the tools. The simulated model's text is released a piece at a time at the pace
-of :class:`ModelFaults` (tokens per world second, after a first-token delay); an HTTP backend's
-pieces are released as they arrive (through a ``simpy.Store`` its reader task fills), so in step
-mode every token waits for the clock. Tool calls run on the world at once and are reported as
-``ToolCallStart``/``ToolCallEnd`` after the round's text, then ``intermediate_end``; the round
-without tool calls ends the turn with ``end``. The history gets the vendor's messages: the user's,
-an assistant message with the round's tool calls and results, a ``tool`` message per result, and
-the final answer.
+of :class:`~twin.automation.model_faults.ModelFaults` (tokens per world second, after a first-token
+delay); an HTTP backend's pieces are released as they arrive (through a ``simpy.Store`` its reader
+task fills), so in step mode every token waits for the clock. Tool calls run on the world at once
+and are reported as ``ToolCallStart``/``ToolCallEnd`` after the round's text, then
+``intermediate_end``; the round without tool calls ends the turn with ``end``. The history gets the
+vendor's messages: the user's, an assistant message with the round's tool calls and results, a
+``tool`` message per result, and the final answer.
 
 Failures follow the server: a model that cannot start answering in the first round gets the
 server's non-streaming fallback (a ``response`` event with its help text); in a later round an
@@ -23,7 +23,7 @@ import asyncio
 import json
 import logging
 from collections import deque
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,6 +34,7 @@ from hardware.ports.chat import ChatEventKind as K
 from hardware.ports.errors import Unavailable
 from twin.automation.chat_models import ToolCall
 from twin.automation.chat_stream import assistant_message, stream
+from twin.automation.model_faults import ModelFaults
 from twin.automation.sim_model import SimChatModel, tokens
 from twin.rng import hash_uniform
 
@@ -62,44 +63,6 @@ SYSTEM_PROMPT = (
     "You are NeoMind, the assistant of an IoT automation server. Use the tools to list devices, read "
     "their telemetry, send them commands and manage rules; answer in the user's language."
 )
-
-
-@dataclass(slots=True)
-class ModelFaults:
-    """The model's pace and the faults a scenario puts on it (every backend, built in or HTTP)."""
-
-    tokens_per_second: float = 20.0
-    slow_first_token_s: float = 0.0
-    hang: bool = False
-    error_status: int | None = None
-    errors_left: int | None = None
-    """Model calls still to fail with ``error_status``; ``None``: all until undone."""
-
-    def slow(self, seconds: float) -> Callable[[], None]:
-        self.slow_first_token_s = seconds
-        return lambda: setattr(self, "slow_first_token_s", 0.0)
-
-    def stall(self) -> Callable[[], None]:
-        self.hang = True
-        return lambda: setattr(self, "hang", False)
-
-    def fail(self, status: int, count: int | None) -> Callable[[], None]:
-        self.error_status, self.errors_left = status, count
-        return lambda: setattr(self, "error_status", None)
-
-    def pace(self, tokens_per_second: float) -> Callable[[], None]:
-        before, self.tokens_per_second = self.tokens_per_second, tokens_per_second
-        return lambda: setattr(self, "tokens_per_second", before)
-
-    def take_error(self) -> int | None:
-        if self.error_status is None:
-            return None
-        status = self.error_status
-        if self.errors_left is not None:
-            self.errors_left -= 1
-            if self.errors_left <= 0:
-                self.error_status = self.errors_left = None
-        return status
 
 
 class Host(Protocol):

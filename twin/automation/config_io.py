@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from twin.automation.server import automation_of
+
 if TYPE_CHECKING:
     from twin.automation.onboarding import TwinOnboarding
     from twin.world import World
@@ -67,11 +69,11 @@ class TwinConfig:
         if llm is not None:
             keys = ("backend", "endpoint", "model", "temperature", "top_p", "max_tokens")
             out["llm_settings"] = {k: llm[k] for k in keys if k != "endpoint" or llm.get(k)}
-        devices = self.world.devices.list(1, 1_000_000, None, None).devices
+        devices = automation_of(self.world).devices.list(1, 1_000_000, None, None).devices
         if devices:
             rows = [{"device_id": d.device_id, "device_type": d.device_type, "name": d.name} for d in devices]
             out["devices"] = {"devices": rows}
-        rules = self.world.rules.list_rules()
+        rules = automation_of(self.world).rules.list_rules()
         if rules:
             out["rules"] = {
                 "rules": [
@@ -132,6 +134,3 @@ class TwinConfig:
             if not validation["devices"]:
                 errors.append("Devices: missing or invalid device configurations")
         return {"valid": not errors, "validation": validation, "errors": errors}
-
-    def logs_archive(self, days: int | None) -> tuple[str, bytes]:
-        return self.world.server_log.archive(days)

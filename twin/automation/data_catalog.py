@@ -1,5 +1,5 @@
-"""The data views over the world: the unified data sources, extension metrics, statistics, the
-resources rules can use, and stored images (:class:`hardware.ports.data.DataCatalog`).
+"""The data views over the world: the unified data sources, extension metrics, device statistics and
+the resources rules can use (:class:`hardware.ports.data.DataCatalog`).
 
 Data sources are every device type's metrics of every device, the metrics a device reported beyond
 its type ("Virtual metric"), every installed extension's declared metrics and every transform
@@ -15,11 +15,12 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hardware.ports.data import SourceFilter, SourcePage, StoredImage
+from hardware.ports.data import SourceFilter, SourcePage
 from hardware.ports.errors import InvalidInput
 from hardware.ports.events import EventKind
 from twin.automation import transforms
 from twin.automation.ingest import kind_of
+from twin.automation.server import automation_of
 
 if TYPE_CHECKING:
     from hardware.ports.devices import DataType, Device
@@ -54,13 +55,13 @@ class TwinData:
         self.world = world
 
     def _devices(self) -> tuple[Device, ...]:
-        return self.world.devices.list(1, 1_000_000, None, None).devices
+        return automation_of(self.world).devices.list(1, 1_000_000, None, None).devices
 
     # Data sources ---------------------------------------------------------------------------------
     def _device_sources(self) -> list[Row]:
         rows: list[Row] = []
         for device in self._devices():
-            dtype = self.world.device_types.find(device.device_type)
+            dtype = automation_of(self.world).device_types.find(device.device_type)
             known = set()
             for m in dtype.metrics if dtype else ():
                 known.add(m.name)
@@ -75,12 +76,12 @@ class TwinData:
     def _extension_sources(self) -> list[Row]:
         return [
             source_row("extension", e.id, e.name, m.name, m.display_name, m.data_type.lower(), m.unit, None)
-            for e in self.world.extensions.list_extensions()
+            for e in automation_of(self.world).extensions.list_extensions()
             for m in e.metrics
         ]
 
     def _transform_sources(self) -> list[Row]:
-        automations = self.world.automations
+        automations = automation_of(self.world).automations
         rows = [
             source_row(
                 "transform",
@@ -153,9 +154,9 @@ class TwinData:
             ts, value, quality = stored
             row.update(current_value="<binary>" if isinstance(value, bytes) else value, last_update=int(ts),
                        quality=quality)  # fmt: skip
-        elif kind == "device" and self.world.devices.exists(name):
+        elif kind == "device" and automation_of(self.world).devices.exists(name):
             if name not in current:
-                read = self.world.devices.current(name)
+                read = automation_of(self.world).devices.current(name)
                 current[name] = (read.device.last_seen, {m.name: m.value for m in reversed(read.metrics)})
             last, values = current[name]
             if values.get(field) is not None:
@@ -196,13 +197,10 @@ class TwinData:
         return len(values), len(values)
 
     # Statistics -----------------------------------------------------------------------------------
-    def telemetry_stats(self) -> Mapping[str, Any]:
-        return self.world.telemetry_stats.stats()
-
     def device_stats(self) -> Mapping[str, Any]:
         rows = []
         for device in self._devices():
-            values = self.world.devices.current(device.device_id).metrics
+            values = automation_of(self.world).devices.current(device.device_id).metrics
             rows.append({
                 "device_id": device.device_id, "device_type": device.device_type, "name": device.name,
                 "online": device.online, "metrics_count": sum(1 for m in values if m.value is not None),
@@ -215,7 +213,7 @@ class TwinData:
     def rule_resources(self) -> Mapping[str, Any]:
         devices = []
         for device in self._devices():
-            dtype = self.world.device_types.find(device.device_type)
+            dtype = automation_of(self.world).device_types.find(device.device_type)
             if dtype is None:
                 metrics = [
                     {
@@ -242,10 +240,6 @@ class TwinData:
         categories = [{"id": c, "name": c.capitalize(), "channel_type": c, "enabled": True}
                       for c in ("alert", "system", "business")]  # fmt: skip
         return {"devices": devices, "message_categories": categories}
-
-    # Images ---------------------------------------------------------------------------------------
-    def image(self, path: str) -> StoredImage:
-        return self.world.images.get(path)
 
 
 def _json(value: Any) -> str:

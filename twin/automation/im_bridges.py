@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import logging
 import secrets
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hardware.ports.errors import InvalidInput, NotFound, Unavailable
@@ -87,6 +88,8 @@ class ImBridgeRegistry:
         self.bot_names: dict[str, str] = {}
         """Platform → the bot's user name, once its platform told the poller."""
         self.sent = self.failed = 0
+        self.followers: list[Callable[[], None]] = []
+        """Called on each bridge call (list, create, delete): the router's pollers follow the bridges."""
         outbox.register(OWNER, self._delivered)
         if self.default_agent is not None:
             for platform, doc in self.configs.items():  # the bridges kept from earlier runs
@@ -105,7 +108,12 @@ class ImBridgeRegistry:
         return platform
 
     # Bridges -------------------------------------------------------------------------------------
+    def _follow(self) -> None:
+        for follower in self.followers:
+            follower()
+
     def list_bridges(self) -> list[str]:
+        self._follow()
         self._router()
         return sorted(self.running)
 
@@ -115,6 +123,7 @@ class ImBridgeRegistry:
         self.running[platform] = _checked(platform, given)
         self.bot_names.pop(platform, None)
         self.configs.put(platform, given)
+        self._follow()
         return platform
 
     def delete_bridge(self, platform: str) -> str:
@@ -123,6 +132,7 @@ class ImBridgeRegistry:
             raise NotFound(f"IM bridge '{platform}' not found", resource="im_bridge")
         self.bot_names.pop(platform, None)
         self.configs.delete(platform)
+        self._follow()
         return platform
 
     # Invites, allowlist, sessions ----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The IM bridges' router and the port over them (:class:`TwinImBridges`).
+"""The IM bridges' router: the loop side of the bridges, handling the messages their pollers receive.
 
 Incoming messages are handled one at a time in arrival order, as the server's router does:
 
@@ -10,7 +10,8 @@ Incoming messages are handled one at a time in arrival order, as the server's ro
 
 The agent's turn runs on the world clock; replies leave through the delivery outbox. The router is
 the loop side of :class:`~twin.automation.im_bridges.ImBridgeRegistry`: it runs one poller per
-running Telegram bridge and follows the registry (:meth:`TwinImBridges.reconcile`).
+running Telegram bridge and follows the registry (:meth:`ImRouter.reconcile`, which the registry calls
+on each bridge call).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import logging
 from typing import TYPE_CHECKING
 
 from hardware.ports.chat import ChatEventKind, ChatSessions, TurnRequest
-from hardware.ports.im_bridges import BridgeSpec, ImInvite, ImSession
 from twin.automation.im_bridges import telegram_base
 from twin.automation.im_links import Incoming, TelegramPoller
 
@@ -46,6 +46,7 @@ def _command(text: str, name: str) -> bool:
 
 class ImRouter:
     def __init__(self, registry: ImBridgeRegistry, chat: ChatSessions) -> None:
+        """Follows ``registry`` from now on (it calls :meth:`reconcile` on each bridge call)."""
         self.registry = registry
         self.chat = chat
         self.queue: asyncio.Queue[Incoming] = asyncio.Queue(QUEUE)
@@ -53,9 +54,18 @@ class ImRouter:
         self.handled = 0
         self.pollers: dict[str, tuple[tuple[str, str], TelegramPoller]] = {}
         self._task: asyncio.Task[None] | None = None
+        registry.followers.append(self.reconcile)
 
-    async def deliver(self, incoming: Incoming) -> None:
-        await self.queue.put(incoming)
+    @classmethod
+    def following(cls, previous: ImRouter | None, registry: ImBridgeRegistry, chat: ChatSessions) -> ImRouter:
+        """The router of ``registry``: ``previous`` while it is the same registry, else a new one (the
+        world was rebuilt; the old router's pollers are closed)."""
+        if previous is not None and previous.registry is registry:
+            return previous
+        if previous is not None:
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().create_task(previous.aclose())
+        return cls(registry, chat)
 
     async def _consume(self) -> None:
         while True:
@@ -131,7 +141,7 @@ class ImRouter:
                 asyncio.get_running_loop().create_task(poller.aclose())
         for platform, key in wanted.items():
             if platform not in self.pollers:
-                poller = TelegramPoller(*key, self.deliver, lambda name, p=platform: self._named(p, name))
+                poller = TelegramPoller(*key, self.queue.put, lambda name, p=platform: self._named(p, name))
                 self.pollers[platform] = (key, poller)
                 poller.start()
 
@@ -149,64 +159,3 @@ class ImRouter:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-
-
-class TwinImBridges:
-    """Implements :class:`hardware.ports.im_bridges.ImBridges` over one world's registry; every call
-    brings the router's pollers in line with the registry."""
-
-    def __init__(self, registry: ImBridgeRegistry, chat: ChatSessions) -> None:
-        self.registry = registry
-        self.router = ImRouter(registry, chat)
-
-    def reconcile(self) -> None:
-        self.router.reconcile()
-
-    async def aclose(self) -> None:
-        await self.router.aclose()
-
-    def list_bridges(self) -> list[str]:
-        self.reconcile()
-        return self.registry.list_bridges()
-
-    def create_bridge(self, spec: BridgeSpec) -> str:
-        platform = self.registry.create_bridge(spec)
-        self.reconcile()
-        return platform
-
-    def delete_bridge(self, platform: str) -> str:
-        platform = self.registry.delete_bridge(platform)
-        self.reconcile()
-        return platform
-
-    def create_invite(self, platform: str) -> tuple[str, str | None]:
-        return self.registry.create_invite(platform)
-
-    def list_invites(self, platform: str) -> list[ImInvite]:
-        return self.registry.list_invites(platform)
-
-    def revoke_invite(self, platform: str, token: str) -> None:
-        self.registry.revoke_invite(platform, token)
-
-    def allowlist(self, platform: str) -> list[str]:
-        return self.registry.allowlist(platform)
-
-    def remove_allowed(self, platform: str, chat_id: str) -> None:
-        self.registry.remove_allowed(platform, chat_id)
-
-    def sessions(self, platform: str) -> list[ImSession]:
-        return self.registry.sessions(platform)
-
-    def reset_session(self, platform: str, chat_id: str) -> None:
-        self.registry.reset_session(platform, chat_id)
-
-
-def im_front(previous: TwinImBridges | None, registry: ImBridgeRegistry, chat: ChatSessions) -> TwinImBridges:
-    """The port over ``registry``: ``previous`` while it is the same registry, else a new one (the
-    world was rebuilt; the old router's pollers are closed)."""
-    if previous is not None and previous.registry is registry:
-        return previous
-    if previous is not None:
-        with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().create_task(previous.aclose())
-    return TwinImBridges(registry, chat)

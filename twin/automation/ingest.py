@@ -93,9 +93,9 @@ class Ingest:
         self,
         device_id: str,
         data: Mapping[str, Any],
-        timestamp: float | None,
-        quality: float | None,
-        token: str | None,
+        timestamp: float | None = None,
+        quality: float | None = None,
+        token: str | None = None,
     ) -> Ingested:
         if not device_id:
             raise InvalidInput("device_id is required", field="device_id")
@@ -192,18 +192,18 @@ class Ingest:
     def get_draft(self, draft_id: str) -> Draft:
         return _draft(self._draft_doc(draft_id))
 
-    def reject(self, draft_id: str, reason: str) -> Draft:
+    def reject_draft(self, draft_id: str, reason: str) -> Draft:
         doc = self._draft_doc(draft_id)
         doc.update(status="rejected", error_message=reason, updated_at=self.world.now())
         self.drafts.put(draft_id, doc)
         return _draft(doc)
 
-    def approve(
+    def approve_draft(
         self,
         draft_id: str,
-        existing_type: str | None,
-        new_type: DeviceType | None,
-        device_name: str | None,
+        existing_type: str | None = None,
+        new_type: DeviceType | None = None,
+        device_name: str | None = None,
     ) -> Approval:
         doc = self._draft_doc(draft_id)
         types = self.device_types

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from twin.automation.brokers import ExternalBrokerRegistry
-    from twin.automation.im_router import TwinImBridges
+    from twin.automation.im_router import ImRouter
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +25,9 @@ class HasBrokers(Protocol):
     def brokers(self) -> ExternalBrokerRegistry: ...
 
 
-async def run_links(world: Callable[[], HasBrokers], im_bridges: Callable[[], TwinImBridges]) -> None:
+async def run_links(world: Callable[[], HasBrokers], im_router: Callable[[], ImRouter]) -> None:
     brokers: ExternalBrokerRegistry | None = None
-    front: TwinImBridges | None = None
+    router: ImRouter | None = None
     try:
         while True:
             try:
@@ -37,8 +37,8 @@ async def run_links(world: Callable[[], HasBrokers], im_bridges: Callable[[], Tw
                         await brokers.aclose()
                     brokers = current
                     await brokers.reconnect()
-                front = im_bridges()
-                front.reconcile()
+                router = im_router()
+                router.reconcile()
             except Exception:  # never let one round stop the others
                 log.exception("outside connections: a round failed")
             await asyncio.sleep(POLL_S)
@@ -46,5 +46,5 @@ async def run_links(world: Callable[[], HasBrokers], im_bridges: Callable[[], Tw
         with contextlib.suppress(Exception):
             if brokers is not None:
                 await brokers.aclose()
-            if front is not None:
-                await front.aclose()
+            if router is not None:
+                await router.aclose()

@@ -23,6 +23,7 @@ from hardware.ports.mqtt import (
     TlsPems,
 )
 from twin.automation.mqtt_inbound import topic_covers
+from twin.automation.server import automation_of
 
 if TYPE_CHECKING:
     from twin.automation.mqtt_admin import BrokerSettings
@@ -93,7 +94,7 @@ class TwinMqtt:
 
     @property
     def settings(self) -> BrokerSettings:
-        return self.world.mqtt_broker
+        return automation_of(self.world).mqtt_broker
 
     @property
     def auth(self) -> BrokerAuth:
@@ -110,7 +111,7 @@ class TwinMqtt:
 
     # Status and subscriptions --------------------------------------------------------------------
     def status(self) -> MqttStatus:
-        config, devices = self.current(), self.world.devices.all_docs()
+        config, devices = self.current(), automation_of(self.world).devices.all_docs()
         clients = self.link.clients()
         return MqttStatus(
             connected=self.link.connected,
@@ -120,13 +121,13 @@ class TwinMqtt:
             subscriptions_count=len(self.device_filters) + len(self.link.topics()),
             devices_count=len(devices),
             clients_count=len(devices) if clients is None else clients,
-            external_brokers=tuple(self.world.brokers.list_brokers()),
+            external_brokers=tuple(automation_of(self.world).brokers.list_brokers()),
         )
 
     def subscriptions(self) -> list[MqttSubscription]:
         held = {**self.device_filters, **self.link.topics()}
         subs = [MqttSubscription(topic, qos) for topic, qos in held.items()]
-        for doc in self.world.devices.all_docs():
+        for doc in automation_of(self.world).devices.all_docs():
             cfg = doc.get("connection_config") or {}
             kind, device_id = doc["device_type"], doc["device_id"]
             uplink = cfg.get("telemetry_topic") or f"device/{kind}/{device_id}/uplink"
@@ -159,7 +160,7 @@ class TwinMqtt:
         return SubscribeResult(True, "Unsubscribed from topic")
 
     async def subscribe_device(self, device_id: str) -> None:
-        doc = self.world.devices.find_doc(device_id)
+        doc = automation_of(self.world).devices.find_doc(device_id)
         if doc is None:
             raise NotFound(f"Device not found: {device_id} not found", resource="mqtt_device")
         topic = (doc.get("connection_config") or {}).get("telemetry_topic")
@@ -167,11 +168,11 @@ class TwinMqtt:
             await self.subscribe(topic, 1)
 
     def unsubscribe_device(self, device_id: str) -> None:
-        if self.world.devices.find_doc(device_id) is None:
+        if automation_of(self.world).devices.find_doc(device_id) is None:
             raise NotFound(f"Device not found: {device_id} not found", resource="mqtt_device")
 
     def inbound(self, topic: str, payload: bytes) -> bool:
-        return self.world.mqtt_inbound.handle(topic, payload, self.link.topics())
+        return automation_of(self.world).mqtt_inbound.handle(topic, payload, self.link.topics())
 
     # The embedded broker ------------------------------------------------------------------------
     def broker_config(self) -> tuple[BrokerConfig, list[str]]:
@@ -192,12 +193,6 @@ class TwinMqtt:
             return ConfigApplied(config, True)  # authentication is read on every connection
         tls = self.settings.pems() if config.tls_enabled else None
         return ConfigApplied(config, await self.link.apply(config, tls))
-
-    def add_credential(self, username: str, password: str) -> None:
-        self.settings.add_credential(username, password)
-
-    def delete_credential(self, username: str) -> None:
-        self.settings.delete_credential(username)
 
     def upload_tls(self, cert_pem: str, key_pem: str, ca_pem: str | None) -> TlsFiles:
         return self.settings.upload_tls(self.current(), cert_pem, key_pem, ca_pem)

@@ -15,9 +15,7 @@ given up counts in ``failed`` like one whose retries ran out.
 
 from __future__ import annotations
 
-import fnmatch
 import json
-import re
 import uuid
 from collections import deque
 from collections.abc import Mapping
@@ -25,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from hardware.ports.errors import InvalidInput, NotFound
+from hardware.ports.errors import NotFound
 from hardware.ports.events import Event, EventKind
-from hardware.ports.rules import PUSH_TARGET_TYPES, DeliveryResult, DeliveryStats, PushLog, PushTarget
+from hardware.ports.rules import DeliveryResult, DeliveryStats, PushLog, PushTarget
 from twin.automation.delivery import Outbox, RetryPolicy
+from twin.automation.push_spec import matches, validate
 
 if TYPE_CHECKING:
     from twin.engine import Engine
@@ -36,69 +35,8 @@ if TYPE_CHECKING:
     from twin.store import Collection
 
 MAX_LOGS_PER_TARGET = 500
-SELF_WEBHOOK = re.compile(r"/api/devices/(?:[^/]+/)?webhook/?$")
-DEFAULT_RETRY = {"max_retries": 3, "backoff_secs": 5, "max_backoff_secs": 300}
-DEFAULT_BATCH = {"batch_size": 1, "batch_interval_ms": 2000, "format": "flat"}
 EVENT_TYPE = "DeviceMetric"
 """The event type every sample is, for ``schedule.event_types``."""
-
-
-def _bad(message: str, field: str) -> InvalidInput:
-    return InvalidInput(message, resource="push_target", field=field)
-
-
-def validate(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored settings of a target from a create/update body (defaults filled in)."""
-    if not spec.get("name"):
-        raise _bad("name is required", "name")
-    kind = spec.get("target_type")
-    if kind not in PUSH_TARGET_TYPES:
-        raise _bad(f"target_type must be one of {', '.join(PUSH_TARGET_TYPES)}", "target_type")
-    config = dict(spec.get("config") or {})
-    if kind == "webhook":
-        url = str(config.get("url") or "")
-        if not url.startswith(("http://", "https://")):
-            raise _bad("webhook target needs config.url (http or https)", "config.url")
-        if SELF_WEBHOOK.search(url.split("?", 1)[0]):
-            raise _bad("A push target must not point at this server's own device webhook", "config.url")
-    else:
-        if not config.get("topic"):
-            raise _bad("mqtt target needs config.topic", "config.topic")
-        if not (config.get("broker_url") or config.get("host")):
-            raise _bad("mqtt target needs config.broker_url or config.host", "config.broker_url")
-    schedule = dict(spec.get("schedule") or {"type": "event_driven", "event_types": []})
-    if schedule.get("type") == "interval":
-        secs = schedule.get("interval_secs")
-        if isinstance(secs, bool) or not isinstance(secs, int | float) or secs <= 0:
-            raise _bad("interval schedule needs interval_secs > 0", "schedule.interval_secs")
-    elif schedule.get("type") == "event_driven":
-        schedule.setdefault("event_types", [])
-    else:
-        raise _bad("schedule.type must be event_driven or interval", "schedule.type")
-    data_filter = dict(spec.get("data_filter") or {})
-    data_filter.setdefault("source_patterns", [])
-    data_filter.setdefault("only_changes", False)
-    retry = {**DEFAULT_RETRY, **(spec.get("retry_config") or {})}
-    batch = {**DEFAULT_BATCH, **(spec.get("batch_config") or {})}
-    if int(retry["max_retries"]) < 0 or float(retry["backoff_secs"]) < 0:
-        raise _bad("retry_config values must not be negative", "retry_config")
-    if int(batch["batch_size"]) < 1 or batch["format"] not in ("flat", "nested"):
-        raise _bad("batch_size must be at least 1 and format flat or nested", "batch_config")
-    return {
-        "name": spec["name"],
-        "target_type": kind,
-        "config": config,
-        "schedule": schedule,
-        "data_filter": data_filter,
-        "template": spec.get("template"),
-        "enabled": bool(spec.get("enabled", True)),
-        "retry_config": retry,
-        "batch_config": batch,
-    }
-
-
-def matches(patterns: list[str], source: str) -> bool:
-    return not patterns or any(fnmatch.fnmatchcase(source, p) for p in patterns)
 
 
 class DataPush:

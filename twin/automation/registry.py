@@ -1,6 +1,6 @@
 """The automation server's device registry: simulated sensors and client-created devices.
 
-Every device in ``world.sensors`` is a device here (adapter ``mqtt``, last seen = its last
+Every device in ``sensors_of(world).groups`` is a device here (adapter ``mqtt``, last seen = its last
 procedural sample). Client-created devices, the per-sensor overrides (name, config, timeout,
 deletion) and the archive of deleted devices are durable documents in the store. Status is
 computed on the world clock: never seen → ``disconnected``; seen within the effective timeout →
@@ -9,10 +9,8 @@ computed on the world clock: never seen → ``disconnected``; seen within the ef
 
 from __future__ import annotations
 
-import math
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hardware.ports.devices import (
@@ -37,7 +35,7 @@ from twin.automation.device_types import render_payload
 if TYPE_CHECKING:
     from twin.automation.device_types import DeviceTypeRegistry
     from twin.engine import Engine
-    from twin.sensors import SensorFleet, Window
+    from twin.sensors import SensorFleet
 
 DEFAULT_OFFLINE_TIMEOUT_S = 300
 TIMEOUT_RANGE = (30, 86_400)
@@ -51,17 +49,6 @@ def not_found(device_id: str) -> NotFound:
 def check_timeout(value: int | None) -> None:
     if value is not None and not TIMEOUT_RANGE[0] <= value <= TIMEOUT_RANGE[1]:
         raise InvalidInput("offline_timeout_secs must be between 30 and 86400", field="offline_timeout_secs")
-
-
-@dataclass(frozen=True, slots=True)
-class TelemetrySource:
-    """What the telemetry query needs to know about a (live or archived) device."""
-
-    device_id: str
-    metrics: tuple[str, ...]
-    fleet: SensorFleet | None
-    upto: float
-    """Unix seconds: no procedural sample after this (now, or the deletion time)."""
 
 
 class DeviceRegistry:
@@ -125,7 +112,7 @@ class DeviceRegistry:
     def device_type_of(self, doc: dict[str, Any]) -> DeviceType | None:
         return self.device_types.find(doc["device_type"])
 
-    def _last_sample(self, device_id: str) -> float | None:
+    def last_sample(self, device_id: str) -> float | None:
         """Unix time of a simulated sensor's last report (its gaps skipped), or ``None``."""
         if self.world.env.now < 0:
             return None
@@ -135,7 +122,7 @@ class DeviceRegistry:
     def _view(self, doc: dict[str, Any], dtype: DeviceType | None) -> Device:
         last_seen = doc.get("last_seen")
         if doc.get("simulated"):
-            sampled = self._last_sample(doc["device_id"])
+            sampled = self.last_sample(doc["device_id"])
             last_seen = max(x for x in (last_seen, sampled) if x is not None) if sampled else last_seen
         override = doc.get("offline_timeout_secs")
         default = dtype.default_offline_timeout_secs if dtype else None
@@ -178,7 +165,9 @@ class DeviceRegistry:
         return docs + self.docs.values()
 
     # Queries ---------------------------------------------------------------------------------
-    def list(self, page: int, limit: int, device_type: str | None, status: str | None) -> DevicePage:
+    def list(
+        self, page: int = 1, limit: int = 50, device_type: str | None = None, status: str | None = None
+    ) -> DevicePage:
         if status == "connected":
             status = "online"
         if status is not None and status not in DEVICE_STATUSES:
@@ -217,7 +206,7 @@ class DeviceRegistry:
         values: dict[str, tuple[float, Any]] = {}
         if doc.get("simulated"):
             fleet = self.sensor_of[device_id]
-            t = self._last_sample(device_id)
+            t = self.last_sample(device_id)
             if t is not None:
                 now = fleet.values_of(device_id, t - self.world.epoch)
                 values = {name: (t, value) for name, value in now.items()}
@@ -253,8 +242,8 @@ class DeviceRegistry:
         name: str,
         adapter_type: str,
         connection_config: Mapping[str, Any],
-        device_id: str | None,
-        offline_timeout_secs: int | None,
+        device_id: str | None = None,
+        offline_timeout_secs: int | None = None,
     ) -> DeviceCreated:
         if self.device_types.find(device_type) is None:
             raise InternalError(f"Failed to add device: Device type template '{device_type}' not found")
@@ -283,11 +272,11 @@ class DeviceRegistry:
         self,
         device_id: str,
         *,
-        name: str | None,
-        adapter_type: str | None,
-        connection_config: Mapping[str, Any] | None,
-        adapter_id: str | Keep | None,
-        offline_timeout_secs: int | Keep | None,
+        name: str | None = None,
+        adapter_type: str | None = None,
+        connection_config: Mapping[str, Any] | None = None,
+        adapter_id: str | Keep | None = KEEP,
+        offline_timeout_secs: int | Keep | None = KEEP,
     ) -> None:
         doc = self.doc(device_id)
         changes: dict[str, Any] = {}
@@ -385,109 +374,4 @@ class DeviceRegistry:
         mine = [d for d in self.commands.values() if d["device_id"] == device_id]
         return tuple(
             CommandRecord(**{k: v for k, v in d.items() if k != "device_id"}) for d in mine[::-1][:limit]
-        )
-
-    # Simulated outages -----------------------------------------------------------------------
-    def take_offline(self, device_id: str) -> Callable[[], None]:
-        """A simulated sensor stops reporting (its link is gone) until :meth:`bring_online` or the
-        returned function. The server notices as the real one does: once the effective offline
-        timeout has passed since its last report the device reads ``offline`` and
-        ``DEVICE_OFFLINE`` is emitted; its first report afterwards emits ``DEVICE_ONLINE``."""
-        fleet = self._sensor(device_id)
-        self.doc(device_id)  # NotFound once deleted
-        if fleet.link_down(device_id) is not None:
-            raise InvalidInput(f"{device_id} is offline already", field="device")
-        window = fleet.open_window(device_id, self.world.env.now, None)
-        self.world.env.process(self._notice_offline(device_id, window))
-        return lambda: self._reconnect(device_id)
-
-    def bring_online(self, device_id: str) -> None:
-        if self._sensor(device_id).link_down(device_id) is None:
-            raise InvalidInput(f"{device_id} is not offline", field="device")
-        self._reconnect(device_id)
-
-    def rearm_outages(self) -> None:
-        """After a restore: sensors whose link was down when the snapshot was taken, and whose
-        offline notice was still to come, get it again (one already given is not repeated)."""
-        for fleet in self.sensors.values():
-            for device_id in fleet.device_ids:
-                window = fleet.link_down(device_id)
-                if (
-                    window is not None
-                    and self.find_doc(device_id) is not None
-                    and self._notice_due(device_id) > 0
-                ):
-                    self.world.env.process(self._notice_offline(device_id, window))
-
-    def _notice_due(self, device_id: str) -> float:
-        """World seconds until the server notices the device is gone (0 or less: it has)."""
-        last = self._last_sample(device_id) or self.world.now()
-        return last + self.view(device_id).effective_offline_timeout_secs - self.world.now()
-
-    def _notice_offline(self, device_id: str, window: Window):
-        fleet, world = self.sensor_of[device_id], self.world
-        yield world.env.timeout(max(0.0, self._notice_due(device_id)) + 1e-3)
-        if fleet.link_down(device_id) != window or self.find_doc(device_id) is None:
-            return  # back already, or deleted
-        if self.view(device_id).status == "offline":  # a device never seen stays "disconnected"
-            world.emit(EventKind.DEVICE_OFFLINE, device_id, reason="heartbeat timeout", timestamp=world.now())
-
-    def _reconnect(self, device_id: str) -> None:
-        fleet = self.sensor_of[device_id]
-        window = fleet.link_down(device_id)
-        if window is None:
-            return
-        noticed = self.find_doc(device_id) is not None and self.view(device_id).status == "offline"
-        fleet.close_window(window, self.world.env.now)
-        if noticed:
-            self.world.env.process(self._reports_again(device_id))
-
-    def _reports_again(self, device_id: str):
-        """``DEVICE_ONLINE`` with the device's first report back (the group's next tick)."""
-        fleet, env = self.sensor_of[device_id], self.world.env
-        period = fleet.group.period
-        due = math.ceil(env.now / period - 1e-9) * period
-        if fleet.last_sample_at is not None and due <= fleet.last_sample_at:
-            due = fleet.last_sample_at + period
-        yield env.timeout(due - env.now)
-        self.world.emit(
-            EventKind.DEVICE_ONLINE,
-            device_id,
-            device_type=fleet.group.device_type,
-            timestamp=self.world.now(),
-        )
-
-    def telemetry_window(
-        self, device_id: str, seconds: float | None, metric: str | None = None, delta: float = 0.0
-    ) -> Callable[[], None]:
-        """A gap (``metric`` None: no reports) or a spike (``metric`` shifted by ``delta``) from now
-        for ``seconds`` of world time (``None``: one sample); the returned function ends it early."""
-        fleet = self._sensor(device_id)
-        now = self.world.env.now
-        seconds = seconds or fleet.group.period
-        window = fleet.open_window(device_id, now, now + seconds, metric, delta)
-        return lambda: fleet.close_window(window, self.world.env.now)
-
-    def _sensor(self, device_id: str) -> SensorFleet:
-        fleet = self.sensor_of.get(device_id)
-        if fleet is None:
-            raise NotFound(f"no simulated sensor {device_id!r}", resource="device")
-        return fleet
-
-    # Telemetry -------------------------------------------------------------------------------
-    def telemetry_source(self, device_id: str, history: bool) -> TelemetrySource:
-        doc = self.find_doc(device_id)
-        fleet = self.sensor_of.get(device_id)
-        if doc is not None:
-            dtype = self.device_type_of(doc)
-            metrics = tuple(m.name for m in dtype.metrics) if dtype else ()
-            return TelemetrySource(device_id, metrics, fleet, self.world.now())
-        archived = self.archive.get(device_id) if history else None
-        if archived is None:
-            raise not_found(device_id)
-        return TelemetrySource(
-            device_id,
-            tuple(archived["metrics"]),
-            fleet if archived["simulated"] else None,
-            archived["deleted_at"],
         )

@@ -7,6 +7,7 @@ timestamps Unix seconds, raw pages are newest first."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from hardware.ports.devices import (
 )
 from hardware.ports.errors import InvalidInput
 from hardware.ports.system import RetentionPolicy
-from twin.automation.registry import DeviceRegistry, TelemetrySource
+from twin.automation.registry import DeviceRegistry, not_found
 from twin.automation.series import (
     MergedSeries,
     MetricSeries,
@@ -33,7 +34,9 @@ from twin.automation.series import (
 
 if TYPE_CHECKING:
     from twin.automation.retention import Retention
+    from twin.automation.telemetry_stats import TelemetryStats
     from twin.engine import Engine
+    from twin.sensors import SensorFleet
 
 DAY = 86_400
 MAX_RANGE_S = 30 * DAY
@@ -42,6 +45,17 @@ LIMIT_RANGE = (1, 5000)
 HOURS_RANGE = (1, 720)
 MAX_OFFSET = 100_000
 SNAPS = (30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetrySource:
+    """What the telemetry query needs to know about a (live or archived) device."""
+
+    device_id: str
+    metrics: tuple[str, ...]
+    fleet: SensorFleet | None
+    upto: float
+    """Unix seconds: no procedural sample after this (now, or the deletion time)."""
 
 
 def bucket_size(span: float, limit: int) -> float:
@@ -77,12 +91,46 @@ def _check(name: str, value: int | None, bounds: tuple[int, int]) -> None:
 
 
 class Telemetry:
-    def __init__(self, world: Engine, *, devices: DeviceRegistry, retention: Retention) -> None:
+    def __init__(
+        self, world: Engine, *, devices: DeviceRegistry, retention: Retention, stats: TelemetryStats
+    ) -> None:
+        """``stats``: where clients' reads (:meth:`read`, :meth:`read_source`) are counted."""
         self.world = world
         self.devices = devices
         self.retention = retention
+        self.stats = stats
+
+    # Clients' reads ----------------------------------------------------------------------------
+    def read(self, device_id: str, query: TelemetryQuery) -> TelemetryPage:
+        page = self.query(device_id, query)
+        self.stats.read(sum(len(s.timestamps) for s in page.series), page.start)
+        return page
+
+    def read_source(self, query: SourceQuery) -> SourceSeries:
+        found = self.query_source(query)
+        self.stats.read(len(found.series.timestamps), found.start)
+        return found
 
     # Series construction ---------------------------------------------------------------------
+    def _source(self, device_id: str, history: bool) -> TelemetrySource:
+        """The live device, else (with ``history``) the archived one; ``NotFound`` otherwise."""
+        devices = self.devices
+        doc = devices.find_doc(device_id)
+        fleet = devices.sensor_of.get(device_id)
+        if doc is not None:
+            dtype = devices.device_type_of(doc)
+            metrics = tuple(m.name for m in dtype.metrics) if dtype else ()
+            return TelemetrySource(device_id, metrics, fleet, self.world.now())
+        archived = devices.archive.get(device_id) if history else None
+        if archived is None:
+            raise not_found(device_id)
+        return TelemetrySource(
+            device_id,
+            tuple(archived["metrics"]),
+            fleet if archived["simulated"] else None,
+            archived["deleted_at"],
+        )
+
     def _series(
         self, src: TelemetrySource, metric: str, stored_metrics: set[str], policy: RetentionPolicy
     ) -> MetricSeries:
@@ -116,7 +164,7 @@ class Telemetry:
                 field="aggregate",
             )
         lo, hi = self._window(q.start, q.end, q.hours)
-        src = self.devices.telemetry_source(device_id, q.history)
+        src = self._source(device_id, q.history)
         stored_metrics = set(self.world.store.sample_metrics(device_id))
         if q.metric is not None:
             names: tuple[str, ...] = (q.metric,)
@@ -234,7 +282,7 @@ class Telemetry:
         if transform:
             src = TelemetrySource(q.source, (), None, self.world.now())
         else:
-            src = self.devices.telemetry_source(device_id, history=False)
+            src = self._source(device_id, history=False)
         stored_metrics = set(self.world.store.sample_metrics(device_id))
         s = self._series(src, q.metric, stored_metrics, self.retention.policy())
         total = s.count(lo, hi)

@@ -25,7 +25,7 @@ async def validate_config(body: ConfigExport, backend: Backend) -> JSONResponse:
 
 
 async def download_logs(backend: Backend, days: int | None = Query(None, ge=0, le=2**32 - 1)) -> Response:
-    name, archive = backend.admin.logs_archive(days)
+    name, archive = backend.server_log.archive(days)
     return Response(archive, media_type="application/zip", headers=zip_headers(name))
 
 

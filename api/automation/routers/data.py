@@ -75,7 +75,7 @@ async def push_metrics(extension_id: ExtensionId, backend: Backend, body: Any = 
 
 
 async def telemetry_stats(backend: Backend) -> JSONResponse:
-    return ok(dict(backend.data.telemetry_stats()), backend.clock.now())
+    return ok(dict(backend.telemetry_stats.stats()), backend.clock.now())
 
 
 async def device_stats(backend: Backend) -> JSONResponse:
@@ -88,7 +88,7 @@ async def rule_resources(backend: Backend) -> JSONResponse:
 
 async def image(path: Annotated[str, Path()], backend: Backend) -> Response:
     try:
-        found = backend.data.image(path)
+        found = backend.images.get(path)
     except InvalidInput as err:
         return PlainTextResponse(err.message, status_code=400)
     except NotFound as err:

@@ -14,29 +14,29 @@ router = APIRouter(tags=["device-types"])
 
 @router.get("/device-types")
 async def list_device_types(backend: Backend) -> JSONResponse:
-    return ok(schemas.device_type_list(backend.devices.list_device_types()), backend.clock.now())
+    return ok(schemas.device_type_list(backend.device_types.list()), backend.clock.now())
 
 
 @router.post("/device-types")
 async def create_device_type(body: DeviceTypeBody, backend: Backend) -> JSONResponse:
-    created = backend.devices.create_device_type(body.to_port())
+    created = backend.device_types.create(body.to_port())
     data = {"success": True, "registered": True, "device_type": created.device_type, "name": created.name}
     return ok(data, backend.clock.now())
 
 
 @router.put("/device-types")
 async def validate_device_type(body: DeviceTypeBody, backend: Backend) -> JSONResponse:
-    return ok(schemas.validation(backend.devices.validate_device_type(body.to_port())), backend.clock.now())
+    return ok(schemas.validation(backend.device_types.validate(body.to_port())), backend.clock.now())
 
 
 @router.get("/device-types/{device_type}")
 async def get_device_type(device_type: str, backend: Backend) -> JSONResponse:
-    return ok(schemas.device_type_full(backend.devices.get_device_type(device_type)), backend.clock.now())
+    return ok(schemas.device_type_full(backend.device_types.get(device_type)), backend.clock.now())
 
 
 @router.delete("/device-types/{device_type}")
 async def delete_device_type(device_type: str, backend: Backend) -> JSONResponse:
-    backend.devices.delete_device_type(device_type)
+    backend.device_types.delete(device_type)
     return ok({"success": True, "device_type": device_type, "deleted": True}, backend.clock.now())
 
 

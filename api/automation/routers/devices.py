@@ -83,7 +83,7 @@ async def suggest_types(draft_id: str, backend: Backend) -> JSONResponse:
 
 @router.post("/devices/drafts/{draft_id}/reject")
 async def reject_draft(draft_id: str, body: schemas.RejectRequest, backend: Backend) -> JSONResponse:
-    return ok(schemas.draft_dto(backend.devices.reject_draft(draft_id, body.reason)), backend.clock.now())
+    return ok(schemas.draft_dto(backend.ingest.reject_draft(draft_id, body.reason)), backend.clock.now())
 
 
 @router.post("/devices/drafts/{draft_id}/approve")
@@ -91,7 +91,7 @@ async def approve_draft(
     draft_id: str, backend: Backend, body: schemas.ApproveRequest | None = None
 ) -> JSONResponse:
     body = body or schemas.ApproveRequest()
-    approval = backend.devices.approve_draft(
+    approval = backend.ingest.approve_draft(
         draft_id,
         existing_type=body.existing_type,
         new_type=body.new_type.to_port() if body.new_type else None,
@@ -145,13 +145,13 @@ async def list_devices(
     device_type: str | None = None,
     status: str | None = None,
 ) -> JSONResponse:
-    result = backend.devices.list_devices(page=page, limit=limit, device_type=device_type, status=status)
+    result = backend.devices.list(page=page, limit=limit, device_type=device_type, status=status)
     return ok(schemas.device_page(result), backend.clock.now())
 
 
 @router.post("/devices")
 async def create_device(body: schemas.CreateDeviceRequest, backend: Backend) -> JSONResponse:
-    created = backend.devices.create_device(
+    created = backend.devices.create(
         body.device_type,
         body.name,
         body.adapter_type,
@@ -165,7 +165,7 @@ async def create_device(body: schemas.CreateDeviceRequest, backend: Backend) -> 
 
 @router.get("/devices/{device_id}")
 async def get_device(device_id: str, backend: Backend) -> JSONResponse:
-    return ok(schemas.device_detail(backend.devices.get_device(device_id)), backend.clock.now())
+    return ok(schemas.device_detail(backend.devices.detail(device_id)), backend.clock.now())
 
 
 @router.get("/devices/{device_id}/current")
@@ -175,7 +175,7 @@ async def current(device_id: str, backend: Backend) -> JSONResponse:
 
 @router.get("/devices/{device_id}/webhook-url")
 async def webhook_url(request: Request, device_id: str, backend: Backend) -> JSONResponse:
-    backend.devices.get_device(device_id)  # 404 for an unknown device
+    backend.devices.detail(device_id)  # 404 for an unknown device
     headers = request.headers
     net = network_info(
         request.app.state.network, headers.get("x-forwarded-proto"), headers.get("x-forwarded-host")
@@ -186,7 +186,7 @@ async def webhook_url(request: Request, device_id: str, backend: Backend) -> JSO
 @router.put("/devices/{device_id}")
 async def update_device(device_id: str, body: schemas.UpdateDeviceRequest, backend: Backend) -> JSONResponse:
     given = body.model_fields_set
-    backend.devices.update_device(
+    backend.devices.update(
         device_id,
         name=body.name,
         adapter_type=body.adapter_type,
@@ -200,7 +200,7 @@ async def update_device(device_id: str, body: schemas.UpdateDeviceRequest, backe
 @router.delete("/devices/{device_id}")
 async def delete_device(device_id: str, backend: Backend, version: Version) -> JSONResponse:
     try:
-        backend.devices.delete_device(device_id)
+        backend.devices.delete(device_id)
     except NotFound as exc:
         if version == "0.9.17":  # an unknown id was a storage failure there (reference §4)
             raise InternalError(f"Failed to delete device: {exc}") from exc
@@ -228,7 +228,7 @@ async def command_history(device_id: str, backend: Backend, limit: int = 50) -> 
 @router.post("/devices/{device_id}/metrics")
 async def write_metric(device_id: str, body: schemas.MetricWriteRequest, backend: Backend) -> JSONResponse:
     seconds = None if body.timestamp is None else body.timestamp / 1000.0
-    ts = backend.devices.push_metric(device_id, body.metric, body.value, seconds)
+    ts = backend.ingest.push_metric(device_id, body.metric, body.value, seconds)
     data = {"device_id": device_id, "metric": body.metric, "timestamp": round(ts * 1000), "written": True}
     return ok(data, backend.clock.now())
 

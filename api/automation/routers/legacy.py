@@ -55,9 +55,7 @@ async def history(device_id: str, backend: Backend, metric: str | None = None, t
                   limit: int = 100) -> JSONResponse:  # fmt: skip
     end = backend.clock.now()
     query = TelemetryQuery(metric=metric, start=end - time_range_seconds(time_range), end=end, limit=limit)
-    return ok(
-        telemetry_schemas.telemetry_page(backend.devices.telemetry(device_id, query)), backend.clock.now()
-    )
+    return ok(telemetry_schemas.telemetry_page(backend.telemetry.read(device_id, query)), backend.clock.now())
 
 
 @router.post("/devices/{device_id}/control")

@@ -68,7 +68,7 @@ async def update_broker_config(body: wire.BrokerConfigRequest, backend: Backend)
 
 @router.post("/mqtt/broker-config/credentials")
 async def add_credential(body: wire.CredentialRequest, backend: Backend) -> JSONResponse:
-    backend.mqtt.add_credential(body.username, body.password)
+    backend.mqtt_credentials.add_credential(body.username, body.password)
     data = {"message": "Credential added successfully", "username": body.username}
     return ok(data, backend.clock.now())
 
@@ -78,7 +78,7 @@ async def delete_credential(backend: Backend, body: object = Body(None)) -> JSON
     username = body.get("username") if isinstance(body, dict) else None
     if not isinstance(username, str):
         raise InvalidInput("Missing 'username' field", field="username")
-    backend.mqtt.delete_credential(username)
+    backend.mqtt_credentials.delete_credential(username)
     return ok({"message": "Credential deleted successfully", "username": username}, backend.clock.now())
 
 

@@ -33,7 +33,7 @@ async def telemetry(
     query = TelemetryQuery(metric, start, end, hours, aggregate, limit, offset, cursor, history, bucketed)
     if request.app.state.release == "0.9.17":
         query = as_0917(query, backend.clock.now())
-    return ok(schemas.telemetry_page(backend.devices.telemetry(device_id, query)), backend.clock.now())
+    return ok(schemas.telemetry_page(backend.telemetry.read(device_id, query)), backend.clock.now())
 
 
 @router.get("/devices/{device_id}/telemetry/summary")
@@ -46,9 +46,9 @@ async def telemetry_summary(device_id: str, backend: Backend, hours: int = 24) -
     summary = {}
     for metric in backend.devices.current(device_id).metrics:
         window = TelemetryQuery(metric=metric.name, start=start, end=end, limit=1)
-        newest = backend.devices.telemetry(device_id, window).series
+        newest = backend.telemetry.read(device_id, window).series
         numeric = metric.data_type in ("float", "integer")
-        totals = backend.devices.telemetry(device_id, dataclasses.replace(window, aggregate="avg")).series
+        totals = backend.telemetry.read(device_id, dataclasses.replace(window, aggregate="avg")).series
         summary[metric.name] = schemas.metric_summary(
             metric, newest[0] if newest else None, totals[0] if totals and numeric else None
         )
@@ -81,7 +81,7 @@ async def query_telemetry(
     aggregate: str | None = None,
 ) -> JSONResponse:
     query = SourceQuery(source, metric, start, end, limit, offset, aggregate)
-    return ok(schemas.source_series(backend.devices.query_telemetry(query)), backend.clock.now())
+    return ok(schemas.source_series(backend.telemetry.read_source(query)), backend.clock.now())
 
 
 catalogued(router)

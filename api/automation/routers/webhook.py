@@ -38,7 +38,7 @@ async def webhook(request: Request, backend: Backend) -> JSONResponse:
     if not payload.device_id:
         raise InvalidInput("device_id is required in the body", field="device_id")
     rate_limit_device(request, payload.device_id)
-    result = backend.devices.webhook(
+    result = backend.ingest.webhook(
         payload.device_id, payload.data, payload.timestamp, payload.quality, await _token(request)
     )
     data = schemas.webhook_received(result.device_id, result.metrics_received, generic=True)
@@ -49,7 +49,7 @@ async def webhook(request: Request, backend: Backend) -> JSONResponse:
 async def device_webhook(device_id: str, request: Request, backend: Backend) -> JSONResponse:
     rate_limit_device(request, device_id)
     payload = await _payload(request)
-    result = backend.devices.webhook(
+    result = backend.ingest.webhook(
         device_id, payload.data, payload.timestamp, payload.quality, await _token(request)
     )
     data = schemas.webhook_received(result.device_id, result.metrics_received, generic=False)

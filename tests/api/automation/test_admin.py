@@ -12,6 +12,7 @@ import httpx
 
 from tests.api.support import assert_error, data
 from tests.conftest import _client, admin_token
+from twin.automation.server import automation_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -110,7 +111,7 @@ def _files(resp: httpx.Response) -> dict[str, str]:
 
 async def test_logs_download(automation: httpx.AsyncClient, auth: dict, twin: Twin) -> None:
     twin.clock.advance(60)  # the sensors report
-    twin.world.devices.take_offline("env_sensor-0002")
+    automation_of(twin.world).outages.take_offline("env_sensor-0002")
     twin.clock.advance(86_400 + 3600)  # into the next day
     body = {"data": {"temperature": 21.5}}
     assert (await automation.post("/api/devices/env_sensor-0001/webhook", json=body)).status_code == 200
@@ -144,7 +145,7 @@ async def test_logs_survive_a_restart_and_a_filter_can_leave_nothing(
     twin = build(durable)
     async with _client(twin.automation_app, "http://automation") as client:
         await admin_token(client)
-        twin.world.server_log.flush()  # as a file writer's buffer reaches the disk
+        automation_of(twin.world).server_log.flush()  # as a file writer's buffer reaches the disk
     twin.world.store.close()
     again = build(durable)
     again.clock.advance(3 * 86_400)
@@ -153,7 +154,7 @@ async def test_logs_survive_a_restart_and_a_filter_can_leave_nothing(
         auth = {"Authorization": f"Bearer {login.json()['token']}"}
         files = _files(await client.get("/api/logs/download", headers=auth))
         assert "User 'admin' created" in files["neomind.log.2026-01-01"]
-        again.world.server_log.chunks.values()  # the store is readable
+        automation_of(again.world).server_log.chunks.values()  # the store is readable
         resp = await client.get("/api/logs/download?days=1", headers=auth)
         assert_error(resp, 404, "NOT_FOUND")
         assert resp.json()["error"]["message"] == (

@@ -12,6 +12,8 @@ import httpx
 
 from tests.api.support import assert_error, data
 from tests.conftest import _client, admin_token
+from twin.automation.server import automation_of
+from twin.sensors import sensors_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -34,8 +36,8 @@ async def test_the_data_explorer_lists_every_simulated_metric(
     assert ids == sorted(ids) and page["total"] == len(ids)
     simulated = {
         f"device:{d}:{m.name}"
-        for d, fleet in twin.world.sensor_of.items()
-        for m in twin.world.device_types.get(fleet.group.device_type).metrics
+        for d, fleet in sensors_of(twin.world).by_device.items()
+        for m in automation_of(twin.world).device_types.get(fleet.group.device_type).metrics
     }
     assert simulated <= set(ids)
     assert {"extension:weather-forecast:temperature_c", "extension:camera-stream:objects_in_view"} <= set(ids)
@@ -140,7 +142,7 @@ async def test_telemetry_and_device_stats(automation: httpx.AsyncClient, auth: d
     }
     assert stats == data(await automation.get("/api/telemetry/stats", headers=auth))  # deterministic
 
-    twin.world.devices.take_offline("env_sensor-0002")
+    automation_of(twin.world).outages.take_offline("env_sensor-0002")
     twin.clock.advance(3600)
     devices = data(await automation.get("/api/stats/devices", headers=auth))["stats"]
     assert (devices["total_devices"], devices["online_devices"], devices["offline_devices"]) == (3, 2, 1)

@@ -13,6 +13,8 @@ from api.automation.routers import events as events_router
 from hardware.ports.events import EventKind
 from tests.api.automation.test_events_ws import api_key, live_twin
 from tests.conftest import admin_token
+from twin.automation.server import automation_of
+from twin.sensors import sensors_of
 from twin.serve import Twin
 
 pytestmark = pytest.mark.socket
@@ -72,7 +74,7 @@ async def test_token_in_the_query_streams_device_metrics(live) -> None:
     name, envelope = events[0]
     assert envelope["type"] == name and set(envelope) == {"id", "type", "timestamp", "source", "data"}
     values = {(e["data"]["device_id"], e["data"]["metric"]): e["data"]["value"] for _, e in events}
-    fleet = twin.world.sensor_of["env_sensor-0003"]
+    fleet = sensors_of(twin.world).by_device["env_sensor-0003"]
     assert {m: values[("env_sensor-0003", m)] for m in ("temperature", "humidity")} == fleet.values_of(
         "env_sensor-0003", 0.0
     )
@@ -125,7 +127,7 @@ async def test_event_type_and_category_filters(live) -> None:
 
 
 async def twin_webhook(twin: Twin, device_id: str) -> None:
-    twin.automation.devices.webhook(device_id, {"temperature": 20.0})
+    twin.automation.ingest.webhook(device_id, {"temperature": 20.0})
 
 
 async def test_keepalive_after_30_s_of_world_time_without_events(live) -> None:
@@ -156,7 +158,7 @@ async def test_disconnecting_releases_the_subscription_and_drops_are_counted(liv
         await asyncio.sleep(0.02)
     assert len(bus._subs) == before
     # A subscriber that cannot keep up loses the oldest events, counted on the bus (/metrics).
-    sub = twin.automation.subscribe(frozenset({EventKind.DEVICE_TELEMETRY}), maxlen=2)
+    sub = twin.automation.bus.subscribe(frozenset({EventKind.DEVICE_TELEMETRY}), maxlen=2)
     twin.clock.advance(0)
     assert sub.dropped == 1 and bus.dropped >= 1
     async with httpx.AsyncClient(base_url=base) as http:
@@ -218,7 +220,7 @@ async def test_post_events_failure_paths(twin: Twin, automation: httpx.AsyncClie
         "/api/events", json={"event_type": "x", "data": "a" * (1 << 20)}, headers=auth
     )
     assert too_big.status_code == 400 and too_big.json()["error"]["code"] == "BAD_REQUEST"
-    read_only = {"X-API-Key": twin.world.api_keys.create("ro", ["events:read"])[0]}
+    read_only = {"X-API-Key": automation_of(twin.world).api_keys.create("ro", ["events:read"])[0]}
     refused = await automation.post("/api/events", json={"event_type": "x", "data": 1}, headers=read_only)
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "FORBIDDEN"
 

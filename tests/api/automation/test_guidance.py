@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from tests.api.support import assert_error
 from tests.conftest import _client, admin_token
 from tests.receivers import closed_port
+from twin.automation.server import automation_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -130,7 +131,7 @@ async def test_suggestions_follow_the_world(automation: httpx.AsyncClient, auth:
 
 
 async def test_suggestions_notice_offline_devices(automation: httpx.AsyncClient, twin: Twin) -> None:
-    twin.world.devices.take_offline(SENSOR)
+    automation_of(twin.world).outages.take_offline(SENSOR)
     twin.clock.advance(3600)
     rows = (await automation.get("/api/suggestions?category=device")).json()["suggestions"]
     offline = next(s for s in rows if s["id"] == "device-offline-check")

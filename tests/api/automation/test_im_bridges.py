@@ -21,6 +21,7 @@ from tests.receivers import Request, read_request
 from tests.sockets import until
 from twin.automation import im_router
 from twin.automation.im_links import Incoming
+from twin.automation.server import automation_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -113,7 +114,7 @@ async def backend(state: Path, *, agent: bool = True) -> AsyncIterator[tuple[Twi
         login = await client.post("/api/auth/login", json={"username": "admin", "password": "secret123"})
         token = login.json()["token"] if login.status_code == 200 else await admin_token(client)
         auth = {"Authorization": f"Bearer {token}"}
-        if agent and twin.world.im_bridges.default_agent is None:
+        if agent and automation_of(twin.world).im_bridges.default_agent is None:
             made = await client.post("/api/agents", json=AGENT, headers=auth)
             assert made.status_code == 200, made.text
             await client.aclose()
@@ -124,14 +125,14 @@ async def backend(state: Path, *, agent: bool = True) -> AsyncIterator[tuple[Twi
         yield twin, client, auth
     finally:
         with contextlib.suppress(Exception):
-            await twin.automation.im_bridges.aclose()
+            await twin.automation.im_router.aclose()
         await client.aclose()
         twin.world.store.close()
 
 
 async def answered(twin: Twin, count: int) -> None:
     """Until the router has handled ``count`` messages, moving world time while the agent thinks."""
-    router = twin.automation.im_bridges.router
+    router = twin.automation.im_router
 
     def done() -> bool:
         if twin.clock.waiting:
@@ -205,7 +206,7 @@ async def test_a_telegram_chat_binds_with_an_invite_and_talks_to_the_agent(tmp_p
             "bridges": [{"id": "telegram", "platform": "telegram", "status": "running"}],
             "count": 1,
         }
-        registry = twin.world.im_bridges
+        registry = automation_of(twin.world).im_bridges
         await until(lambda: registry.bot_names.get("telegram") == "testbot")
         invite = (await client.post("/api/im-bridges/telegram/invites", headers=auth)).json()["data"]
         assert invite["deep_link"] == f"https://t.me/testbot?start={invite['token']}"
@@ -215,7 +216,7 @@ async def test_a_telegram_chat_binds_with_an_invite_and_talks_to_the_agent(tmp_p
         tg.say(chat=222, sender=9, text="hello?")
         tg.say(chat=111, sender=7, text=f"/start {invite['token']}")
         await answered(twin, 2)
-        assert await twin.world.outbox.flush() == 1
+        assert await automation_of(twin.world).outbox.flush() == 1
         sent = tg.sent.pop()
         assert sent.path == f"/bot{TOKEN}/sendMessage"
         assert sent.json() == {"chat_id": "111", "text": im_router.BOUND}
@@ -237,13 +238,13 @@ async def test_a_telegram_chat_binds_with_an_invite_and_talks_to_the_agent(tmp_p
         ]
         tg.say(chat=333, sender=8, text=f"/start {invite['token']}")  # used already
         await answered(twin, 3)
-        await twin.world.outbox.flush()
+        await automation_of(twin.world).outbox.flush()
         assert tg.sent.pop().json() == {"chat_id": "333", "text": im_router.BAD_TOKEN}
 
         # The bound chat talks to the agent on a session of its own; a repeated update id is ignored.
         tg.say(chat=111, sender=7, text="What is the temperature?", update_id=10)
         await answered(twin, 4)
-        await twin.world.outbox.flush()
+        await automation_of(twin.world).outbox.flush()
         answer = tg.sent.pop().json()
         assert answer["chat_id"] == "111" and answer["text"]
         sessions = (await client.get("/api/im-bridges/telegram/sessions", headers=auth)).json()["data"][
@@ -254,8 +255,8 @@ async def test_a_telegram_chat_binds_with_an_invite_and_talks_to_the_agent(tmp_p
         assert tg.offsets[-1] == 11
         tg.say(chat=111, sender=7, text="/help@testbot", update_id=12)
         await answered(twin, 5)
-        await twin.automation.im_bridges.router.handle(Incoming("telegram", "111", "7", "again", "12"))
-        await twin.world.outbox.flush()
+        await twin.automation.im_router.handle(Incoming("telegram", "111", "7", "again", "12"))
+        await automation_of(twin.world).outbox.flush()
         assert [r.json()["text"] for r in tg.sent] == [im_router.HELP]
         tg.sent.clear()
 
@@ -268,13 +269,13 @@ async def test_a_telegram_chat_binds_with_an_invite_and_talks_to_the_agent(tmp_p
         assert removed.json()["data"] == {"chat_id": "111", "removed": True}
         tg.say(chat=111, sender=7, text="still there?")
         await answered(twin, 6)
-        assert await twin.world.outbox.flush() == 0
+        assert await automation_of(twin.world).outbox.flush() == 0
         revoked = await client.delete(f"/api/im-bridges/telegram/invites/{invite['token']}", headers=auth)
         assert revoked.json()["data"] == {"token": invite["token"], "revoked": True}
 
         stopped = await client.delete("/api/im-bridges/telegram", headers=auth)
         assert stopped.json()["data"] == {"id": "telegram", "platform": "telegram", "status": "stopped"}
-        assert twin.automation.im_bridges.router.pollers == {}
+        assert twin.automation.im_router.pollers == {}
 
 
 async def test_bridges_and_their_chats_survive_a_restart(tmp_path: Path) -> None:
@@ -293,7 +294,7 @@ async def test_bridges_and_their_chats_survive_a_restart(tmp_path: Path) -> None
             allowed = (await client.get("/api/im-bridges/telegram/allowlist", headers=auth)).json()["data"]
             assert allowed == {"allowlist": ["5"]}
             # The reply queued before the restart is delivered after it; the bridge polls again.
-            assert await twin.world.outbox.flush() == 1
+            assert await automation_of(twin.world).outbox.flush() == 1
             assert tg.sent.pop().json() == {"chat_id": "5", "text": im_router.BOUND}
             tg.say(chat=5, sender=5, text="/help")
             await answered(twin, 1)
@@ -301,7 +302,7 @@ async def test_bridges_and_their_chats_survive_a_restart(tmp_path: Path) -> None
 
 async def test_replies_are_split_for_telegram_and_go_to_feishu_with_a_tenant_token(tmp_path: Path) -> None:
     async with FakeChatPlatform() as chat, backend(tmp_path) as (twin, client, auth):
-        registry = twin.world.im_bridges
+        registry = automation_of(twin.world).im_bridges
         await client.post(
             "/api/im-bridges",
             json={"platform": "telegram", "bot_token": TOKEN, "api_base": chat.url},
@@ -312,7 +313,7 @@ async def test_replies_are_split_for_telegram_and_go_to_feishu_with_a_tenant_tok
         made = await client.post("/api/im-bridges", json=body, headers=auth)
         assert made.json()["data"]["status"] == "running"
         assert registry.reply("feishu", "oc_9", "hello") == 1
-        assert await twin.world.outbox.flush() == 4
+        assert await automation_of(twin.world).outbox.flush() == 4
         parts = [r.json()["text"] for r in chat.sent if r.path.endswith("/sendMessage")]
         assert [len(p) for p in parts] == [4000, 4000, 1000]
         token, message = [r for r in chat.sent if r.path.startswith("/open-apis")]
@@ -335,5 +336,5 @@ async def test_start_without_a_token_asks_for_one(tmp_path: Path, text: str) -> 
         )
         tg.say(chat=1, sender=1, text=text)
         await answered(twin, 1)
-        await twin.world.outbox.flush()
+        await automation_of(twin.world).outbox.flush()
         assert tg.sent.pop().json() == {"chat_id": "1", "text": im_router.NEED_TOKEN}

@@ -6,52 +6,55 @@ import pytest
 
 from hardware.ports.devices import KEEP, AutomationDevices
 from hardware.ports.errors import InternalError, NotFound
-from twin.automation.devices import TwinDevices
+from hardware.ports.types import ClockMode
+from twin.automation.backend import TwinAutomation
+from twin.automation.server import automation_of
+from twin.clock import SimClock
 from twin.world import World
 
 
 def test_adapter_satisfies_the_port_and_survives_reset(world: World) -> None:
-    devices = TwinDevices(world)
-    assert isinstance(devices, AutomationDevices)
-    devices.create_device("env_sensor", "lab", "webhook", {}, device_id="lab")
+    backend = TwinAutomation(world, SimClock(world, mode=ClockMode.STEP))
+    assert isinstance(backend.devices, AutomationDevices)
+    backend.devices.create("env_sensor", "lab", "webhook", {}, device_id="lab")
     world.reset()
     with pytest.raises(NotFound):
-        devices.get_device("lab")
-    assert devices.list_devices().total == 4
+        backend.devices.detail("lab")
+    assert backend.devices.list().total == 4
 
 
 def test_status_uses_the_timeout_chain(world: World) -> None:
-    world.devices.create("env_sensor", "lab", "webhook", {}, "lab", None)
-    assert world.devices.view("lab").status == "disconnected"
-    world.ingest.webhook("lab", {"t": 1}, None, None, None)
+    automation_of(world).devices.create("env_sensor", "lab", "webhook", {}, "lab", None)
+    assert automation_of(world).devices.view("lab").status == "disconnected"
+    automation_of(world).ingest.webhook("lab", {"t": 1}, None, None, None)
     world.env.run(until=299)
-    assert world.devices.view("lab").status == "online"
+    assert automation_of(world).devices.view("lab").status == "online"
     world.env.run(until=301)
-    assert world.devices.view("lab").status == "offline"
-    world.devices.update(
+    assert automation_of(world).devices.view("lab").status == "offline"
+    automation_of(world).devices.update(
         "lab", name=None, adapter_type=None, connection_config=None, adapter_id=KEEP, offline_timeout_secs=600
     )
-    assert world.devices.view("lab").status == "online"
-    sensor = world.devices.view("env_sensor-0001")
+    assert automation_of(world).devices.view("lab").status == "online"
+    sensor = automation_of(world).devices.view("env_sensor-0001")
     assert sensor.status == "online" and sensor.last_seen == world.epoch + 300
 
 
 def test_unknown_type_is_an_internal_error(world: World) -> None:
     with pytest.raises(InternalError, match="Device type template 'x' not found"):
-        world.devices.create("x", "n", "mqtt", {}, None, None)
+        automation_of(world).devices.create("x", "n", "mqtt", {}, None, None)
 
 
 def test_snapshot_restores_devices_samples_and_drafts(world: World) -> None:
-    world.devices.create("env_sensor", "lab", "webhook", {}, "lab", None)
-    world.ingest.webhook("lab", {"t": 1.5}, None, None, None)
-    world.ingest.webhook("stray", {"t": 2}, None, None, None)
+    automation_of(world).devices.create("env_sensor", "lab", "webhook", {}, "lab", None)
+    automation_of(world).ingest.webhook("lab", {"t": 1.5}, None, None, None)
+    automation_of(world).ingest.webhook("stray", {"t": 2}, None, None, None)
     snap = world.snapshot()
-    world.devices.delete("lab")
-    world.ingest.approve("stray", "env_sensor", None, None)
+    automation_of(world).devices.delete("lab")
+    automation_of(world).ingest.approve_draft("stray", "env_sensor", None, None)
     world.restore(snap)
-    assert world.devices.view("lab").status == "online"
+    assert automation_of(world).devices.view("lab").status == "online"
     assert world.store.latest_samples("lab")["t"][1] == 1.5
-    assert [d.device_id for d in world.ingest.list_drafts()] == ["stray"]
+    assert [d.device_id for d in automation_of(world).ingest.list_drafts()] == ["stray"]
 
 
 def test_command_payload_template_rendering() -> None:
