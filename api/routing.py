@@ -13,7 +13,7 @@ import inspect
 import re
 from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from fastapi import APIRouter, FastAPI, params
 from fastapi.datastructures import DefaultPlaceholder
@@ -29,7 +29,10 @@ from starlette.types import Receive, Scope, Send
 
 from api import json_input
 
-NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
+if TYPE_CHECKING:
+    from fastapi.telemetry import TelemetryConfig
+
+NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
 """FastAPI's OpenTelemetry hooks, off: the twin does not export traces, and checking on every request
 whether a provider was configured costs a few percent of a device lookup."""
 

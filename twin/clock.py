@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import cast
 
 import simpy
 from simpy.core import StopSimulation
@@ -80,7 +81,7 @@ class SimClock:
                 fut.set_result(ev.value)
             else:
                 ev.defused = True
-                fut.set_exception(ev.value)
+                fut.set_exception(cast(BaseException, ev.value))
 
         if event.processed:
             _done(event)

@@ -7,6 +7,7 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from hardware.ports.types import ClockMode
@@ -158,7 +159,7 @@ class Settings:
         ports = {camera_id: url for camera_id, url in rs485.items() if url}
         for spec in self.rs485:
             name, url = camera_spec(spec)
-            if name not in rs485:
+            if name is None or name not in rs485:
                 raise RealMemberError(f"--rs485: the fleet has no camera {name!r}")
             ports[name] = url
         unknown = sorted(set(self.host_stats) - set(host_stats))
@@ -175,7 +176,7 @@ class Settings:
         return ports, hosted
 
 
-LOOPBACK = {
+LOOPBACK: dict[str, Any] = {
     "host": "127.0.0.1",
     "port": 0,
     "control_port": 0,
@@ -368,7 +369,7 @@ def in_words(members: Sequence[str | None]) -> str:
     )
 
 
-def _real_names(values: Mapping[str, object]) -> str:
+def _real_names(values: Mapping[str, Any]) -> str:
     names: list[str | None] = [AUTOMATION] if values.get("real_automation") else []
     return in_words(names + [camera_spec(spec)[0] for spec in values.get("real_cameras", ())])
 
@@ -410,7 +411,9 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     parser = _parser()
     args = vars(parser.parse_args(argv))
     command = args.pop("command")
-    values = {key: tuple(v) if isinstance(v, list) else v for key, v in args.items() if v is not None}
+    values: dict[str, Any] = {
+        key: tuple(v) if isinstance(v, list) else v for key, v in args.items() if v is not None
+    }
     _real_checks(parser, values, environ)
     _publish_checks(parser, values, environ)
     port_variable = "PORT" if values.get("release") == "0.9.17" else "NEOMIND_PORT"  # renamed after 0.9.17

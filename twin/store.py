@@ -287,7 +287,8 @@ class Store:
 
         ``metrics`` / ``device_ids`` restrict the deletion (``None``: any; an empty list: none).
         """
-        where, args = ["ts < ?"], [_real(cutoff)]
+        where = ["ts < ?"]
+        args: list[float | str] = [_real(cutoff)]
         for column, names in (("metric", metrics), ("device_id", device_ids)):
             if names is None:
                 continue

@@ -13,7 +13,7 @@ import math
 from collections import deque
 from collections.abc import Callable
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection
 
 WINDOW_S = 60.0
 MAX_CLIENTS = 10_000
@@ -32,7 +32,7 @@ def _h(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()[:16]
 
 
-def client_key(request: Request) -> str:
+def client_key(request: HTTPConnection) -> str:
     headers = request.headers
     if key := headers.get("x-api-key"):
         return "key:" + _h(key)

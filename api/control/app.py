@@ -118,7 +118,7 @@ def create_app(
     app.state.limiters = limiters or {}
     app.state.journal = journal
     app.state.actions = actions or []
-    app.state.publisher: PublisherView | None = None  # set by the composition root when there is one
+    app.state.publisher = None  # a PublisherView, set by the composition root when there is one
 
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.requests import HTTPConnection
 
 from hardware.ports.errors import Unauthenticated
 from hardware.ports.gateway import GatewayBackend
@@ -14,7 +15,7 @@ async def get_backend(request: Request) -> GatewayBackend:
     return request.app.state.backend
 
 
-def request_token(request: Request) -> str:
+def request_token(request: HTTPConnection) -> str:
     """Where the device reads a token: the Authorization header (with or without ``Bearer``) and,
     only when that header is absent, ``?token=`` then ``X-API-Key``."""
     header = request.headers.get("authorization")

@@ -31,7 +31,7 @@ async def ws_backend(websocket: WebSocket) -> GatewayBackend | None:
     after refusing with 401/2000 as an HTTP denial."""
     backend: GatewayBackend = websocket.app.state.backend
     try:
-        token = request_token(websocket)  # type: ignore[arg-type]
+        token = request_token(websocket)
         if not token:
             raise Unauthenticated("Invalid or missing authentication token")
         backend.auth.check_token(token)

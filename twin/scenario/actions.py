@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from twin.clock import SimClock
     from twin.world import World
 
-Undo = Callable[[], None]
+Undo = Callable[[], object]
 
 
 class BrokerSwitch(Protocol):

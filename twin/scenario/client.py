@@ -56,7 +56,7 @@ class ClientSpec(BaseModel):
     @classmethod
     def _status(cls, value: object) -> int | str:
         if value in ("nonzero", "any") or (type(value) is int and 0 <= value <= 255):
-            return value  # type: ignore[return-value]
+            return value
         raise ValueError(f"expected an exit status 0-255, 'nonzero' or 'any', not {value!r}")
 
     def judge(self, run: RunRecord) -> Verdict | None:

@@ -424,7 +424,8 @@ def _precheck(doc: Document) -> list[tuple[int, str]]:
     unknown action or a bad parameter is reported at its own line and key, beside whatever else
     is wrong with the step (the schema then leaves them to this check)."""
     problems = []
-    for i, step in enumerate(doc.data.get("timeline") if isinstance(doc.data.get("timeline"), list) else []):
+    timeline = doc.data.get("timeline")
+    for i, step in enumerate(timeline if isinstance(timeline, list) else []):
         if not isinstance(step, dict) or not isinstance(step.get("do"), str):
             continue
         name = step["do"]

@@ -80,7 +80,7 @@ async def set_status(automation_id: AutomationId, body: wire.SetStatus, backend:
 
 async def executions(automation_id: AutomationId, backend: Backend, limit: str | None = None) -> JSONResponse:
     readable = limit is not None and re.fullmatch(r"\+?[0-9]+", limit) and int(limit) < 2**64
-    count = int(limit) if readable else 10  # what Rust does not read as a usize: the default
+    count = int(limit) if readable and limit else 10  # what Rust does not read as a usize: the default
     rows = [wire.execution(e) for e in backend.automations.executions(automation_id, count)]
     return ok({"automation_id": automation_id, "executions": rows, "count": len(rows)}, backend.clock.now())
 

@@ -49,7 +49,8 @@ def route_table(app: FastAPI) -> list[dict[str, str]]:
         if isinstance(route, APIRoute):
             auth = auth_of(route)
             rows += [
-                {"method": m, "path": to_vendor(route.path), "auth": auth} for m in sorted(route.methods)
+                {"method": m, "path": to_vendor(route.path), "auth": auth}
+                for m in sorted(route.methods or ())
             ]
         elif isinstance(route, APIWebSocketRoute | WebSocketRoute):
             rows.append({"method": "GET", "path": to_vendor(route.path), "auth": WS})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Path, Query, Request
 from fastapi.responses import JSONResponse
@@ -61,7 +61,7 @@ async def list_sessions(
     sessions = backend.chat.list_sessions()
     rows = [wire.session_item(s) for s in sessions[(page - 1) * size : page * size]]
     now = backend.clock.now()
-    meta = {"timestamp": rfc3339_nanos(now), "request_id": request_id()}
+    meta: dict[str, Any] = {"timestamp": rfc3339_nanos(now), "request_id": request_id()}
     meta["pagination"] = wire.pagination(page, size, len(sessions))
     return Json({"success": True, "data": rows, "meta": meta})
 

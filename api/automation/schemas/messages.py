@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -133,6 +133,10 @@ def kind(k: ChannelKind) -> dict[str, Any]:
     }
 
 
+@overload
+def result(r: DeliveryResult) -> dict[str, Any]: ...
+@overload
+def result(r: None) -> None: ...
 def result(r: DeliveryResult | None) -> dict[str, Any] | None:
     if r is None:
         return None

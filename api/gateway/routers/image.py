@@ -23,11 +23,11 @@ MAX_UPLOAD = 4 * 1024 * 1024
 TRANSFORM_FLAGS = ("dewarp", "grayscale", "dis", "eis")
 PICTURE = ("brightness", "contrast", "saturation", "sharpness")
 ISP_FLAGS = ("manual_mode", "auto_exposure")
-ISP_NUMBERS = (*PICTURE, "noise_reduction", "wdr_value", "backlight", "exposure_time_us", "gain")
-ISP_NUMBERS += ("powerline_freq", "awb_index")
+ISP_NUMBERS: tuple[str, ...] = (*PICTURE, "noise_reduction", "wdr_value", "backlight")
+ISP_NUMBERS += ("exposure_time_us", "gain", "powerline_freq", "awb_index")
 """In ``ValidateISPUpdate``'s order (the first field out of range is the one reported)."""
-ISP_FIELDS = ("manual_mode", *PICTURE, "auto_exposure", "backlight", "exposure_time_us", "gain")
-ISP_FIELDS += ("noise_reduction", "wdr_value", "powerline_freq", "awb_index")
+ISP_FIELDS: tuple[str, ...] = ("manual_mode", *PICTURE, "auto_exposure", "backlight", "exposure_time_us")
+ISP_FIELDS += ("gain", "noise_reduction", "wdr_value", "powerline_freq", "awb_index")
 ISP_RANGES = {"exposure_time_us": (1, 1_000_000), "gain": (0, 1000), "powerline_freq": (0, 2)}
 ISP_RANGES["awb_index"] = (-1, 16)
 ISP_RANGE_TEXT = {"powerline_freq": "powerline_freq value {value} must be 0 (off), 1 (50Hz), or 2 (60Hz)"}

@@ -82,7 +82,8 @@ class _Keys:
 
     def feed(self, text: str) -> tuple[str, list[str]]:
         """(what to echo, completed lines)."""
-        echo, lines = [], []
+        echo: list[str] = []
+        lines: list[str] = []
         for ch in text:
             if ch in "\r\n":
                 if ch == "\n" and echo and echo[-1] == "\r\n":

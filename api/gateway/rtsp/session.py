@@ -76,7 +76,7 @@ class Session:
                 lambda: _Datagrams(self.touch), local_addr=(host, 0)
             )
             self._udp.append(transport)
-        self.server_ports = tuple(t.get_extra_info("sockname")[1] for t in self._udp)  # type: ignore[assignment]
+        self.server_ports = tuple(t.get_extra_info("sockname")[1] for t in self._udp)
         self._peer = (client_host, self.transport.client_ports[0])
 
     def touch(self) -> None:
