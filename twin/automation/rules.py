@@ -30,9 +30,10 @@ import simpy
 
 from hardware.ports.errors import DomainError, InvalidInput, NotFound
 from hardware.ports.events import Event, EventKind
-from hardware.ports.rules import NewMessage, Rule, RuleExecution, RuleImport, RuleTest
+from hardware.ports.rules import Rule, RuleExecution, RuleImport, RuleTest
 from twin.automation import rule_spec
-from twin.automation.rule_spec import HINT, Cron
+from twin.automation.rule_actions import RuleActions
+from twin.automation.rule_spec import Cron
 
 if TYPE_CHECKING:
     from twin.automation.messages import MessageCenter
@@ -78,8 +79,7 @@ class RuleEngine:
         the sensor groups' ticks are handed out (this joins them)."""
         self.world = world
         self.devices = devices
-        self.messages = messages
-        self.agents = agents
+        self.actions = RuleActions(world, devices=devices, messages=messages, agents=agents)
         self.docs = world.store.collection("rules")
         self._run_ids: dict[str, deque[str]] = {}
         """Per rule, the keys of its recorded runs oldest first (read from the store on first use)."""
@@ -218,7 +218,7 @@ class RuleEngine:
         errors: list[str] = []
         for action in doc["actions"]:
             try:
-                done.append(self._perform(doc, action, value))
+                done.append(self.actions.perform(doc, action, value))
             except DomainError as err:
                 errors.append(f"{action['type']}: {err.message}")
         execution = RuleExecution(
@@ -241,47 +241,6 @@ class RuleEngine:
             timestamp=int(now),
         )
         return execution
-
-    def _perform(self, doc: dict[str, Any], action: Mapping[str, Any], value: Any) -> str:
-        kind = action["type"]
-        if kind == "notify":
-            text = str(action["message"]).replace("${value}", str(value)).replace("{{value}}", str(value))
-            message = self.messages.send_message(
-                NewMessage(
-                    category="alert",
-                    severity=action["severity"],
-                    title=doc["name"],
-                    message=text,
-                    source=doc["name"],
-                    source_type="rule",
-                    metadata={"rule_id": doc["id"], "trigger_value": value},
-                ),
-                channels=action.get("channels"),
-            )
-            return f"notify:{message.id}"
-        if kind == "execute":
-            if action["target_type"] != "device":
-                raise InvalidInput("extension commands are not available to rules in this twin")
-            sent = self.devices.send_command(action["target"], action["command"], action["params"])
-            return f"execute:{sent.device_id}:{sent.command}"
-        trigger = getattr(self.agents(), "trigger", None)
-        if callable(trigger):
-            trigger(
-                action["agent_id"],
-                trigger_type="rule",
-                data={"rule_id": doc["id"], "value": value, "input": action.get("input")},
-            )
-        else:
-            self.world.emit(
-                EventKind.RULE_AGENT_REQUESTED,
-                doc["id"],
-                rule_id=doc["id"],
-                agent_id=action["agent_id"],
-                input=action.get("input"),
-                data=action.get("data"),
-                timestamp=int(self.world.now()),
-            )
-        return f"trigger_agent:{action['agent_id']}"
 
     def _runs(self, rule_id: str) -> tuple[Collection, deque[str]]:
         """A rule's runs live in their own collection, bounded to the newest ones."""
@@ -324,44 +283,12 @@ class RuleEngine:
             raise NotFound(f"Rule {rule_id} not found", resource="rule")
         return doc
 
-    def _check_resources(self, spec: Mapping[str, Any]) -> None:
-        missing = [s for s in rule_spec.sources_of(spec["condition"]) if not self._available(s)]
-        missing += [
-            a["target"]
-            for a in spec["actions"]
-            if a["type"] == "execute"
-            and a["target_type"] == "device"
-            and not self.devices.exists(a["target"])
-        ]
-        missing += [
-            a["agent_id"] for a in spec["actions"] if a["type"] == "trigger_agent" and not self._agent(a)
-        ]
-        if missing:
-            raise InvalidInput(
-                "Rule references unavailable resources", resource="rule", hint=HINT, missing=missing
-            )
-
-    def _agent(self, action: Mapping[str, Any]) -> bool:
-        """Whether the agent a ``trigger_agent`` action names exists (true when agents are not built)."""
-        get_agent = getattr(self.agents(), "get_agent", None)
-        if get_agent is None:
-            return True
-        try:
-            get_agent(action["agent_id"])
-        except NotFound:
-            return False
-        return True
-
-    def _available(self, source: str) -> bool:
-        source_type, device_id, _ = rule_spec.parse_source(source)
-        return source_type == "device" and self.devices.exists(device_id)
-
     def list_rules(self) -> list[Rule]:
         return [rule_spec.rule_of(d) for d in self.docs.values()]
 
     def create_rule(self, definition: object, rule_id: str | None = None) -> Rule:
         spec = rule_spec.parse(definition)
-        self._check_resources(spec)
+        self.actions.check_resources(spec)
         now = self.world.now()
         if rule_id is None:
             rule_id = str(uuid.UUID(bytes=self.world.streams.get("automation.rules").bytes(16), version=4))
@@ -380,7 +307,7 @@ class RuleEngine:
     def update_rule(self, rule_id: str, definition: object) -> Rule:
         old = self.doc(rule_id)
         spec = rule_spec.parse(definition)
-        self._check_resources(spec)
+        self.actions.check_resources(spec)
         doc = {**old, **spec, "updated_at": self.world.now()}
         self.docs.put(rule_id, doc)
         self._index(doc)
@@ -411,7 +338,7 @@ class RuleEngine:
 
     def validate_rule(self, definition: object) -> list[str]:
         try:
-            self._check_resources(rule_spec.parse(definition))
+            self.actions.check_resources(rule_spec.parse(definition))
         except InvalidInput as err:
             missing = err.details.get("missing")
             return [f"{err.message}: {', '.join(missing)}" if missing else err.message]
