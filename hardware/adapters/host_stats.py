@@ -1,23 +1,21 @@
-"""The local Linux host's figures behind the gateway's monitor port, for a camera whose gateway runs
-on real hardware: CPU from ``/proc/stat`` (the busy share between two reads), memory and swap from
+"""The local Linux host's figures behind a camera's monitor, for a camera whose gateway runs on real
+hardware: CPU from ``/proc/stat`` (the busy share between two reads), memory and swap from
 ``/proc/meminfo``, the disk from ``/proc/mounts`` and ``os.statvfs``, uptime from ``/proc/uptime``,
 interfaces from ``/proc/net/dev``, hostname and kernel from ``/proc/sys/kernel``, the distribution
 from ``/etc/os-release``. Shapes and formulas are the device's (its handler reads the same files
 through gopsutil). Only figures are read, from fixed paths: nothing a client names.
 
-Processes, signals, the NPU, temperatures and the gyro stay the simulated camera's (``inner``).
+Processes, signals, the NPU, temperatures and the gyro stay the simulated camera's.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from hardware.ports.errors import Unavailable
-from hardware.ports.gateway_apps import GatewayMonitor
+from hardware.ports.gateway_monitor import DiskUsage, MemoryFigures
 
 MIN_WINDOW_TICKS = 100
 """A CPU reading spans at least this many clock ticks of ``/proc/stat``'s ``cpu`` line (all cores
@@ -36,20 +34,9 @@ Ticks = dict[str, tuple[int, int]]
 """``/proc/stat`` cpu lines: name -> (busy ticks, all ticks)."""
 
 
-@dataclass(frozen=True, slots=True)
-class DiskUsage:
-    mountpoint: str
-    total: int
-    used: int
-    free: int
-
-    @property
-    def usage_percent(self) -> float:
-        return round(100.0 * self.used / (self.used + self.free), 2) if self.used + self.free else 0.0
-
-
 class HostFigures:
-    """Reads the host's figures under ``root`` (``/proc``; a test gives a directory of its own)."""
+    """The machine figures a camera's monitor reads, from the host under ``root`` (``/proc``; a test
+    gives a directory of its own)."""
 
     def __init__(
         self,
@@ -121,7 +108,26 @@ class HostFigures:
             out.append((model, mhz))
         return out
 
+    def arch(self) -> str:
+        machine = os.uname().machine
+        return GOARCH.get(machine, machine)
+
     # Memory --------------------------------------------------------------------------------------
+    def memory(self) -> MemoryFigures:
+        """As gopsutil counts it: cached includes ``SReclaimable``; used is what neither free,
+        buffers nor the cache hold."""
+        m = self.meminfo()
+        total, free, buffers = m.get("MemTotal", 0), m.get("MemFree", 0), m.get("Buffers", 0)
+        cached = m.get("Cached", 0) + m.get("SReclaimable", 0)
+        used = total - free - buffers - cached
+        if used < 0:
+            used = total - free
+        swap_total, swap_free = m.get("SwapTotal", 0), m.get("SwapFree", 0)
+        available = m.get("MemAvailable", free + buffers + cached)
+        return MemoryFigures(
+            total, used, available, free, buffers, cached, swap_total, swap_total - swap_free, swap_free
+        )
+
     def meminfo(self) -> dict[str, int]:
         """``/proc/meminfo`` in bytes."""
         out = {}
@@ -205,119 +211,3 @@ class HostFigures:
             "kernel_arch": os.uname().machine,
             "uptime_seconds": int(self.uptime()),
         }
-
-
-class HostMonitor:
-    """The gateway's monitor area with the host's CPU, memory, disk, network and host figures; the
-    rest (processes, NPU, temperatures, gyro) is ``inner``'s."""
-
-    def __init__(self, inner: GatewayMonitor, figures: HostFigures) -> None:
-        self.inner = inner
-        self.figures = figures
-
-    def _memory(self) -> tuple[dict[str, object], dict[str, object]]:
-        m = self.figures.meminfo()
-        total, free, buffers = m.get("MemTotal", 0), m.get("MemFree", 0), m.get("Buffers", 0)
-        cached = m.get("Cached", 0) + m.get("SReclaimable", 0)
-        used = total - free - buffers - cached
-        if used < 0:
-            used = total - free
-        swap_total, swap_free = m.get("SwapTotal", 0), m.get("SwapFree", 0)
-        swap_used = swap_total - swap_free
-        virtual = {
-            "total": total,
-            "used": used,
-            "available": m.get("MemAvailable", free + buffers + cached),
-            "free": free,
-            "usage_percent": round(100.0 * used / total, 2) if total else 0.0,
-            "buffers": buffers,
-            "cached": cached,
-        }
-        swap = {
-            "total": swap_total,
-            "used": swap_used,
-            "free": swap_free,
-            "usage_percent": round(100.0 * swap_used / swap_total, 2) if swap_total else 0.0,
-        }
-        return virtual, swap
-
-    def _network_totals(self) -> dict[str, int]:
-        rows = self.figures.interfaces()
-        return {
-            "bytes_sent": sum(int(r["bytes_sent"]) for r in rows),  # type: ignore[call-overload]
-            "bytes_recv": sum(int(r["bytes_recv"]) for r in rows),  # type: ignore[call-overload]
-        }
-
-    def summary(self) -> dict[str, object]:
-        total, cores = self.figures.cpu_usage()
-        virtual, swap = self._memory()
-        disk = self.figures.disk()
-        disk_data: dict[str, object] = {"total": 0, "used": 0, "free": 0, "usage_percent": 0.0}
-        if disk is not None:
-            disk_data = {
-                "total": disk.total,
-                "used": disk.used,
-                "free": disk.free,
-                "usage_percent": disk.usage_percent,
-                "mountpoint": disk.mountpoint,
-            }
-        return {
-            "cpu": {"usage_percent": total, "cores": len(cores), "arch": _goarch()},
-            "memory": {
-                "total": virtual["total"],
-                "used": virtual["used"],
-                "available": virtual["available"],
-                "usage_percent": virtual["usage_percent"],
-                "swap_total": swap["total"],
-                "swap_used": swap["used"],
-            },
-            "disk": disk_data,
-            "host": self.figures.host(),
-            "network": self._network_totals(),
-            "npu": self.inner.summary()["npu"],
-        }
-
-    def cpu(self) -> dict[str, object]:
-        total, per_core = self.figures.cpu_usage()
-        models = self.figures.cpu_models()
-        cores = []
-        for i, (model, mhz) in enumerate(models):
-            entry: dict[str, object] = {"model": model, "mhz": mhz}
-            if i < len(per_core):
-                entry["usage_percent"] = per_core[i]
-            cores.append(entry)
-        return {"total_percent": total, "core_count": len(per_core), "cores": cores}
-
-    def memory(self) -> dict[str, object]:
-        virtual, swap = self._memory()
-        return {"virtual": virtual, "swap": swap}
-
-    def network(self) -> dict[str, object]:
-        return {"interfaces": self.figures.interfaces()}
-
-    def snapshot(self) -> dict[str, object]:
-        total, _ = self.figures.cpu_usage()
-        virtual, _ = self._memory()
-        return {
-            **self.inner.snapshot(),
-            "cpu": total,
-            "memory": virtual["usage_percent"],
-            "network": self._network_totals(),
-        }
-
-    def processes(self, sort: str, limit: int, search: str) -> dict[str, object]:
-        return self.inner.processes(sort, limit, search)
-
-    def process(self, pid: int) -> dict[str, object]:
-        return self.inner.process(pid)
-
-    def kill(self, pid: int, signal: str) -> dict[str, object]:
-        return self.inner.kill(pid, signal)
-
-    def attitude(self, rate: float) -> AsyncIterator[tuple[str, dict[str, object]]]:
-        return self.inner.attitude(rate)
-
-
-def _goarch() -> str:
-    machine = os.uname().machine
-    return GOARCH.get(machine, machine)

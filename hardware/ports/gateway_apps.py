@@ -1,5 +1,6 @@
-"""What the edge gateway API needs for storage, the AI runtime, apps, containers, images, the app
-event bus and monitoring: the area Protocols and their frozen value types.
+"""What the edge gateway API needs for apps (and the app store), containers, images and the app
+event bus: the area Protocols and their frozen value types. Starting and stopping, which take
+device time, are :class:`GatewayLifecycle`'s.
 
 Sizes are bytes, times are unix seconds on the device clock unless a field says otherwise.
 """
@@ -7,108 +8,8 @@ Sizes are bytes, times are unix seconds on the device clock unless a field says 
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionUsage:
-    """One mounted (or unmounted removable) partition as ``df`` would show it."""
-
-    name: str
-    """Symbolic name inside the twin: ``root``, ``data`` or a removable disk's name."""
-    device: str
-    mountpoint: str
-    fstype: str
-    total: int
-    used: int
-    is_system: bool = False
-    is_removable: bool = False
-    is_protected: bool = False
-    label: str = ""
-
-    @property
-    def free(self) -> int:
-        return max(0, self.total - self.used)
-
-    @property
-    def usage_percent(self) -> float:
-        return round(100.0 * self.used / self.total, 2) if self.total else 0.0
-
-
-# AI runtime ------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class ModelInfo:
-    model_id: str
-    name: str
-    model_path: str
-    status: str
-    """``uploaded`` or ``loaded``."""
-    source: str = "disk"
-    desired_state: str = ""
-    owner_app_id: str = ""
-    used_by_apps: tuple[str, ...] = ()
-    load_timestamp: int = 0
-    estimated_memory: int = 0
-    model_type: str = ""
-    variant: str = ""
-    threshold: float = 0.0
-    max_detections: int = 0
-    file_size: int = 0
-    file_hash: str = ""
-    network_name: str = ""
-    input_width: int = 0
-    input_height: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedModel:
-    """A ``.hef`` kept in the content-addressed store, and what hailortcli reads from it."""
-
-    file_hash: str
-    file_path: str
-    file_size: int
-    filename: str
-    network_name: str
-    input_width: int
-    input_height: int
-    suggested_type: str
-    format: str
-
-
-@dataclass(frozen=True, slots=True)
-class ModelUpload:
-    filename: str
-    data: bytes
-    model_id: str = ""
-    model_type: str = ""
-    variant: str = ""
-    threshold: float = 0.0
-    max_detections: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ModelStats:
-    model_id: str
-    total_inferences: int
-    total_errors: int
-    avg_latency_us: float
-    current_qps: float
-    queue_depth: int
-    hw_fps: float
-
-
-@dataclass(frozen=True, slots=True)
-class AiStats:
-    model_stats: tuple[ModelStats, ...]
-    device_utilization: float
-    device_temperature: float
-    total_memory_bytes: int
-    used_memory_bytes: int
-    cpu_utilization: float
-    ram_total_kib: int
-    ram_used_kib: int
 
 
 # Apps and containers ----------------------------------------------------------------------------
@@ -278,42 +179,6 @@ class ShellSession(Protocol):
 
 # Areas -------------------------------------------------------------------------------------------
 @runtime_checkable
-class GatewayAi(Protocol):
-    def capabilities(self) -> dict[str, object]: ...
-
-    def models(self) -> tuple[ModelInfo, ...]: ...
-
-    def model(self, model_id: str) -> ModelInfo:
-        """``NotFound(resource="model")`` for an unknown id."""
-
-    def upload(self, upload: ModelUpload) -> ModelInfo:
-        """Store a ``.hef`` file; ``InvalidInput(resource="model_format")`` otherwise, ``StorageFull``
-        with less than 100 MB free."""
-
-    def parse(self, filename: str, data: bytes) -> ParsedModel:
-        """Keep a ``.hef`` in the content-addressed store."""
-
-    def register_parsed(self, model_id: str, file_hash: str, fields: dict[str, object]) -> ModelInfo:
-        """Register a parsed blob by its hash, ``uploaded``; an id already known answers that model."""
-
-    def register(self, model_id: str, model_path: str, fields: dict[str, object]) -> ModelInfo: ...
-
-    def scan(self) -> dict[str, int]: ...  # {scanned, added, skipped}, as SeedDiskModels counts them
-
-    def load(self, model_id: str) -> ModelInfo:
-        """Onto the accelerator, charging its memory; ``InvalidInput`` if already loaded."""
-
-    def unload(self, model_id: str) -> ModelInfo: ...
-
-    def delete(self, model_id: str) -> tuple[str, ...]:
-        """Remove the model and its file; returns the apps that used it."""
-
-    def model_apps(self, model_id: str) -> tuple[str, ...]: ...
-
-    def stats(self) -> AiStats: ...
-
-
-@runtime_checkable
 class GatewayApps(Protocol):
     def list(self) -> tuple[AppInfo, ...]: ...
 
@@ -334,13 +199,6 @@ class GatewayApps(Protocol):
 
     def wizard(self, app_id: str, name: str, image: str, config: dict[str, object]) -> InstallResult: ...
 
-    async def start(self, app_id: str) -> None:
-        """Waits at most the device's 10-s start deadline (``InternalError`` with the gRPC text)."""
-
-    async def stop(self, app_id: str, timeout: int) -> None: ...
-
-    async def restart(self, app_id: str, timeout: int) -> None: ...
-
     def uninstall(self, app_id: str, keep_logs: bool) -> None: ...
 
     def logs(self, app_id: str, max_lines: int) -> tuple[LogLine, ...]: ...
@@ -349,29 +207,9 @@ class GatewayApps(Protocol):
 
     def permissions(self, app_id: str) -> dict[str, object]: ...
 
-    # The app store: a catalogue whose installs run through the pipeline above --------------------
-    def store_apps(
-        self, category: str, search: str, featured: bool | None, page: int, page_size: int
-    ) -> dict[str, object]: ...
-
-    def store_app(self, key: str) -> dict[str, object]: ...
-
-    def store_categories(self) -> builtins.list[dict[str, object]]: ...
-
-    def store_tags(self) -> builtins.list[dict[str, object]]: ...
-
-    def store_install(self, key: str, version: str, config: dict[str, object]) -> dict[str, object]:
-        """Fetch the version's image, generate its manifest, start an install task."""
-
-    def install_records(self) -> builtins.list[dict[str, object]]: ...
-
-    def install_record(self, app_id: str) -> dict[str, object]: ...
-
-    def create_install_record(self, fields: dict[str, object]) -> dict[str, object]: ...
-
-    def update_install_record(self, app_id: str, fields: dict[str, object]) -> dict[str, object]: ...
-
-    def delete_install_record(self, app_id: str) -> None: ...
+    @property
+    def store(self) -> GatewayAppStore:
+        """The app store: a catalogue whose installs run through the pipeline above."""
 
 
 @runtime_checkable
@@ -387,17 +225,11 @@ class GatewayContainers(Protocol):
     def follow(self, container_id: str) -> LineFeed:
         """New log lines as they are written."""
 
-    async def start(self, container_id: str) -> None: ...
-
-    async def stop(self, container_id: str) -> None: ...
-
-    async def restart(self, container_id: str) -> None: ...
-
     def remove(self, container_id: str) -> None: ...
 
     def shell(self, container_id: str) -> ShellSession: ...
 
-    def images(self) -> tuple[ImageInfo, ...]: ...
+    def image_infos(self) -> tuple[ImageInfo, ...]: ...
 
     def pull(self, image: str) -> None:
         """Always refused on this device (4003)."""
@@ -418,38 +250,47 @@ class GatewayEvents(Protocol):
 
 
 @runtime_checkable
-class GatewayStorage(Protocol):
-    def partitions(self) -> tuple[PartitionUsage, ...]: ...
+class GatewayAppStore(Protocol):
+    def apps(
+        self, category: str, search: str, featured: bool | None, page: int, page_size: int
+    ) -> dict[str, object]: ...
 
-    def disks(self) -> dict[str, object]:
-        """``lsblk -b -J`` output."""
+    def app(self, key: str) -> dict[str, object]: ...
 
-    def mount(self, device: str, target: str) -> None: ...
+    def categories(self) -> builtins.list[dict[str, object]]: ...
 
-    def unmount(self, target: str) -> None: ...
+    def tags(self) -> builtins.list[dict[str, object]]: ...
 
-    def format(self, device: str, fstype: str) -> None: ...
+    def install(self, key: str, version: str, config: dict[str, object]) -> dict[str, object]:
+        """Fetch the version's image, generate its manifest, start an install task."""
+
+    # Install records -------------------------------------------------------------------------
+    def list(self) -> builtins.list[dict[str, object]]: ...
+
+    def view(self, app_id: str) -> dict[str, object]: ...
+
+    def record(self, fields: dict[str, object]) -> dict[str, object]: ...
+
+    def update(self, app_id: str, fields: dict[str, object]) -> dict[str, object]: ...
+
+    def delete(self, app_id: str) -> None: ...
 
 
 @runtime_checkable
-class GatewayMonitor(Protocol):
-    """Figures computed from what runs in the world, as plain dicts of the device's fields."""
+class GatewayLifecycle(Protocol):
+    """Starting and stopping apps and containers: each call waits on the world clock for the device
+    to finish (in step mode, until time is advanced)."""
 
-    def summary(self) -> dict[str, object]: ...
+    async def start_app(self, app_id: str) -> None:
+        """Waits at most the device's 10-s start deadline (``InternalError`` with the gRPC text)."""
 
-    def cpu(self) -> dict[str, object]: ...
+    async def stop_app(self, app_id: str, timeout: int) -> None: ...
 
-    def memory(self) -> dict[str, object]: ...
+    async def restart_app(self, app_id: str, timeout: int) -> None: ...
 
-    def network(self) -> dict[str, object]: ...
+    async def start_container(self, container_id: str) -> None:
+        """An app's container starts as its app (the app's state follows)."""
 
-    def snapshot(self) -> dict[str, object]: ...
+    async def stop_container(self, container_id: str) -> None: ...
 
-    def processes(self, sort: str, limit: int, search: str) -> dict[str, object]: ...
-
-    def process(self, pid: int) -> dict[str, object]: ...
-
-    def kill(self, pid: int, signal: str) -> dict[str, object]: ...
-
-    def attitude(self, rate: float) -> AsyncIterator[tuple[str, dict[str, object]]]:
-        """The gyro's SSE events (``status``, ``orientation``, ``heartbeat``) paced at ``rate`` Hz."""
+    async def restart_container(self, container_id: str) -> None: ...

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hardware.adapters.host_stats import HostFigures, HostMonitor
-from hardware.ports.gateway_apps import GatewayMonitor
+from hardware.adapters.host_stats import HostFigures
+from hardware.ports.gateway_monitor import GatewayMonitor, MachineFigures
 from tests.api.handler_shapes import MONITOR, mismatches
 from tests.conftest import SCENARIOS, gateway_token
 from twin.serve import Twin, build
@@ -107,8 +107,7 @@ def test_a_read_with_no_time_passed_is_not_a_division_by_zero(figures: HostFigur
 async def test_monitor_routes_answer_the_hosts_figures(
     proc: Path, figures: HostFigures, twin: Twin, gateway: httpx.AsyncClient
 ) -> None:
-    simulated = twin.gateways["cam-01"].monitor
-    twin.gateways["cam-01"].monitor = HostMonitor(simulated, figures)
+    twin.gateways["cam-01"].host_figures = figures
     auth = {"Authorization": await gateway_token(gateway)}
     summary = await _get(gateway, auth, "summary")
     memory = await _get(gateway, auth, "memory")
@@ -156,7 +155,7 @@ async def test_monitor_routes_answer_the_hosts_figures(
 async def test_processes_and_signals_stay_the_simulated_cameras(
     figures: HostFigures, twin: Twin, gateway: httpx.AsyncClient
 ) -> None:
-    twin.gateways["cam-01"].monitor = HostMonitor(twin.gateways["cam-01"].monitor, figures)
+    twin.gateways["cam-01"].host_figures = figures
     auth = {"Authorization": await gateway_token(gateway)}
     listed = (await gateway.get("/api/v1/processes", headers=auth)).json()["data"]
     assert "platform-api" in {p["name"] for p in listed["processes"]}
@@ -167,7 +166,7 @@ async def test_processes_and_signals_stay_the_simulated_cameras(
 async def test_a_proc_without_its_files_answers_in_the_devices_error_shape(
     proc: Path, figures: HostFigures, twin: Twin, gateway: httpx.AsyncClient
 ) -> None:
-    twin.gateways["cam-01"].monitor = HostMonitor(twin.gateways["cam-01"].monitor, figures)
+    twin.gateways["cam-01"].host_figures = figures
     (proc / "stat").unlink()
     (proc / "meminfo").write_text("garbage without numbers\n")
     auth = {"Authorization": await gateway_token(gateway)}
@@ -202,7 +201,8 @@ async def test_host_stats_is_chosen_per_camera_on_the_command_line() -> None:
     _, settings = parse(["run", "--scenario", str(SCENARIOS / "test.yaml"), "--host-stats", "cam-01"])
     twin = build(settings)
     monitor = twin.gateways["cam-01"].monitor
-    assert isinstance(monitor, HostMonitor) and isinstance(monitor, GatewayMonitor)  # every port method
+    assert isinstance(monitor.figures, HostFigures) and isinstance(monitor.figures, MachineFigures)
+    assert isinstance(monitor, GatewayMonitor)  # every port method
     async with _client(twin) as gateway:
         auth = {"Authorization": await gateway_token(gateway)}
         summary = await _get(gateway, auth, "summary")

@@ -17,6 +17,7 @@ import hashlib
 import ipaddress
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,8 @@ class Interface:
 
 
 class DeviceAdmin:
+    """The administration port."""
+
     def __init__(self, world: Engine, camera_id: str, index: int, clock: DeviceClock, firmware: str) -> None:
         self.clock = clock
         self.firmware_version = firmware
@@ -71,14 +74,14 @@ class DeviceAdmin:
         digest = hashlib.blake2b(f"{world.seed}/{camera_id}".encode(), digest_size=6).hexdigest()
         self.device_name = f"aicam-{n:02d}"
         mac = ":".join(["02", "1a", *(digest[i : i + 2] for i in range(0, 8, 2))])
-        self.factory: dict[str, str] = {
+        self.factory_fields: dict[str, str] = {
             "SN": f"NE503{digest[:8].upper()}",
             "MAC": mac,
             "PN": "NE503-AIPC-W",
             "BATCH": "2026W11",
             "HWREV": "V1.2",
         }
-        self.interfaces: dict[str, Interface] = {
+        self.network_interfaces: dict[str, Interface] = {
             "eth0": Interface(
                 "eth0",
                 mac,
@@ -92,22 +95,28 @@ class DeviceAdmin:
             ),
             "wlan0": Interface("wlan0", mac[:-2] + "ff", "dhcp", "", "", "", [], False, False),
         }
-        self.settings: dict[str, str] = {}
+        self.setting_values: dict[str, str] = {}
         self._docs, self._id = world.store.collection(ADMIN_KIND), camera_id
         if (stored := self._docs.get_as(camera_id, _stored)) is not None:
-            self.device_name, factory, self.settings, self.interfaces = stored
+            self.device_name, factory, self.setting_values, self.network_interfaces = stored
             if set(factory) <= set(FACTORY_FIELDS):
-                self.factory = factory
+                self.factory_fields = factory
         self._log_docs = world.store.collection(EVENT_LOGS_KIND)
         kept = [doc for _, doc in self._log_docs.items_under(camera_id + ":")]
         self.logs: deque[dict[str, Any]] = deque(kept[-MAX_EVENT_LOGS:], maxlen=MAX_EVENT_LOGS)
         self._seq = max((entry["id"] for entry in kept), default=0)
         self.log("system.boot", "system", "info", "system", "Device booted", "设备启动")
+        self.device_info: Callable[[str], dict[str, object]] = lambda host: {}
+        """The handler's ``DeviceInfo`` for a request's Host header, composed by the camera from its
+        parts (:func:`twin.camera.device_info.device_info`)."""
 
     # Device info -------------------------------------------------------------------------------
-    def factory_info(self) -> dict[str, object]:
+    def info(self, host: str = "") -> dict[str, object]:
+        return self.device_info(host)
+
+    def factory(self) -> dict[str, object]:
         """``factoryeeprom.Info``: ``available`` always, the rest omitted when empty."""
-        fields = {FACTORY_FIELDS[k]: v for k, v in self.factory.items() if v}
+        fields = {FACTORY_FIELDS[k]: v for k, v in self.factory_fields.items() if v}
         return {"available": True, "source": FACTORY_TOOL, **fields}
 
     def rename(self, name: str) -> None:
@@ -135,29 +144,37 @@ class DeviceAdmin:
             value = ":".join(octets).lower()
         elif not FACTORY_VALUE.match(value):
             raise InvalidInput(f"{name} contains unsupported characters", resource="parameter")
-        self.factory[name] = value
+        self.factory_fields[name] = value
         self.save()
         return name, value
 
     # Settings ----------------------------------------------------------------------------------
-    def set(self, key: str, value: str) -> None:
+    def settings(self) -> dict[str, str]:
+        return dict(self.setting_values)
+
+    def set_setting(self, key: str, value: str) -> None:
         if not SETTING_KEY.match(key):
             raise InvalidInput("invalid setting key", resource="parameter")
-        self.settings[key] = value
+        self.setting_values[key] = value
         self.save()
 
-    def delete(self, key: str) -> None:
-        if self.settings.pop(key, None) is None:
+    def delete_setting(self, key: str) -> None:
+        if self.setting_values.pop(key, None) is None:
             raise NotFound(f"setting not found: {key}")
         self.save()
 
     def save(self) -> None:
-        doc = {"device_name": self.device_name, "factory": self.factory, "settings": self.settings}
-        self._docs.put(self._id, doc | {"interfaces": {n: asdict(i) for n, i in self.interfaces.items()}})
+        doc = {
+            "device_name": self.device_name,
+            "factory": self.factory_fields,
+            "settings": self.setting_values,
+        }
+        interfaces = {n: asdict(i) for n, i in self.network_interfaces.items()}
+        self._docs.put(self._id, doc | {"interfaces": interfaces})
 
     # Network -----------------------------------------------------------------------------------
     def interface(self, name: str) -> Interface:
-        iface = self.interfaces.get(name or "eth0")
+        iface = self.network_interfaces.get(name or "eth0")
         if iface is None:
             raise NotFound(f"interface not found: {name}")
         return iface
@@ -176,7 +193,9 @@ class DeviceAdmin:
             "mac_address": i.mac,
         }
 
-    def configure(self, name: str, mode: str, ip: str, mask: str, gateway: str, dns: list[str]) -> None:
+    def configure_network(
+        self, name: str, mode: str, ip: str, mask: str, gateway: str, dns: list[str]
+    ) -> None:
         iface = self.interface(name)
         if mode not in ("dhcp", "static"):
             raise InvalidInput("mode must be dhcp or static", resource="parameter")
@@ -190,7 +209,7 @@ class DeviceAdmin:
         iface.mode = mode
         self.save()
 
-    def interfaces_view(self) -> list[dict[str, object]]:
+    def interfaces(self) -> list[dict[str, object]]:
         return [
             {
                 "name": i.name,
@@ -202,7 +221,7 @@ class DeviceAdmin:
                 "gateway": i.gateway if i.default else "",
                 "dns": list(i.dns) if i.default else None,  # a nil slice off the default route
             }
-            for i in self.interfaces.values()
+            for i in self.network_interfaces.values()
         ]
 
     # Event logs --------------------------------------------------------------------------------
@@ -243,7 +262,7 @@ class DeviceAdmin:
         self._log_docs.put(self._log_id(entry), entry)
         return entry
 
-    def record(self, fields: dict[str, Any]) -> dict[str, Any]:
+    def add_event_log(self, fields: dict[str, Any]) -> dict[str, Any]:
         """A client's entry (``EventLogHandler.Create``; a bound ``LogRecord``: its strings, and
         ``data`` an object)."""
         message, message_zh, data = fields["message"], "", fields["data"]
@@ -264,7 +283,7 @@ class DeviceAdmin:
     def _log_id(self, entry: dict[str, Any]) -> str:
         return f"{self._id}:{entry['id']}"
 
-    def query(
+    def event_logs(
         self, category: str, level: str, start: str, end: str, search: str, limit: int, offset: int
     ) -> dict[str, object]:
         """``EventLogHandler.List``: limit 0 means 100; a time that is not RFC 3339 is ignored; the
@@ -291,7 +310,7 @@ class DeviceAdmin:
             "entries": rows[offset : offset + limit],
         }
 
-    def statistics(self) -> dict[str, int]:
+    def event_log_statistics(self) -> dict[str, int]:
         today = _rfc3339(self.clock.now())[:10]
         todays = [e for e in self.logs if e["timestamp"].startswith(today)]
         return {
@@ -303,14 +322,14 @@ class DeviceAdmin:
             "total_entries": len(self.logs),
         }
 
-    def templates(self) -> dict[str, dict[str, object]]:
+    def event_log_templates(self) -> dict[str, dict[str, object]]:
         """``GetTemplates``: the device's message templates by code."""
         return {
             code: {"en": en, "zh": zh, "module": module, "level": level, "params": list(params or []) or None}
             for code, module, level, params, en, zh in TEMPLATES
         }
 
-    def cleanup(self, days: int) -> int:
+    def cleanup_event_logs(self, days: int) -> int:
         """``CleanupOldEvents``: drop the entries created more than ``days`` days ago."""
         cutoff = _parse_time(_rfc3339(self.clock.now() - days * 86400))
         keep = [e for e in self.logs if _parse_time(e["created_at"]) >= cutoff]  # type: ignore[operator]

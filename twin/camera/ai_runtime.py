@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 import simpy
 
 from hardware.ports.errors import DomainError, InternalError, InvalidInput, NotFound, StorageFull
-from hardware.ports.gateway_apps import AiStats, ModelInfo, ModelStats, ModelUpload
+from hardware.ports.gateway_ai import AiStats, ModelInfo, ModelStats, ModelUpload, ParsedModel
+from twin.camera import model_blobs
+from twin.camera.durable import Durable, NotDurable
+from twin.camera.model_records import MODEL_DIR, MODEL_TYPES, Model, check_format
 from twin.camera.stats import NPU_MEMORY_BYTES, RUNTIME_RESIDENT_BYTES, accelerator_stats
 from twin.camera.storage import DATA, remove_file, write_file
 from twin.camera.video.stream import DEFAULT_STREAMS
@@ -35,73 +38,9 @@ if TYPE_CHECKING:
     from twin.camera.vfs import VirtualFS
     from twin.engine import Engine
 
-MODEL_DIR = "/data/aipc/models"
 MODEL_STORAGE_MIN_FREE = 100 * 1024 * 1024
-MEMORY_OVERHEAD = 24 * 1024 * 1024
-MEMORY_FACTOR = 1.5
-"""Accelerator memory of a loaded model: its file size times this + a fixed context overhead."""
 INFERENCE_FPS = 15.0
 LATENCY_US = 8200.0
-
-MODEL_TYPES = (
-    ("detection", "Object detection", ("yolo",)),
-    ("classification", "Classification", ()),
-    ("segmentation", "Segmentation", ()),
-    ("keypoint", "Keypoints", ("landmarks", "landmark")),
-    ("clip", "CLIP", ()),
-    ("embedding", "Embedding", ()),
-    ("ocr_detection", "OCR detection", ()),
-    ("ocr_recognition", "OCR recognition", ()),
-    ("depth", "Depth estimation", ()),
-    ("genai", "Generative AI", ()),
-)
-
-
-@dataclass
-class Model:
-    model_id: str
-    name: str
-    model_path: str
-    file_size: int
-    file_hash: str
-    model_type: str = ""
-    variant: str = ""
-    threshold: float = 0.0
-    max_detections: int = 0
-    source: str = "disk"
-    owner_app_id: str = ""
-    loaded_at: float | None = None
-    desired: bool = False
-    """The desired state: True once loaded, False once unloaded; a reboot keeps it."""
-    memory: int = 0
-    inferences: int = 0
-    users: set[str] = field(default_factory=set)
-
-    def info(self, now: float) -> ModelInfo:
-        return ModelInfo(
-            model_id=self.model_id,
-            name=self.name,
-            model_path=self.model_path,
-            status="loaded" if self.loaded_at is not None else "uploaded",
-            source=self.source,
-            desired_state="loaded" if self.desired else "unloaded",
-            owner_app_id=self.owner_app_id,
-            used_by_apps=tuple(sorted(self.users)),
-            load_timestamp=int(self.loaded_at) if self.loaded_at is not None else 0,
-            estimated_memory=self.estimated_memory(),
-            model_type=self.model_type,
-            variant=self.variant,
-            threshold=self.threshold,
-            max_detections=self.max_detections,
-            file_size=self.file_size,
-            file_hash=self.file_hash,
-            network_name=self.name,
-            input_width=640,
-            input_height=640,
-        )
-
-    def estimated_memory(self) -> int:
-        return int(self.file_size * MEMORY_FACTOR) + MEMORY_OVERHEAD
 
 
 @dataclass
@@ -113,6 +52,9 @@ class Subscription:
 
 
 class AiRuntime:
+    """The AI port: a change made through it is written to the durable platform (``durable``,
+    wired by the camera)."""
+
     def __init__(
         self, world: Engine, camera_id: str, clock: DeviceClock, power: Power, storage: Storage, fs: VirtualFS
     ) -> None:
@@ -126,6 +68,7 @@ class AiRuntime:
         self.subscriptions: dict[str, Subscription] = {}
         self.camera_service_running = True
         self._scanned = False
+        self.durable: Durable = NotDurable()
 
     # Camera service ------------------------------------------------------------------------
     def stop_camera_service(self) -> None:
@@ -177,7 +120,7 @@ class AiRuntime:
         stem = PurePosixPath(upload.filename).stem
         model_id = upload.model_id or stem
         if model_id in self.models:
-            self.delete(model_id)
+            self._delete(model_id)
         self.check_room(len(upload.data))
         path = f"{MODEL_DIR}/{model_id}.hef"
         write_file(self.fs, path, upload.data)
@@ -192,7 +135,19 @@ class AiRuntime:
             threshold=upload.threshold,
             max_detections=upload.max_detections,
         )
+        self.durable.files.save(path)
+        self.durable.save()
         return self.get(model_id)
+
+    def parse(self, filename: str, data: bytes) -> ParsedModel:
+        parsed = model_blobs.parse(self, filename, data)
+        self.durable.files.save(parsed.file_path)
+        return parsed
+
+    def register_parsed(self, model_id: str, file_hash: str, fields: dict[str, object]) -> ModelInfo:
+        info = model_blobs.register(self, model_id, file_hash, fields)
+        self.durable.save()
+        return info
 
     def check_room(self, size: int) -> None:
         """A model file of ``size`` bytes must leave :data:`MODEL_STORAGE_MIN_FREE` free."""
@@ -215,6 +170,7 @@ class AiRuntime:
             if isinstance(fields.get(key), str):
                 setattr(model, key, fields[key])
         self.models[model_id] = model
+        self.durable.save()
         return self.get(model_id)
 
     def scan(self) -> dict[str, int]:
@@ -223,6 +179,7 @@ class AiRuntime:
         self._ensure_scanned()
         added = len(self._scan())
         scanned = sum(1 for m in self.models.values() if m.model_path.startswith(MODEL_DIR + "/"))
+        self.durable.save()
         return {"scanned": scanned, "added": added, "skipped": scanned - added}
 
     def _scan(self) -> tuple[ModelInfo, ...]:
@@ -243,6 +200,13 @@ class AiRuntime:
         return tuple(found)
 
     def load(self, model_id: str) -> ModelInfo:
+        info = self.load_model(model_id)
+        self.durable.save()
+        return info
+
+    def load_model(self, model_id: str) -> ModelInfo:
+        """Put the model on the accelerator (its desired state ``loaded``), as the device does on
+        request and again after a reboot."""
         model = self._model(model_id)
         if model.loaded_at is not None:
             raise InvalidInput("Model is already loaded")
@@ -265,7 +229,7 @@ class AiRuntime:
         for model in list(self.models.values()):
             if model.desired and model.loaded_at is None:
                 try:
-                    self.load(model.model_id)
+                    self.load_model(model.model_id)
                 except DomainError:
                     continue
 
@@ -279,6 +243,7 @@ class AiRuntime:
             )
         self._release(model)
         model.desired = False
+        self.durable.save()
         return self.get(model.model_id)
 
     def _release(self, model: Model) -> None:
@@ -288,6 +253,14 @@ class AiRuntime:
         model.loaded_at = None
 
     def delete(self, model_id: str) -> tuple[str, ...]:
+        path = self._model(model_id).model_path
+        affected = self._delete(model_id)
+        if not self.fs.exists(path):
+            self.durable.files.drop(path)
+        self.durable.save()
+        return affected
+
+    def _delete(self, model_id: str) -> tuple[str, ...]:
         """Unload, remove the file, give the bytes back; running apps lose their subscription."""
         model = self._model(model_id)
         affected = tuple(sorted(self.apps_of(model.model_id)))
@@ -299,6 +272,9 @@ class AiRuntime:
         if not any(m.model_path == model.model_path for m in self.models.values()):
             remove_file(self.fs, model.model_path)
         return affected
+
+    def model_apps(self, model_id: str) -> tuple[str, ...]:
+        return tuple(sorted(self.apps_of(model_id)))
 
     def apps_of(self, model_id: str) -> set[str]:
         """Apps whose manifest names the model, installed or running (none for an unknown id)."""
@@ -395,8 +371,3 @@ class AiRuntime:
             "formats": [{"extension": ".hef", "mime_type": "application/octet-stream", "label": "Hailo HEF"}],
             "model_types": types,
         }
-
-
-def check_format(filename: str) -> None:
-    if not filename.lower().endswith(".hef"):
-        raise InvalidInput("Invalid model format: only .hef files are accepted", resource="model_format")

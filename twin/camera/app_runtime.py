@@ -1,6 +1,6 @@
-"""What an installed app does on the camera while its container runs, as a mixin of the app
-manager: the workload (inference subscription, frames and detections, event topics, NDJSON log
-lines), health probes, and restarts after the container ends under it (``twin.camera.app_health``).
+"""What an installed app does on the camera while its container runs: the workload (inference
+subscription, frames and detections, event topics, NDJSON log lines), health probes, and restarts
+after the container ends under it (``twin.camera.app_health``).
 
 A running app subscribes to the inference results its manifest names
 (``permissions.inference.models`` and ``video``, or ``MODEL_ID``/``STREAM_ID`` in its env): a name
@@ -12,7 +12,7 @@ simulation mode with zero detections. It subscribes to the event topics of ``SUB
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import simpy
 
@@ -24,9 +24,12 @@ if TYPE_CHECKING:
     from twin.camera.ai_runtime import AiRuntime
     from twin.camera.app_manifest import Manifest
     from twin.camera.clock import DeviceClock
-    from twin.camera.containers import Container, ContainerRuntime
+    from twin.camera.container_records import Container
+    from twin.camera.containers import ContainerRuntime
+    from twin.camera.durable import Durable
     from twin.camera.event_bus import DeviceEventBus
     from twin.camera.power import Power
+    from twin.engine import Engine
 
 TICK_S = 5.0
 APPS_DIR = "/data/aipc/apps"
@@ -60,48 +63,46 @@ class App:
         return f"{APPS_DIR}/{self.id}"
 
 
-class Durable(Protocol):
-    """Where the app platform's on-disk part is written after a change
-    (:class:`twin.camera.platform_state.DurablePlatform`)."""
+class Installed(Protocol):
+    """The app manager, as the running apps see it: the installed apps, where a change is written,
+    and how an app is started again."""
 
-    def save(self) -> None: ...
+    @property
+    def apps(self) -> dict[str, App]: ...
 
-    def file_written(self, path: str) -> None: ...
+    @property
+    def durable(self) -> Durable: ...
 
-    def file_removed(self, path: str) -> None: ...
+    def begin_start(self, app_id: str, deadline: float | None = None) -> simpy.Event: ...
 
 
 class AppRuntime:
-    """Mixed into ``AppManager``, which provides the attributes below."""
+    """The installed apps' behaviour while their containers run, and their restart policy."""
 
-    clock: DeviceClock
-    power: Power
-    containers: ContainerRuntime
-    events: DeviceEventBus
-    ai: AiRuntime
-    env: simpy.Environment
-    apps: dict[str, App]
-    durable: Durable
-
-    def _app(self, app_id: str) -> App:  # pragma: no cover - provided by AppManager
-        raise NotImplementedError
-
-    def _detach(self, app: App) -> None:  # pragma: no cover - provided by AppManager
-        raise NotImplementedError
-
-    def begin_start(self, app_id: str, deadline: float | None = None) -> Any:  # pragma: no cover
-        raise NotImplementedError
+    def __init__(
+        self,
+        world: Engine,
+        clock: DeviceClock,
+        power: Power,
+        containers: ContainerRuntime,
+        events: DeviceEventBus,
+        ai: AiRuntime,
+        installed: Installed,
+    ) -> None:
+        self.env = world.env
+        self.clock, self.power, self.containers, self.events, self.ai = clock, power, containers, events, ai
+        self.installed = installed
 
     def container_exited(self, app_id: str, reason: str) -> None:
         """The app's container went away under it (killed, crashed, out of memory, unhealthy);
         its restart policy may bring it back."""
-        app = self.apps.get(app_id)
+        app = self.installed.apps.get(app_id)
         if app is None or app.state != "running":
             return
-        self._detach(app)
+        self.detach(app)
         app.state = "failed" if reason in app_health.RESTARTED_ON else "stopped"
         app.stopped_at, app.last_error = self.clock.now(), reason
-        self.durable.save()
+        self.installed.durable.save()
         policy = app_health.restart_policy(app.manifest)
         if reason in app_health.RESTARTED_ON and policy.enabled:
             if policy.max_retries and app.restarts_in_row >= policy.max_retries:
@@ -111,13 +112,16 @@ class AppRuntime:
 
     def _restart_later(self, app: App, delay: float):
         yield self.env.timeout(delay)
-        if self.apps.get(app.id) is app and app.state == "failed" and self.power.powered:
+        if self.installed.apps.get(app.id) is app and app.state == "failed" and self.power.powered:
             app.restart_count += 1
-            self.begin_start(app.id)
+            self.installed.begin_start(app.id)
 
-    def break_health(self, app_id: str, broken: bool = True) -> None:
-        """The app stops answering its health probe (a hung worker); ``False`` heals it."""
-        self._app(app_id).unhealthy = broken
+    def detach(self, app: App) -> None:
+        """The app no longer runs: its inference and event subscriptions end."""
+        self.ai.unsubscribe(app.id)
+        for pattern in app.subscribed:
+            self.events.unsubscribe(app.id, pattern)
+        app.subscribed.clear()
 
     def _health(self, app: App, container: Container, probe: app_health.Probe):
         log = self.containers.log
@@ -137,8 +141,8 @@ class AppRuntime:
                 return
 
     # What a running app does ---------------------------------------------------------------
-    def _workload(self, container: Container):
-        app = self.apps[container.app_id]
+    def run(self, app: App, container: Container):
+        """The app's workload in its container, a SimPy process body."""
         m = app.manifest
         log = self.containers.log
         ai, bus = self.ai, self.events

@@ -122,7 +122,7 @@ class Installer(Protocol):
 
     def install_package(self, manifest_path: str, image_path: str, force: bool) -> str: ...
 
-    def info(self, app_id: str) -> AppInfo: ...
+    def get(self, app_id: str) -> AppInfo: ...
 
 
 class AppStore:
@@ -295,7 +295,7 @@ class AppStore:
             out[key] = out[key] or None  # *uint: null when not linked
         app = self.installer.apps.get(app_id)
         if app is not None:
-            info = self.installer.info(app_id)
+            info = self.installer.get(app_id)
             out.update(
                 status=info.state,
                 container_id=info.container_id,

@@ -16,18 +16,19 @@ import json
 import uuid
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import simpy
 import yaml
 
 from hardware.ports.errors import Conflict, DomainError, InternalError, InvalidInput, NotFound
-from hardware.ports.gateway_apps import AppInfo, AppStats, InstallResult, InstallTask, LogLine
+from hardware.ports.gateway_apps import AppInfo, AppStats, InstallResult, InstallTask, LogLine, StagedManifest
 from twin.camera import app_manifest
 from twin.camera.app_manifest import Manifest
-from twin.camera.app_runtime import APPS_DIR, App, AppRuntime, Durable
+from twin.camera.app_runtime import APPS_DIR, App, AppRuntime
 from twin.camera.app_store import AppStore
-from twin.camera.containers import Volume
+from twin.camera.container_records import Container, Volume
+from twin.camera.durable import Durable
 from twin.camera.storage import remove_file, write_file
 from twin.camera.workbench import Workbench
 
@@ -57,6 +58,14 @@ def _rpc_not_found(app_id: str) -> InternalError:
     return InternalError(f"rpc error: code = NotFound desc = app not found: {app_id}")
 
 
+class PlatformStore(Durable, Protocol):
+    """The durable platform (:class:`twin.camera.platform_state.DurablePlatform`)."""
+
+    def restore(self) -> bool: ...
+
+    def cancel_recovery(self) -> None: ...
+
+
 @dataclass
 class Staged:
     path: str
@@ -79,7 +88,10 @@ class Task:
         return InstallTask(self.task_id, self.phase, self.percent, self.message, self.app_id, self.error)
 
 
-class AppManager(AppRuntime):
+class AppManager:
+    """The apps port: staged uploads, install tasks, installed apps and their lifecycle; what they
+    do while they run is ``runtime``'s."""
+
     def __init__(
         self,
         world: Engine,
@@ -91,7 +103,7 @@ class AppManager(AppRuntime):
         ai: AiRuntime,
         containers: ContainerRuntime,
         monitor: Monitor,
-        durable: Callable[[AppManager], Durable],
+        durable: Callable[[AppManager], PlatformStore],
     ) -> None:
         self.world = world
         self.env = world.env
@@ -103,6 +115,7 @@ class AppManager(AppRuntime):
         self.apps: dict[str, App] = {}
         self.store = AppStore(world, camera_id, clock, self)
         self.workbench = Workbench(world, camera_id, clock, fs, self)
+        self.runtime = AppRuntime(world, clock, power, containers, events, ai, self)
         self.durable = durable(self)
 
     # Staging -------------------------------------------------------------------------------
@@ -134,10 +147,10 @@ class AppManager(AppRuntime):
     def stage_manifest(self, text: str) -> str:
         return self._stage("app.yaml", text.encode(), MANIFEST_SUFFIXES, keep=True).path
 
-    def upload_manifest(self, filename: str, data: bytes) -> tuple[str, str]:
-        manifest = app_manifest.parse(data)
+    def upload_manifest(self, filename: str, data: bytes) -> StagedManifest:
+        m = app_manifest.parse(data)
         staged = self._stage(filename, data, MANIFEST_SUFFIXES, keep=True)
-        return staged.path, manifest.app_id
+        return StagedManifest(staged.path, m.app_id, m.name, m.version, m.description)
 
     def _manifest_at(self, path: str) -> Manifest:
         staged = self.staged.get(path)
@@ -251,7 +264,7 @@ class AppManager(AppRuntime):
         write_file(fs, instance_manifest, text or yaml.safe_dump(manifest.raw).encode())
         self._unstage(manifest_path)
         self.apps[manifest.app_id] = App(manifest, instance_manifest, self.clock.now())
-        self.durable.file_written(self.apps[manifest.app_id].instance_path)
+        self.durable.files.save(self.apps[manifest.app_id].instance_path)
         self.durable.save()
         return old is not None
 
@@ -262,7 +275,7 @@ class AppManager(AppRuntime):
             raise _rpc_not_found(app_id)
         return app
 
-    def info(self, app_id: str) -> AppInfo:
+    def get(self, app_id: str) -> AppInfo:
         app = self._app(app_id)
         container = self.containers.containers.get(app.container_id)
         running = container is not None and container.state == "running"
@@ -289,7 +302,7 @@ class AppManager(AppRuntime):
         )
 
     def list(self) -> tuple[AppInfo, ...]:
-        return tuple(self.info(a) for a in sorted(self.apps))
+        return tuple(self.get(a) for a in sorted(self.apps))
 
     def permissions(self, app_id: str) -> dict[str, object]:
         return dict(self._app(app_id).manifest.permissions)
@@ -360,7 +373,7 @@ class AppManager(AppRuntime):
         done = self.containers.stop(container.id)
 
         def _settle(_: simpy.Event) -> None:
-            self._detach(app)
+            self.runtime.detach(app)
             app.state, app.stopped_at = "stopped", self.clock.now()
             self.durable.save()
 
@@ -390,7 +403,7 @@ class AppManager(AppRuntime):
             runtime.kill(container.id)
         now = self.clock.now()
         for app in self.apps.values():
-            self._detach(app)
+            self.runtime.detach(app)
             if app.state == "running":
                 app.state, app.stopped_at = "stopped", now
         self.ai.power_cycle()
@@ -400,6 +413,13 @@ class AppManager(AppRuntime):
     def count_restart(self, app_id: str) -> None:
         self._app(app_id).restart_count += 1
 
+    def break_health(self, app_id: str, broken: bool = True) -> None:
+        """The app stops answering its health probe (a hung worker); ``False`` heals it."""
+        self._app(app_id).unhealthy = broken
+
+    def _workload(self, container: Container):
+        return self.runtime.run(self.apps[container.app_id], container)
+
     def uninstall(self, app_id: str, keep_logs: bool) -> None:
         app = self._app(app_id)
         self._remove_container(app, keep_logs=keep_logs)
@@ -407,24 +427,18 @@ class AppManager(AppRuntime):
         del self.apps[app_id]
         image = app.manifest.image
         if image in runtime.images and not any(a.manifest.image == image for a in self.apps.values()):
-            runtime.delete_image(image)
+            runtime.remove_image(image)
         fs = self.fs
         remove_file(fs, app.manifest_path)
-        self.durable.file_removed(app.manifest_path)
+        self.durable.files.drop(app.manifest_path)
         if fs.exists(app.instance_path) and not fs.listdir(app.instance_path):
             fs.remove(app.instance_path)
-            self.durable.file_removed(app.instance_path)
+            self.durable.files.drop(app.instance_path)
         self.durable.save()
 
     def _remove_container(self, app: App, keep_logs: bool) -> None:
         runtime = self.containers
         if app.container_id in runtime.containers:
             runtime.kill(app.container_id)
-            runtime.remove(app.container_id, keep_logs=keep_logs)
-        self._detach(app)
-
-    def _detach(self, app: App) -> None:
-        self.ai.unsubscribe(app.id)
-        for pattern in app.subscribed:
-            self.events.unsubscribe(app.id, pattern)
-        app.subscribed.clear()
+            runtime.delete(app.container_id, keep_logs=keep_logs)
+        self.runtime.detach(app)

@@ -4,10 +4,10 @@ the container's own state. Nothing is ever run on the host."""
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from twin.camera.containers import Container, ContainerRuntime
+    from twin.camera.container_records import Container
 
 PROMPT = "/ # "
 FILES = {
@@ -18,8 +18,12 @@ PS = "PID   USER     TIME  COMMAND\n    1 app       0:01 /app/entrypoint\n   27 
 OS_RELEASE = 'NAME="Alpine Linux"\nID=alpine\nVERSION_ID=3.20.3\nPRETTY_NAME="Alpine Linux v3.20"\n'
 
 
+class ContainerLogs(Protocol):
+    def logs(self, container_id: str, tail: int) -> tuple[str, ...]: ...
+
+
 class ContainerShell:
-    def __init__(self, runtime: ContainerRuntime, container: Container) -> None:
+    def __init__(self, runtime: ContainerLogs, container: Container) -> None:
         self.runtime = runtime
         self.container = container
         self.cwd = "/"
@@ -83,5 +87,5 @@ class ContainerShell:
                 "Linux " + c.id + " 6.1.84-aipc #1 SMP PREEMPT aarch64 Linux\n" if "-a" in args else "Linux\n"
             )
         if cmd == "tail" and args and args[-1] in ("/proc/1/fd/1", "log"):
-            return "".join(ln + "\n" for ln in self.runtime.log_text(c.id, 10))
+            return "".join(ln + "\n" for ln in self.runtime.logs(c.id, 10))
         return f"sh: {cmd}: not found\n"

@@ -10,24 +10,25 @@ Natural failures, each with a method that provokes it:
 
 - the runtime root on the small root partition (``/var/lib/containerd``, the device's default):
   unpacking a big image fills it (``move_storage`` to ``data`` is the remedy);
-- a declared volume whose host directory does not exist: the mount fails (``make_host_dir``);
+- a declared volume whose host directory does not exist: the mount fails (``POST files/mkdir`` is
+  the remedy);
 - logs and core dumps on root (``write_core_dump``).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from collections import deque
-from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+import builtins
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import simpy
 
 from hardware.ports.errors import Conflict, InternalError, InvalidInput, NotFound
-from hardware.ports.gateway_apps import ContainerInfo, ContainerStats, ImageInfo, LogLine
+from hardware.ports.gateway_apps import ContainerInfo, ContainerStats, ImageInfo, LogLine, ShellSession
+from twin.camera.container_records import Container, Image, LogFollower, Volume, Workload, line_text
+from twin.camera.container_shell import ContainerShell
+from twin.camera.durable import Durable, NotDurable
 from twin.camera.storage import DATA, ROOT, Storage, is_dir
-from twin.feed import Feed
 from twin.rng import hash_normal, stream_key
 
 if TYPE_CHECKING:
@@ -40,67 +41,13 @@ UNPACK_RATE = 12_000_000
 """Bytes a second the device's eMMC unpacks an image snapshot at."""
 START_S = 1.2
 STOP_S = 0.4
-LOG_BUFFER = 2000
-FOLLOW_BUFFER = 256
 STORAGE_ROOTS = {ROOT: "/var/lib/containerd", DATA: "/data/containerd"}
 
 
-@dataclass
-class Image:
-    ref: str
-    digest: str
-    archive_size: int
-    unpacked_size: int
-    created_at: float
-    unpacked: bool = False
-    unpacking: simpy.Event | None = None
-    broken: bool = False
-    """A previous unpack ran out of space: its parent snapshot is gone."""
-
-    @property
-    def owner(self) -> str:
-        return f"image:{self.ref}"
-
-
-@dataclass
-class Volume:
-    host: str
-    container: str
-    readonly: bool = False
-
-
-@dataclass
-class Container:
-    id: str
-    image: str
-    app_id: str
-    created_at: float
-    volumes: list[Volume] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    cpu_limit: float = 0.5
-    memory_limit: int = 256 * 1024 * 1024
-    state: str = "created"
-    pid: int = 0
-    started_at: float | None = None
-    stopped_at: float | None = None
-    workload: simpy.Process | None = None
-    logs: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_BUFFER))
-    followers: set[LogFollower] = field(default_factory=set)
-    block_read: int = 0
-    block_write: int = 0
-
-
-class LogFollower(Feed[str]):
-    """New log lines of one container; ``next()`` is None once the container is removed."""
-
-    def __init__(self, container: Container) -> None:
-        super().__init__(FOLLOW_BUFFER, on_close=lambda: container.followers.discard(self))
-
-
-Workload = Callable[[Container], Generator[simpy.Event, Any, None]]
-
-
 class ContainerRuntime:
+    """The containers port: images, containers and their logs; a change made through the port is
+    written to the durable platform (``durable``, wired by the camera)."""
+
     def __init__(
         self, world: Engine, camera_id: str, clock: DeviceClock, storage: Storage, fs: VirtualFS
     ) -> None:
@@ -115,6 +62,7 @@ class ContainerRuntime:
         self.containers: dict[str, Container] = {}
         self.unpack_rate = UNPACK_RATE
         self._next_pid = 2400
+        self.durable: Durable = NotDurable()
 
     # Provoking / remedies ------------------------------------------------------------------
     def move_storage(self, partition: str) -> None:
@@ -144,10 +92,6 @@ class ContainerRuntime:
     def free_storage(self) -> int:
         return self.storage.free("image-cache")
 
-    def make_host_dir(self, path: str) -> None:
-        """The remedy for a missing volume directory (``POST files/mkdir`` does the same)."""
-        self.fs.mkdir(path)
-
     def host_dir_exists(self, path: str) -> bool:
         """Volume host directories are looked up on the camera's file system; nothing creates them."""
         return is_dir(self.fs, path)
@@ -163,11 +107,15 @@ class ContainerRuntime:
     def import_image(self, ref: str, archive_size: int, unpacked_size: int) -> Image:
         """Import an archive into the content store (charged where the runtime's root is)."""
         if ref in self.images:
-            self.delete_image(ref, force=True)
+            self.remove_image(ref, force=True)
         self.storage.charge(self.storage_partition, f"image:{ref}", archive_size)
         digest = stream_key(self.world.seed, f"{self.camera_id}/image/{ref}/{archive_size}")
         image = Image(
-            ref, f"sha256:{digest:016x}{digest ^ 0xA5A5A5A5:016x}", archive_size, unpacked_size, self.now()
+            ref,
+            f"sha256:{digest:016x}{digest ^ 0xA5A5A5A5:016x}",
+            archive_size,
+            unpacked_size,
+            self.clock.now(),
         )
         self.images[ref] = image
         return image
@@ -192,7 +140,11 @@ class ContainerRuntime:
             for i in sorted(self.images.values(), key=lambda i: i.ref)
         )
 
-    def delete_image(self, ref: str, *, force: bool = False) -> None:
+    def delete_image(self, image: str) -> None:
+        self.remove_image(image)
+        self.durable.save()
+
+    def remove_image(self, ref: str, *, force: bool = False) -> None:
         image = self.image(ref)
         if not force and any(c.image == ref for c in self.containers.values()):
             raise InternalError(f"image {ref} is in use by a container", resource="operation")
@@ -212,7 +164,7 @@ class ContainerRuntime:
         image: str,
         app_id: str,
         *,
-        volumes: list[Volume] | None = None,
+        volumes: builtins.list[Volume] | None = None,
         env: dict[str, str] | None = None,
         cpu_limit: float = 0.5,
         memory_limit: int = 256 * 1024 * 1024,
@@ -224,7 +176,7 @@ class ContainerRuntime:
             container_id,
             image,
             app_id,
-            self.now(),
+            self.clock.now(),
             volumes=list(volumes or []),
             env=dict(env or {}),
             cpu_limit=cpu_limit,
@@ -233,7 +185,7 @@ class ContainerRuntime:
         self.containers[container_id] = container
         return container
 
-    def get(self, container_id: str) -> Container:
+    def container(self, container_id: str) -> Container:
         container = self.containers.get(container_id)
         if container is None:
             raise NotFound(f"container not found: {container_id}", resource="container")
@@ -246,7 +198,7 @@ class ContainerRuntime:
         that stopped it (never fails, so nobody has to be waiting). With a ``deadline`` (the
         caller's gRPC deadline) a start that cannot be done in time is abandoned once the image is
         unpacked: the unpack itself is kept, so the next start is quick."""
-        container = self.get(container_id)
+        container = self.container(container_id)
         done = self.env.event()
         if container.state == "running":
             done.succeed(None)
@@ -293,7 +245,7 @@ class ContainerRuntime:
         self._next_pid += 7
         container.pid = self._next_pid
         container.state = "running"
-        container.started_at = self.now()
+        container.started_at = self.clock.now()
         container.stopped_at = None
         if workload is not None:
             container.workload = self.env.process(self._guard(container, workload))
@@ -342,7 +294,7 @@ class ContainerRuntime:
             container.workload = self.env.process(self._guard(container, workload))
 
     def stop(self, container_id: str) -> simpy.Event:
-        container = self.get(container_id)
+        container = self.container(container_id)
         done = self.env.event()
         if container.state != "running":
             done.succeed(None)
@@ -357,21 +309,25 @@ class ContainerRuntime:
 
     def kill(self, container_id: str, reason: str = "stopped") -> None:
         """Stop at once (SIGKILL, or the container's process killed)."""
-        container = self.get(container_id)
+        container = self.container(container_id)
         if container.workload is not None and container.workload.is_alive:
             container.workload.interrupt(reason)
         container.workload = None
         was_running = container.state == "running"
         if was_running:
             container.state = "stopped"
-            container.stopped_at = self.now()
+            container.stopped_at = self.clock.now()
         container.pid = 0
         if was_running and reason != "stopped":
             for listener in self.exit_listeners:
                 listener(container.app_id, reason)
 
-    def remove(self, container_id: str, *, keep_logs: bool = False) -> None:
-        container = self.get(container_id)
+    def remove(self, container_id: str) -> None:
+        self.delete(container_id)
+        self.durable.save()
+
+    def delete(self, container_id: str, *, keep_logs: bool = False) -> None:
+        container = self.container(container_id)
         if container.state == "running":
             raise InvalidInput(f"container {container_id} is running: stop it first")
         for follower in list(container.followers):
@@ -391,25 +347,28 @@ class ContainerRuntime:
         storage.charge(ROOT, f"logs:{container.id}", size)
         container.block_write += size
         container.logs.append(line)
-        text = f"{_iso(line.timestamp_ns)} {level.upper()} {message}"
+        text = line_text(line)
         for follower in list(container.followers):
             follower.offer(text)
 
-    def log_text(self, container_id: str, tail: int) -> tuple[str, ...]:
-        container = self.get(container_id)
+    def logs(self, container_id: str, tail: int) -> tuple[str, ...]:
+        container = self.container(container_id)
         lines = list(container.logs)[-tail:] if tail > 0 else list(container.logs)
-        return tuple(f"{_iso(ln.timestamp_ns)} {ln.level.upper()} {ln.message}" for ln in lines)
+        return tuple(line_text(ln) for ln in lines)
 
     def follow(self, container_id: str) -> LogFollower:
-        container = self.get(container_id)
+        container = self.container(container_id)
         follower = LogFollower(container)
         container.followers.add(follower)
         return follower
 
-    # Figures -------------------------------------------------------------------------------
-    def now(self) -> float:
-        return self.clock.now()
+    def shell(self, container_id: str) -> ShellSession:
+        container = self.container(container_id)
+        if container.state != "running":
+            raise InvalidInput(f"container {container_id} is not running")
+        return ContainerShell(self, container)
 
+    # Figures -------------------------------------------------------------------------------
     def usage(self, container: Container) -> tuple[float, int]:
         """(cpu percent of one core, memory bytes) of a running container: its app's load with
         noise per 5-s window; zero when not running."""
@@ -422,7 +381,13 @@ class ContainerRuntime:
         mem = int(container.memory_limit * max(0.1, min(0.95, 0.45 + 0.03 * n_mem)))
         return round(cpu, 2), mem
 
-    def info(self, container: Container) -> ContainerInfo:
+    def list(self) -> tuple[ContainerInfo, ...]:
+        return tuple(self._info(c) for _, c in sorted(self.containers.items()))
+
+    def get(self, container_id: str) -> ContainerInfo:
+        return self._info(self.container(container_id))
+
+    def _info(self, container: Container) -> ContainerInfo:
         cpu, mem = self.usage(container)
         return ContainerInfo(
             id=container.id,
@@ -437,10 +402,10 @@ class ContainerRuntime:
         )
 
     def stats(self, container_id: str) -> ContainerStats:
-        container = self.get(container_id)
+        container = self.container(container_id)
         cpu, mem = self.usage(container)
         up = (
-            (self.now() - container.started_at)
+            (self.clock.now() - container.started_at)
             if container.state == "running" and container.started_at
             else 0.0
         )
@@ -455,8 +420,3 @@ class ContainerRuntime:
             block_write=container.block_write,
             pids=4 if container.state == "running" else 0,
         )
-
-
-def _iso(timestamp_ns: int) -> str:
-    moment = dt.datetime.fromtimestamp(timestamp_ns / 1e9, tz=dt.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Protocol
 
 from hardware.ports.errors import InvalidInput
-from hardware.ports.gateway_apps import ModelInfo, ParsedModel
-from twin.camera.ai_runtime import MODEL_TYPES, AiRuntime, Model, check_format
+from hardware.ports.gateway_ai import ModelInfo, ParsedModel
+from twin.camera.model_records import MODEL_TYPES, Model, check_format
 from twin.camera.storage import write_file
+
+if TYPE_CHECKING:
+    from twin.camera.vfs import VirtualFS
 
 BLOB_DIR = "/data/aipc/models/blobs"
 INPUT_SIZE = 640
@@ -30,6 +34,17 @@ _GUESSES = (
 )
 
 
+class Registry(Protocol):
+    """The AI runtime's model registry, where a parsed blob is kept and registered."""
+
+    fs: VirtualFS
+    models: dict[str, Model]
+
+    def get(self, model_id: str) -> ModelInfo: ...
+
+    def check_room(self, size: int) -> None: ...
+
+
 def guess_model_type(network_name: str) -> str:
     """``model.GuessModelType``: the first pattern the lower-cased network name contains."""
     name = network_name.lower()
@@ -40,7 +55,7 @@ def blob_path(file_hash: str) -> str:
     return f"{BLOB_DIR}/{file_hash}.hef"
 
 
-def parse(ai: AiRuntime, filename: str, data: bytes) -> ParsedModel:
+def parse(ai: Registry, filename: str, data: bytes) -> ParsedModel:
     """Keep the file in the store (once per content) and answer what hailortcli reads from it."""
     check_format(filename)
     ext = PurePosixPath(filename).suffix.lower()
@@ -55,7 +70,7 @@ def parse(ai: AiRuntime, filename: str, data: bytes) -> ParsedModel:
     )
 
 
-def register(ai: AiRuntime, model_id: str, file_hash: str, fields: dict[str, object]) -> ModelInfo:
+def register(ai: Registry, model_id: str, file_hash: str, fields: dict[str, object]) -> ModelInfo:
     """Register a parsed blob under ``model_id``; an id already registered answers that model."""
     path = blob_path(file_hash)
     if not ai.fs.exists(path):
@@ -71,7 +86,8 @@ def register(ai: AiRuntime, model_id: str, file_hash: str, fields: dict[str, obj
     existing = ai.models.get(model_id)
     if existing is not None:
         return ai.get(model_id)
-    config = fields.get("config") if isinstance(fields.get("config"), dict) else {}
+    given = fields.get("config")
+    config: dict[str, object] = given if isinstance(given, dict) else {}
     threshold, max_det = config.get("threshold", 0.5), config.get("max_detections", 100)
     variant = fields.get("model_variant")
     ai.models[model_id] = Model(

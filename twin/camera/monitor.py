@@ -1,6 +1,7 @@
-"""What ``monitor/*`` and ``processes`` report, computed from what runs on the camera: the platform
-services, running containers, loaded models, watched video streams. Noise is a pure function of
-(seed, camera, 5-s window), so two reads in one window agree and the same seed gives the same figures.
+"""What ``monitor/*`` and ``processes`` report: the machine's figures (``figures``: the simulated
+camera's own, :mod:`twin.camera.figures`, or the local host's), NPU and temperatures from the
+simulated camera, and the process table computed from what runs on it: the platform services,
+running containers, loaded models, watched video streams.
 
 Processes: the platform's services with fixed pids, plus one per running container. Killing
 ``camera-daemon`` takes the camera service down (apps fall back to simulation mode), killing
@@ -9,14 +10,17 @@ Processes: the platform's services with fixed pids, plus one per running contain
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hardware.ports.errors import InvalidInput, NotFound
-from twin.camera.storage import DATA
+from hardware.ports.gateway_monitor import MachineFigures
+from twin.camera.figures import MEMORY_TOTAL, CameraFigures, noise
 from twin.rng import hash_normal, stream_key
 
 if TYPE_CHECKING:
+    from hardware.ports.clock import Clock
     from twin.camera.ai_runtime import AiRuntime
     from twin.camera.clock import DeviceClock
     from twin.camera.containers import ContainerRuntime
@@ -26,16 +30,7 @@ if TYPE_CHECKING:
     from twin.camera.storage import Storage
     from twin.engine import Engine
 
-CORES = 4
-CPU_MODEL = "Cortex-A76"
-CPU_MHZ = 2256.0
-KERNEL = "6.1.84-aipc"
-MEMORY_TOTAL = 4 * 1024**3
-BASE_MEMORY_USED = 912 * 1024**2
-BUFFERS, CACHED = 48 * 1024**2, 610 * 1024**2
-WINDOW_S = 5.0
-NET_RX_BPS, NET_TX_BPS = 2_400, 3_100
-STREAM_TX_BPS = 4_000_000 // 8
+HEARTBEAT_S = 15.0
 SIGNALS = {"SIGTERM": "SIGTERM", "SIGKILL": "SIGKILL", "9": "SIGKILL", "SIGINT": "SIGINT", "2": "SIGINT"}
 SIGNALS |= {"SIGHUP": "SIGHUP", "1": "SIGHUP", "15": "SIGTERM"}
 
@@ -74,6 +69,8 @@ SERVICES = (
 
 
 class Monitor:
+    """The monitor port."""
+
     def __init__(
         self,
         world: Engine,
@@ -91,12 +88,10 @@ class Monitor:
         self.clock, self.power, self.storage, self.events = clock, power, storage, events
         self.ai, self.containers, self.peripherals = ai, containers, peripherals
         self.killed: set[str] = set()
-
-    # Noise ---------------------------------------------------------------------------------
-    def _noise(self, name: str, n: int = 1) -> list[float]:
-        key = stream_key(self.world.seed, f"{self.camera_id}/monitor/{name}")
-        window = int(self.world.env.now // WINDOW_S)
-        return [float(v) for v in hash_normal(key, [window * n + i for i in range(n)])]
+        self.simulated = CameraFigures(world, camera_id, power, storage, self)
+        self.figures: MachineFigures = self.simulated
+        """Where the machine's figures come from; the local host's when the gateway runs on real
+        hardware (set by :func:`twin.camera.gateway.host_hardware`)."""
 
     # What runs -----------------------------------------------------------------------------
     def services(self) -> list[Service]:
@@ -117,125 +112,116 @@ class Monitor:
                 rows.append((c.id, c.pid, cpu, mem, c.image))
         return rows
 
-    def cpu_total(self) -> float:
+    def cpu_load(self) -> float:
         load = sum(s.cpu for s in self.services()) + sum(r[2] for r in self._containers())
         load += 6.0 * sum(1 for s in self.ai.subscriptions.values())
-        total = load / CORES + 0.6 * self._noise("cpu")[0]
-        return round(min(100.0, max(0.5, total)), 2)
+        return load
 
-    def memory_used(self) -> int:
-        used = BASE_MEMORY_USED + sum(r[3] for r in self._containers())
-        used += sum(s.rss for s in self.services()) - sum(s.rss for s in SERVICES)
-        used += int(8 * 1024**2 * self._noise("mem")[0])
-        return max(0, min(MEMORY_TOTAL, used))
+    def memory_load(self) -> int:
+        used = sum(r[3] for r in self._containers())
+        return used + sum(s.rss for s in self.services()) - sum(s.rss for s in SERVICES)
 
     # Figures -------------------------------------------------------------------------------
     def cpu(self) -> dict[str, object]:
-        total = self.cpu_total()
-        noise = self._noise("cores", CORES)
-        cores = [
-            {
-                "model": CPU_MODEL,
-                "mhz": CPU_MHZ,
-                "usage_percent": round(min(100.0, max(0.0, total + 2 * n)), 2),
-            }
-            for n in noise
-        ]
-        return {"total_percent": total, "core_count": CORES, "cores": cores}
+        total, per_core = self.figures.cpu_usage()
+        cores = []
+        for i, (model, mhz) in enumerate(self.figures.cpu_models()):
+            entry: dict[str, object] = {"model": model, "mhz": mhz}
+            if i < len(per_core):
+                entry["usage_percent"] = per_core[i]
+            cores.append(entry)
+        return {"total_percent": total, "core_count": len(per_core), "cores": cores}
+
+    def _memory(self) -> tuple[dict[str, object], dict[str, object]]:
+        m = self.figures.memory()
+        virtual: dict[str, object] = {
+            "total": m.total,
+            "used": m.used,
+            "available": m.available,
+            "free": m.free,
+            "usage_percent": round(100.0 * m.used / m.total, 2) if m.total else 0.0,
+            "buffers": m.buffers,
+            "cached": m.cached,
+        }
+        swap: dict[str, object] = {
+            "total": m.swap_total,
+            "used": m.swap_used,
+            "free": m.swap_free,
+            "usage_percent": round(100.0 * m.swap_used / m.swap_total, 2) if m.swap_total else 0.0,
+        }
+        return virtual, swap
 
     def memory(self) -> dict[str, object]:
-        used = self.memory_used()
-        available = MEMORY_TOTAL - used
-        return {
-            "virtual": {
-                "total": MEMORY_TOTAL,
-                "used": used,
-                "available": available,
-                "free": max(0, available - BUFFERS - CACHED),
-                "usage_percent": round(100.0 * used / MEMORY_TOTAL, 2),
-                "buffers": BUFFERS,
-                "cached": CACHED,
-            },
-            "swap": {"total": 0, "used": 0, "free": 0, "usage_percent": 0.0},
-        }
+        virtual, swap = self._memory()
+        return {"virtual": virtual, "swap": swap}
 
     def network(self) -> dict[str, object]:
-        up = self.power.uptime()
-        rx = int(up * NET_RX_BPS)
-        tx = int(up * NET_TX_BPS)
-        return {
-            "interfaces": [
-                {
-                    "name": "eth0",
-                    "bytes_sent": tx,
-                    "bytes_recv": rx,
-                    "packets_sent": tx // 900,
-                    "packets_recv": rx // 600,
-                    "errin": 0,
-                    "errout": 0,
-                }
-            ]
-        }
+        return {"interfaces": self.figures.interfaces()}
 
     def _totals(self) -> dict[str, int]:
-        eth = self.network()["interfaces"][0]  # type: ignore[index]
-        return {"bytes_sent": eth["bytes_sent"], "bytes_recv": eth["bytes_recv"]}
+        rows = self.figures.interfaces()
+        return {
+            "bytes_sent": sum(int(r["bytes_sent"]) for r in rows),  # type: ignore[call-overload]
+            "bytes_recv": sum(int(r["bytes_recv"]) for r in rows),  # type: ignore[call-overload]
+        }
 
     def npu(self) -> float:
         return round(self.ai.stats().device_utilization * 100.0, 2)
 
     def summary(self) -> dict[str, object]:
-        mem = self.memory()["virtual"]  # type: ignore[index]
-        data = next(p for p in self.storage.usage() if p.name == DATA)
+        total, cores = self.figures.cpu_usage()
+        virtual, swap = self._memory()
+        disk = self.figures.disk()
+        disk_data: dict[str, object] = {"total": 0, "used": 0, "free": 0, "usage_percent": 0.0}
+        if disk is not None:
+            disk_data = {
+                "total": disk.total,
+                "used": disk.used,
+                "free": disk.free,
+                "usage_percent": disk.usage_percent,
+                "mountpoint": disk.mountpoint,
+            }
         return {
-            "cpu": {"usage_percent": self.cpu_total(), "cores": CORES, "arch": "arm64"},
+            "cpu": {"usage_percent": total, "cores": len(cores), "arch": self.figures.arch()},
             "memory": {
-                "total": mem["total"],
-                "used": mem["used"],
-                "available": mem["available"],
-                "usage_percent": mem["usage_percent"],
-                "swap_total": 0,
-                "swap_used": 0,
+                "total": virtual["total"],
+                "used": virtual["used"],
+                "available": virtual["available"],
+                "usage_percent": virtual["usage_percent"],
+                "swap_total": swap["total"],
+                "swap_used": swap["used"],
             },
-            "disk": {
-                "total": data.total,
-                "used": data.used,
-                "free": data.free,
-                "usage_percent": data.usage_percent,
-                "mountpoint": data.mountpoint,
-            },
-            "host": {
-                "hostname": self.camera_id,
-                "os": "linux",
-                "platform": "debian",
-                "platform_version": "12.8",
-                "kernel_version": KERNEL,
-                "kernel_arch": "aarch64",
-                "uptime_seconds": int(self.power.uptime()),
-            },
+            "disk": disk_data,
+            "host": self.figures.host(),
             "network": self._totals(),
             "npu": self.npu(),
         }
 
     def snapshot(self) -> dict[str, object]:
+        """The machine's CPU, memory and traffic; the NPU and the temperatures are the simulated
+        camera's sensors."""
         ai = self.ai.stats()
-        n_cpu, n_board = self._noise("temps", 2)
-        cpu = self.cpu_total()
+        n_cpu, n_board = noise(self.world, self.camera_id, "temps", 2)
+        load = self.simulated.cpu_total()
+        temperatures = {
+            "cpu": round(44.0 + 0.25 * load + 0.4 * n_cpu, 1),
+            "npu": ai.device_temperature,
+            "board": round(39.0 + 0.3 * n_board, 1),
+        }
+        timestamp, npu = int(self.clock.now() * 1000), self.npu()
+        total, _ = self.figures.cpu_usage()
+        virtual, _ = self._memory()
         return {
-            "timestamp": int(self.clock.now() * 1000),
-            "cpu": cpu,
-            "memory": round(100.0 * self.memory_used() / MEMORY_TOTAL, 2),
-            "npu": self.npu(),
-            "temperatures": {
-                "cpu": round(44.0 + 0.25 * cpu + 0.4 * n_cpu, 1),
-                "npu": ai.device_temperature,
-                "board": round(39.0 + 0.3 * n_board, 1),
-            },
+            "timestamp": timestamp,
+            "cpu": total,
+            "memory": virtual["usage_percent"],
+            "npu": npu,
+            "temperatures": temperatures,
             "network": self._totals(),
         }
 
     # Attitude (the IMU) --------------------------------------------------------------------
-    def attitude(self) -> tuple[float, float]:
+    def orientation(self) -> tuple[float, float]:
         """(pitch, roll) in degrees: how the camera is mounted, plus the PTZ tilt, plus a little
         vibration. Pitch is positive nose-down, roll positive right-side-down."""
         key = stream_key(self.world.seed, f"{self.camera_id}/mount")
@@ -246,6 +232,20 @@ class Monitor:
         pitch = 12.0 + 3.0 * mount_pitch + tilt + 0.05 * vib_p
         roll = 1.5 * mount_roll + 0.05 * vib_r
         return round(max(-90.0, min(90.0, pitch)), 3), round(max(-90.0, min(90.0, roll)), 3)
+
+    async def attitude(self, rate: float, clock: Clock) -> AsyncIterator[tuple[str, dict[str, object]]]:
+        """The IMU's SSE events paced on ``clock``: ``status`` first, ``orientation`` at ``rate``
+        a second, ``heartbeat`` every 15 s."""
+        yield "status", {"sensor": "online"}
+        period = 1.0 / rate
+        next_beat = self.world.env.now + HEARTBEAT_S
+        while True:
+            await clock.sleep(period, background=True)
+            pitch, roll = self.orientation()
+            yield "orientation", {"pitch": pitch, "roll": roll}
+            if self.world.env.now >= next_beat:
+                next_beat += HEARTBEAT_S
+                yield "heartbeat", {"timestamp": int(self.clock.now() * 1000)}
 
     # Processes -----------------------------------------------------------------------------
     def _rows(self) -> list[dict[str, object]]:

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 from hardware.ports.errors import DomainError
 from hardware.ports.gateway_apps import LogLine
 from twin.camera import app_manifest
-from twin.camera.ai_runtime import Model
 from twin.camera.app_runtime import App
-from twin.camera.containers import Container, Image, Volume
+from twin.camera.container_records import Container, Image, Volume
 from twin.camera.fs import DurableFiles
+from twin.camera.model_records import Model
 from twin.camera.storage import ROOT
 
 if TYPE_CHECKING:
@@ -74,8 +74,8 @@ def dump(platform: Platform) -> dict[str, Any]:
         "services": {"camera": ai.camera_service_running, "event_bus": platform.events.running},
         "admin": {
             "device_name": admin.device_name,
-            "factory": dict(admin.factory),
-            "settings": dict(admin.settings),
+            "factory": dict(admin.factory_fields),
+            "settings": dict(admin.setting_values),
         },
         "store_installs": {k: dict(v) for k, v in apps.store.installs.items()},
     }
@@ -152,7 +152,7 @@ def load(platform: Platform, state: dict[str, Any]) -> None:
         ai.models[m["model_id"]] = Model(**fields)
     for m in state["models"]:
         if m["loaded"]:
-            ai.load(m["model_id"])
+            ai.load_model(m["model_id"])
     ai.camera_service_running = state["services"]["camera"]
     if not state["services"]["event_bus"]:
         platform.events.stop("restored")
@@ -178,8 +178,8 @@ def load(platform: Platform, state: dict[str, Any]) -> None:
         if c["state"] == "running":
             runtime.resume(container, c["pid"], apps._workload if c["app_id"] in apps.apps else None)
     admin.device_name = state["admin"]["device_name"]
-    admin.factory = dict(state["admin"]["factory"])
-    admin.settings = dict(state["admin"]["settings"])
+    admin.factory_fields = dict(state["admin"]["factory"])
+    admin.setting_values = dict(state["admin"]["settings"])
     apps.store.installs = {k: dict(v) for k, v in state["store_installs"].items()}
 
 
@@ -204,7 +204,8 @@ class DurablePlatform:
 
     def __init__(self, store: Store, camera_id: str, apps: AppManager) -> None:
         self._docs = store.collection(PLATFORM_KIND)
-        self._files = DurableFiles(store, camera_id, apps.fs)
+        self.files = DurableFiles(store, camera_id, apps.fs)
+        """App manifests and uploaded model files, kept as files of the camera's tree."""
         self._id = camera_id
         self._apps = apps
         self._recovery: object | None = None
@@ -212,12 +213,6 @@ class DurablePlatform:
     def save(self) -> None:
         """Write the document as the platform is now (after every change)."""
         self._docs.put(self._id, _durable_doc(self._apps))
-
-    def file_written(self, path: str) -> None:
-        self._files.save(path)
-
-    def file_removed(self, path: str) -> None:
-        self._files.drop(path)
 
     def restore(self) -> bool:
         """Read the document back into a camera just built and schedule the startup recovery;

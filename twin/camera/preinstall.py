@@ -40,6 +40,6 @@ def preinstall(apps: AppManager, names: tuple[str, ...]) -> None:
     for name in names:
         manifest, image_name, image = package(name)
         image_path = apps.upload_image(image_name, image)
-        manifest_path, app_id = apps.upload_manifest("app.yaml", manifest)
-        apps.install(manifest_path, image_path, force=False)
-        apps.begin_start(app_id)
+        staged = apps.upload_manifest("app.yaml", manifest)
+        apps.install(staged.path, image_path, force=False)
+        apps.begin_start(staged.app_id)

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import simpy
 
 from hardware.ports.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageFull
-from hardware.ports.gateway_apps import PartitionUsage
+from hardware.ports.gateway_monitor import PartitionUsage
+from twin.camera.durable import Durable, NotDurable
 
 if TYPE_CHECKING:
     from twin.camera.vfs import VirtualFS
@@ -113,12 +114,14 @@ class Partition:
 
 
 class Storage:
-    """The partitions of one camera. Hung off the camera as ``camera.storage``."""
+    """The partitions of one camera, and the storage port: a format is written to the durable
+    platform (``durable``, wired by the camera)."""
 
     def __init__(self, world: Engine, camera_id: str) -> None:
         self.world = world
         self.camera_id = camera_id
         self.partitions: dict[str, Partition] = {spec.name: Partition(world.env, spec) for spec in PARTITIONS}
+        self.durable: Durable = NotDurable()
 
     def partition(self, name: str) -> Partition:
         try:
@@ -192,7 +195,61 @@ class Storage:
                 return p
         raise NotFound(f"device not found: {device}")
 
+    def disks(self) -> dict[str, object]:
+        """``lsblk -b -J``: the eMMC with its boot partition and the system partitions, and each
+        removable card as a disk of its own."""
+        parts = self.usage()
+        children: list[dict[str, Any]] = [
+            {
+                "name": "mmcblk0p1",
+                "size": 268_435_456,
+                "type": "part",
+                "mountpoint": "/boot",
+                "fstype": "vfat",
+                "model": None,
+                "vendor": None,
+            }
+        ]
+        for p in parts:
+            if p.is_removable:
+                continue
+            children.append(
+                {
+                    "name": p.device.removeprefix("/dev/"),
+                    "size": p.total,
+                    "type": "part",
+                    "mountpoint": p.mountpoint,
+                    "fstype": p.fstype,
+                    "model": None,
+                    "vendor": None,
+                }
+            )
+        total = sum(int(c["size"]) for c in children) + 4 * 1024**2
+        disk = {
+            "name": "mmcblk0",
+            "size": total,
+            "type": "disk",
+            "mountpoint": None,
+            "fstype": None,
+            "model": None,
+            "vendor": None,
+            "children": children,
+        }
+        devices = [disk]
+        for p in parts:
+            if p.is_removable:
+                name = p.device.removeprefix("/dev/")
+                child = {"name": name, "size": p.total, "type": "part", "mountpoint": p.mountpoint or None}
+                child |= {"fstype": p.fstype, "model": None, "vendor": None}
+                devices.append(
+                    {"name": name[:-2], "size": p.total + 1024**2, "type": "disk", "mountpoint": None,
+                     "fstype": None, "model": "SD64G", "vendor": None, "children": [child]}
+                )  # fmt: skip
+        return {"blockdevices": devices}
+
     def mount(self, device: str, target: str) -> None:
+        if not device or not target:
+            raise InvalidInput("device and target are required")
         p = self.by_device(device)
         if not p.spec.removable:
             raise Forbidden(f"access denied: {device} is a system partition", resource="path")
@@ -205,6 +262,8 @@ class Storage:
         p.mountpoint = target.rstrip("/")
 
     def unmount(self, target: str) -> None:
+        if not target:
+            raise InvalidInput("target is required")
         p = next(
             (q for q in self.partitions.values() if q.mountpoint and q.mountpoint == target.rstrip("/")), None
         )
@@ -217,6 +276,8 @@ class Storage:
         p.mountpoint = ""
 
     def format(self, device: str, fstype: str) -> None:
+        if not device or not fstype:
+            raise InvalidInput("device and fstype are required")
         if fstype not in FSTYPES:
             raise InvalidInput("Unsupported filesystem type")
         if device.removeprefix("/dev/").startswith("mmcblk0"):
@@ -226,6 +287,7 @@ class Storage:
         for owner in list(p.charges):
             p.release(owner)
         p.fstype = fstype
+        self.durable.save()
 
     # Provoking -----------------------------------------------------------------------------
     def fill(self, partition: str = ROOT, owner: str = "logs:stale", leave: int = 0) -> int:

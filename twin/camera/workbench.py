@@ -10,12 +10,11 @@ either way it must name the image the build makes. Paths inside a project are re
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import re
 import tarfile
 import zipfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
@@ -23,66 +22,15 @@ import yaml
 from hardware.ports.errors import Conflict, DomainError, InvalidInput, NotFound
 from twin.camera import app_manifest
 from twin.camera.storage import remove_file, write_file
+from twin.camera.workbench_records import BASE_IMAGES, Build, Project, base_image, rfc3339
 
 if TYPE_CHECKING:
     from twin.camera.clock import DeviceClock
     from twin.camera.vfs import VirtualFS
     from twin.engine import Engine
 
-DEV_DIR = "/data/aipc/dev"
 PROJECTS_KIND = "dev_projects"
 """Projects (with their file index and builds) are durable: one document per project."""
-
-
-@dataclass(frozen=True)
-class BaseImage:
-    id: int
-    name: str
-    tag: str
-    language: str
-    description: str
-    desc_zh: str
-    sdk_version: str
-    features: str
-    build_cmd: str
-    entry_point: str
-    entry_file: str
-    size: int
-
-    @property
-    def image(self) -> str:
-        return f"aipc/{self.name}:{self.tag}"
-
-    def view(self, seeded: str) -> dict[str, object]:
-        """A ``model.BaseImage`` row; ``seeded`` is when the platform seeded the table."""
-        return {
-            "id": self.id,
-            "name": self.name,
-            "tag": self.tag,
-            "image": self.image,
-            "language": self.language,
-            "description": self.description,
-            "desc_zh": self.desc_zh,
-            "sdk_version": self.sdk_version,
-            "features": self.features,
-            "build_cmd": self.build_cmd,
-            "entry_point": self.entry_point,
-            "status": "active",
-            "created_at": seeded,
-            "updated_at": seeded,
-        }
-
-
-BASE_IMAGES = (
-    BaseImage(1, "python", "3.11-slim", "python", "Python 3.11 with the AIPC SDK", "Python 3.11 与 AIPC SDK",
-              "1.4.0", "opencv,numpy,aipc-sdk", "pip install -r requirements.txt", "python main.py",
-              "main.py", 48_000_000),
-    BaseImage(2, "hailo-runtime", "4.18", "python", "HailoRT 4.18 and GStreamer", "HailoRT 4.18 与 GStreamer",
-              "4.18.0", "hailort,gstreamer,opencv", "pip install -r requirements.txt", "python app.py",
-              "app.py", 96_000_000),
-    BaseImage(3, "node", "20-alpine", "nodejs", "Node.js 20", "Node.js 20", "1.4.0", "aipc-sdk-js",
-              "npm ci", "node index.js", "index.js", 41_000_000),
-)  # fmt: skip
 BUILD_BASE_S = 20.0
 BUILD_RATE = 4_000_000
 """Bytes a second a build packs (project files and the base image's layers)."""
@@ -91,92 +39,6 @@ VERSION = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 """A build's version is its image tag."""
 MAX_ARCHIVE_MEMBERS = 2000
 MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
-
-
-def _rfc3339(unix: float) -> str:
-    return dt.datetime.fromtimestamp(unix, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def base_image(image_id: int) -> BaseImage:
-    found = next((b for b in BASE_IMAGES if b.id == image_id), None)
-    if found is None:
-        raise InvalidInput(f"unknown base image {image_id}", resource="parameter")
-    return found
-
-
-@dataclass
-class Build:
-    id: int
-    project_id: int
-    version: str
-    status: str
-    created_at: float
-    finished_at: float = 0.0
-    image: str = ""
-    image_size: int = 0
-    image_path: str = ""
-    manifest_path: str = ""
-    log: list[str] = field(default_factory=list)
-
-    def view(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "project_id": self.project_id,
-            "version": self.version,
-            "status": self.status,
-            "log": "\n".join(self.log),
-            "image": self.image,
-            "image_size": self.image_size,
-            "image_path": self.image_path,
-            "manifest_path": self.manifest_path,
-            "started_at": _rfc3339(self.created_at),
-            "finished_at": _rfc3339(self.finished_at) if self.finished_at else None,  # *time.Time
-            "created_at": _rfc3339(self.created_at),
-        }
-
-
-@dataclass
-class Project:
-    id: int
-    name: str
-    key: str
-    description: str
-    base_image_id: int
-    language: str
-    entry_file: str
-    created_at: float
-    updated_at: float
-    app_config: str = ""
-    volumes: str = ""
-    status: str = "draft"  # CreateProject's status
-    build_image: str = ""
-    message: str = ""
-    files: dict[str, int] = field(default_factory=dict)
-    builds: list[Build] = field(default_factory=list)
-
-    @property
-    def source_path(self) -> str:
-        return f"{DEV_DIR}/{self.key}"
-
-    def view(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "key": self.key,
-            "description": self.description,
-            "base_image_id": self.base_image_id,
-            "language": self.language,
-            "source_path": self.source_path,
-            "entry_file": self.entry_file,
-            "build_config": "",
-            "app_config": self.app_config,
-            "volumes": self.volumes,
-            "status": self.status,
-            "build_image": self.build_image,
-            "message": self.message,
-            "created_at": _rfc3339(self.created_at),
-            "updated_at": _rfc3339(self.updated_at),
-        }
 
 
 class Stager(Protocol):
@@ -188,6 +50,8 @@ class Stager(Protocol):
 
 
 class Workbench:
+    """The workbench port."""
+
     def __init__(
         self,
         world: Engine,
@@ -198,13 +62,13 @@ class Workbench:
     ) -> None:
         self.env = world.env
         self.clock, self.fs, self.installer = clock, fs, installer
-        self._seeded = _rfc3339(clock.now())  # the platform seeds its base images as it starts
-        self.projects: dict[int, Project] = {}
+        self._seeded = rfc3339(clock.now())  # the platform seeds its base images as it starts
+        self.by_id: dict[int, Project] = {}
         self._docs = world.store.collection(PROJECTS_KIND)
         self._prefix = f"{camera_id}:"
         self._load()
-        self._next_project = max(self.projects, default=0) + 1
-        self._next_build = max((b.id for p in self.projects.values() for b in p.builds), default=0) + 1
+        self._next_project = max(self.by_id, default=0) + 1
+        self._next_build = max((b.id for p in self.by_id.values() for b in p.builds), default=0) + 1
 
     def _load(self) -> None:
         for _, doc in self._docs.items_under(self._prefix):
@@ -214,7 +78,7 @@ class Workbench:
                 if b.status == "building":  # the device went down mid-build
                     b.status = project.status = "failed"
                     b.log.append("ERROR: interrupted by a restart")
-            self.projects[project.id] = project
+            self.by_id[project.id] = project
 
     def _save(self, project: Project) -> None:
         self._docs.put(f"{self._prefix}{project.id}", asdict(project))
@@ -226,18 +90,21 @@ class Workbench:
         return [b.view(self._seeded) for b in BASE_IMAGES]
 
     # Projects ------------------------------------------------------------------------------------
-    def project(self, project_id: str | int) -> Project:
+    def _project(self, project_id: str | int) -> Project:
         try:
             key = int(project_id)
         except (TypeError, ValueError):
             raise InvalidInput("Invalid project ID") from None
-        project = self.projects.get(key)
+        project = self.by_id.get(key)
         if project is None:
             raise NotFound(f"project not found: {project_id}")
         return project
 
-    def detail(self, project_id: str | int) -> dict[str, object]:
-        project = self.project(project_id)
+    def projects(self) -> list[dict[str, object]]:
+        return [p.view() for _, p in sorted(self.by_id.items())]
+
+    def project(self, project_id: str | int) -> dict[str, object]:
+        project = self._project(project_id)
         """``GetProject``: the project, its base image (null when none) and its builds."""
         image = base_image(project.base_image_id) if project.base_image_id else None
         return {
@@ -246,13 +113,13 @@ class Workbench:
             "builds": [b.view() for b in reversed(project.builds)],
         }
 
-    def create(self, fields: dict[str, Any]) -> Project:
+    def create(self, fields: dict[str, Any]) -> dict[str, object]:
         name, key = fields.get("name"), fields.get("key")
         if not isinstance(name, str) or not name or not isinstance(key, str) or not key:
             raise InvalidInput("Invalid request body: name and key are required")
         if not app_manifest.APP_ID.match(key):
             raise InvalidInput("key: lower-case letters, digits, '.', '_' and '-'", resource="parameter")
-        if any(p.key == key for p in self.projects.values()):
+        if any(p.key == key for p in self.by_id.values()):
             raise Conflict(f"project key already exists: {key}")
         image = base_image(_int(fields, "base_image_id") or BASE_IMAGES[0].id)
         language = _str(fields, "language") or image.language
@@ -262,13 +129,13 @@ class Workbench:
             image.entry_file, now, now,
         )  # fmt: skip
         self._next_project += 1
-        self.projects[project.id] = project
+        self.by_id[project.id] = project
         self._save(project)
         self.fs.mkdir(project.source_path)
-        return project
+        return project.view()
 
-    def update(self, project_id: str | int, fields: dict[str, Any]) -> Project:
-        project = self.project(project_id)
+    def update(self, project_id: str | int, fields: dict[str, Any]) -> dict[str, object]:
+        project = self._project(project_id)
         changes: dict[str, Any] = {}
         for name in ("name", "description", "entry_file", "app_config", "volumes"):
             if fields.get(name) is not None:
@@ -283,10 +150,10 @@ class Workbench:
             setattr(project, name, value)
         project.updated_at = self._now()
         self._save(project)
-        return project
+        return project.view()
 
     def delete(self, project_id: str | int) -> None:
-        project = self.project(project_id)
+        project = self._project(project_id)
         if any(b.status == "building" for b in project.builds):
             raise Conflict("a build of this project is running")
         fs = self.fs
@@ -294,7 +161,7 @@ class Workbench:
             remove_file(fs, self._abs(project, path))
         if fs.exists(project.source_path):
             fs.remove(project.source_path)
-        del self.projects[project.id]
+        del self.by_id[project.id]
         self._docs.delete(f"{self._prefix}{project.id}")
 
     # Files ---------------------------------------------------------------------------------------
@@ -318,7 +185,7 @@ class Workbench:
         project.files[rel] = len(data)
 
     def write(self, project_id: str | int, path: str, data: bytes) -> dict[str, object]:
-        project = self.project(project_id)
+        project = self._project(project_id)
         rel = self._rel(path)
         self._store(project, rel, data)
         project.updated_at = self._now()
@@ -328,7 +195,7 @@ class Workbench:
     def source(self, project_id: str | int, filename: str, data: bytes) -> dict[str, object]:
         """Unpack a ``.zip``, ``.tar`` or ``.tar.gz`` source archive into the project. Every member
         is checked (relative, no ``..``, regular files only) before the first one is written."""
-        project = self.project(project_id)
+        project = self._project(project_id)
         members = _unpack(filename, data)
         for rel, content in members:
             self._store(project, rel, content)
@@ -337,7 +204,7 @@ class Workbench:
         return {"message": "Source uploaded", "files": len(members)}
 
     def read(self, project_id: str | int, path: str) -> dict[str, object]:
-        project = self.project(project_id)
+        project = self._project(project_id)
         rel = self._rel(path)
         if rel not in project.files:
             raise NotFound(f"file not found: {rel}", resource="file")
@@ -348,7 +215,7 @@ class Workbench:
 
     def files(self, project_id: str | int, path: str = "") -> list[dict[str, object]]:
         """The entries of one directory of the project (its top level when ``path`` is empty)."""
-        project = self.project(project_id)
+        project = self._project(project_id)
         base = self._rel(path) if path.strip("/.") else ""
         prefix = f"{base}/" if base else ""
         entries: dict[str, dict[str, object]] = {}
@@ -366,10 +233,10 @@ class Workbench:
 
     # Builds --------------------------------------------------------------------------------------
     def builds(self, project_id: str | int) -> list[dict[str, object]]:
-        return [b.view() for b in reversed(self.project(project_id).builds)]
+        return [b.view() for b in reversed(self._project(project_id).builds)]
 
     def build(self, project_id: str | int, version: str) -> dict[str, object]:
-        project = self.project(project_id)
+        project = self._project(project_id)
         if any(b.status == "building" for b in project.builds):
             raise Conflict("a build of this project is already running")
         version = version or f"0.{len(project.builds) + 1}.0"

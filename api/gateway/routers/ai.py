@@ -11,7 +11,7 @@ from api.gateway.deps import Backend, require_session
 from api.gateway.schemas import apps as shapes
 from api.gateway.schemas.files import field, json_object, read_form
 from hardware.ports.errors import InvalidInput
-from hardware.ports.gateway_apps import ModelUpload
+from hardware.ports.gateway_ai import ModelUpload
 
 router = APIRouter(prefix="/api/v1/ai", tags=["ai"], dependencies=[Depends(require_session)])
 
@@ -23,7 +23,7 @@ async def capabilities(backend: Backend) -> JSONResponse:
 
 @router.get("/models")
 async def list_models(backend: Backend) -> JSONResponse:
-    return schemas.ok({"models": [shapes.model(m) for m in backend.ai.models()]})
+    return schemas.ok({"models": [shapes.model(m) for m in backend.ai.list()]})
 
 
 @router.post("/models")
@@ -76,7 +76,7 @@ async def scan_models(backend: Backend) -> JSONResponse:
 
 @router.get("/models/{model_id}")
 async def get_model(model_id: str, backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.model_info(backend.ai.model(model_id)))
+    return schemas.ok(shapes.model_info(backend.ai.get(model_id)))
 
 
 @router.delete("/models/{model_id}")

@@ -90,19 +90,19 @@ async def uninstall(app_id: str, backend: Backend, keep_logs: bool = False) -> J
 
 @router.post("/{app_id}/start")
 async def start(app_id: str, backend: Backend) -> JSONResponse:
-    await backend.apps.start(app_id)
+    await backend.lifecycle.start_app(app_id)
     return schemas.ok({"message": f"Application {app_id} started"})
 
 
 @router.post("/{app_id}/stop")
 async def stop(app_id: str, backend: Backend, timeout: int = 30) -> JSONResponse:
-    await backend.apps.stop(app_id, timeout)
+    await backend.lifecycle.stop_app(app_id, timeout)
     return schemas.ok({"message": f"Application {app_id} stopped"})
 
 
 @router.post("/{app_id}/restart")
 async def restart(app_id: str, backend: Backend, timeout: int = 30) -> JSONResponse:
-    await backend.apps.restart(app_id, timeout)
+    await backend.lifecycle.restart_app(app_id, timeout)
     return schemas.ok({"message": f"Application {app_id} restarted"})
 
 

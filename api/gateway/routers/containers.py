@@ -67,8 +67,8 @@ async def stream_logs(container_id: str, backend: Backend, tail: int = 100) -> S
         try:
             for line in backlog:
                 yield f"event:log\ndata:{json.dumps(line)}\n\n"
-            while (line := await feed.next()) is not None:
-                yield f"event:log\ndata:{json.dumps(line)}\n\n"
+            while (new := await feed.next()) is not None:
+                yield f"event:log\ndata:{json.dumps(new)}\n\n"
         finally:
             feed.close()
 
@@ -77,19 +77,19 @@ async def stream_logs(container_id: str, backend: Backend, tail: int = 100) -> S
 
 @router.post("/{container_id}/start")
 async def start(container_id: str, backend: Backend) -> JSONResponse:
-    await backend.containers.start(container_id)
+    await backend.lifecycle.start_container(container_id)
     return schemas.ok({"message": f"Container {container_id} started"})
 
 
 @router.post("/{container_id}/stop")
 async def stop(container_id: str, backend: Backend) -> JSONResponse:
-    await backend.containers.stop(container_id)
+    await backend.lifecycle.stop_container(container_id)
     return schemas.ok({"message": f"Container {container_id} stopped"})
 
 
 @router.post("/{container_id}/restart")
 async def restart(container_id: str, backend: Backend) -> JSONResponse:
-    await backend.containers.restart(container_id)
+    await backend.lifecycle.restart_container(container_id)
     return schemas.ok({"message": f"Container {container_id} restarted"})
 
 

@@ -15,7 +15,7 @@ router = APIRouter(prefix="/api/v1/images", tags=["images"], dependencies=[Depen
 
 @router.get("")
 async def list_images(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.images(backend.containers.images()))
+    return schemas.ok(shapes.images(backend.containers.image_infos()))
 
 
 @router.post("/pull")

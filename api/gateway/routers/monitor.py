@@ -32,7 +32,7 @@ async def memory(backend: Backend) -> JSONResponse:
 
 @router.get("/disk")
 async def disk(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.partitions(backend.storage.partitions()))
+    return schemas.ok(shapes.partitions(backend.storage.usage()))
 
 
 @router.get("/network")
@@ -49,7 +49,7 @@ async def gyro_attitude(backend: Backend, rate: str = "50") -> StreamingResponse
         hz = 1.0
 
     async def events():
-        async for name, data in backend.monitor.attitude(hz):
+        async for name, data in backend.monitor.attitude(hz, backend.clock):
             yield f"event:{name}\ndata:{json.dumps(data)}\n\n"
 
     return StreamingResponse(events(), media_type="text/event-stream")

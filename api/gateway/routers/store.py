@@ -27,12 +27,12 @@ async def store_apps(
     number is 0 (strconv.Atoi), then out of range means page 1, 20 a page."""
     numbers = [int(v) if v.lstrip("-").isdigit() else 0 for v in (page, page_size)]
     only_featured = True if featured == "true" else None
-    return schemas.ok(backend.apps.store_apps(category, search, only_featured, *numbers))
+    return schemas.ok(backend.apps.store.apps(category, search, only_featured, *numbers))
 
 
 @router.get("/apps/{key}")
 async def store_app(key: str, backend: Backend) -> JSONResponse:
-    return schemas.ok(backend.apps.store_app(key))
+    return schemas.ok(backend.apps.store.app(key))
 
 
 @router.post("/apps/{key}/install")
@@ -42,43 +42,43 @@ async def install(key: str, request: Request, backend: Backend) -> JSONResponse:
     config = body.get("config") or {}
     if not isinstance(config, dict):
         raise InvalidInput("config must be an object")
-    return schemas.ok(backend.apps.store_install(key, field(body, "version", str), config))
+    return schemas.ok(backend.apps.store.install(key, field(body, "version", str), config))
 
 
 @router.get("/categories")
 async def categories(backend: Backend) -> JSONResponse:
-    return schemas.ok({"categories": backend.apps.store_categories()})
+    return schemas.ok({"categories": backend.apps.store.categories()})
 
 
 @router.get("/tags")
 async def tags(backend: Backend) -> JSONResponse:
-    return schemas.ok({"tags": backend.apps.store_tags()})
+    return schemas.ok({"tags": backend.apps.store.tags()})
 
 
 @router.get("/installs")
 async def installs(backend: Backend) -> JSONResponse:
-    records = backend.apps.install_records()
+    records = backend.apps.store.list()
     return schemas.ok({"installs": records, "total": len(records)})
 
 
 @router.post("/installs")
 async def create_install(request: Request, backend: Backend) -> JSONResponse:
-    return schemas.ok({"install": backend.apps.create_install_record(json_object(await request.body()))})
+    return schemas.ok({"install": backend.apps.store.record(json_object(await request.body()))})
 
 
 @router.get("/installs/{app_id}")
 async def get_install(app_id: str, backend: Backend) -> JSONResponse:
-    install = backend.apps.install_record(app_id)
+    install = backend.apps.store.view(app_id)
     return schemas.ok({"install": install, "store_app": install.pop("store_app", None)})
 
 
 @router.put("/installs/{app_id}")
 async def update_install(app_id: str, request: Request, backend: Backend) -> JSONResponse:
     body = json_object(await request.body())
-    return schemas.ok({"install": backend.apps.update_install_record(app_id, body)})
+    return schemas.ok({"install": backend.apps.store.update(app_id, body)})
 
 
 @router.delete("/installs/{app_id}")
 async def delete_install(app_id: str, backend: Backend) -> JSONResponse:
-    backend.apps.delete_install_record(app_id)
+    backend.apps.store.delete(app_id)
     return schemas.ok({"message": "install deleted"})

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import gateway_token
+from twin.camera.wing import cameras_of
 from twin.serve import Twin
 
 MANIFEST = """\
@@ -67,7 +68,7 @@ async def while_time_runs(
 def usage(twin: Twin) -> dict[str, int]:
     """Bytes used per partition, less what the device's own services logged meanwhile (their logs
     grow with time, whatever apps do)."""
-    camera = twin.world.cameras["cam-01"]
+    camera = cameras_of(twin.world)["cam-01"]
     service_logs = sum(camera.fs.size_of(node) for _, node in camera.fs.walk_files("/var/log"))
     used = {p.name: p.used for p in camera.storage.usage()}
     used["root"] -= service_logs
@@ -410,7 +411,7 @@ async def test_a_reboot_stops_apps_and_autostart_brings_them_back(
         gateway, twin, auth, manifest=MANIFEST.replace("  resources:\n", "  autostart: true\n  resources:\n")
     )
     await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
-    camera = twin.world.cameras["cam-01"]
+    camera = cameras_of(twin.world)["cam-01"]
     camera.ai.stop_camera_service()
     assert camera.ai.get("yolov8n").status == "loaded"
     await gateway.post("/api/v1/system/restart", headers=auth)
@@ -440,7 +441,7 @@ async def test_an_unhealthy_app_is_stopped_and_restarted_with_backoff(
 ) -> None:
     await install(gateway, twin, auth, manifest=RESTARTING)
     await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
-    apps = twin.world.cameras["cam-01"].apps
+    apps = cameras_of(twin.world)["cam-01"].apps
     apps.break_health("people-counter")
     twin.clock.advance(20)  # two failed probes, 10 s apart
     info = (await gateway.get("/api/v1/apps/people-counter", headers=auth)).json()["data"]
@@ -463,13 +464,13 @@ async def test_a_crash_is_restarted_and_a_healthy_app_stays_up(
 ) -> None:
     await install(gateway, twin, auth, manifest=RESTARTING)
     await while_time_runs(twin, gateway.post("/api/v1/apps/people-counter/start", headers=auth))
-    camera = twin.world.cameras["cam-01"]
+    camera = cameras_of(twin.world)["cam-01"]
     twin.clock.advance(100)  # healthy probes: nothing happens
-    assert camera.apps.info("people-counter").restart_count == 0
+    assert camera.apps.get("people-counter").restart_count == 0
     camera.containers.kill("aipc-people-counter", reason="OOMKilled")
-    assert camera.apps.info("people-counter").state == "failed"
+    assert camera.apps.get("people-counter").state == "failed"
     twin.clock.advance(10)
-    info = camera.apps.info("people-counter")
+    info = camera.apps.get("people-counter")
     assert info.state == "running" and info.restart_count == 1
 
 
