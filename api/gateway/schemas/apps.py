@@ -13,8 +13,8 @@ import json
 import tarfile
 from typing import Any
 
+from hardware.ports.gateway_ai import AiStats, ModelInfo, ParsedModel
 from hardware.ports.gateway_apps import (
-    AiStats,
     AppInfo,
     AppStats,
     BusEvent,
@@ -23,12 +23,10 @@ from hardware.ports.gateway_apps import (
     ImageInfo,
     InstallTask,
     LogLine,
-    ModelInfo,
-    ParsedModel,
-    PartitionUsage,
     StagedManifest,
     TopicInfo,
 )
+from hardware.ports.gateway_monitor import PartitionUsage
 
 
 def proto(fields: dict[str, Any]) -> dict[str, Any]:
