@@ -8,9 +8,11 @@ import pytest
 from hardware.ports.devices import SourceQuery, TelemetryQuery
 from hardware.ports.errors import InvalidInput
 from hardware.ports.events import EventKind
+from twin.automation.server import automation_of
 from twin.automation.telemetry import bucket_size
 from twin.fleet import MetricSpec, SensorGroup, SignalSpec, WorldConfig
 from twin.store import Store
+from twin.wings import KINDS
 from twin.world import World
 
 
@@ -18,21 +20,21 @@ def test_procedural_history_matches_the_live_samples(world: World) -> None:
     sub = world.bus.subscribe({EventKind.DEVICE_TELEMETRY}, maxlen=10_000)
     world.env.run(until=95)
     live = [e for e in iter(sub.get_nowait, None) if e.source == "env_sensor-0002"]
-    page = world.telemetry.query("env_sensor-0002", TelemetryQuery(metric="humidity"))
+    page = automation_of(world).telemetry.query("env_sensor-0002", TelemetryQuery(metric="humidity"))
     (series,) = page.series
     assert list(series.timestamps) == [e.data["timestamp"] for e in reversed(live)]
     assert list(series.values) == [e.data["metrics"]["humidity"] for e in reversed(live)]
 
 
 def test_every_point_once_across_metrics_with_different_clocks(world: World) -> None:
-    world.devices.create("env_sensor", "lab", "webhook", {}, "lab", None)
+    automation_of(world).devices.create("env_sensor", "lab", "webhook", {}, "lab", None)
     t0 = world.now()
     world.store.put_samples("lab", [("temperature", t0 - i, float(i), None) for i in range(12_000)])
     world.store.put_samples("lab", [("humidity", t0 - 0.5 - 3 * i, float(i), None) for i in range(3000)])
     seen: dict[str, list[float]] = {"temperature": [], "humidity": []}
     cursor = None
     while True:
-        page = world.telemetry.query("lab", TelemetryQuery(limit=700, cursor=cursor))
+        page = automation_of(world).telemetry.query("lab", TelemetryQuery(limit=700, cursor=cursor))
         for s in page.series:
             seen.setdefault(s.metric, []).extend(s.timestamps)
         cursor = page.next_cursor
@@ -45,20 +47,20 @@ def test_every_point_once_across_metrics_with_different_clocks(world: World) -> 
 
 def test_pushed_samples_merge_with_a_simulated_history(world: World) -> None:
     world.env.run(until=50)
-    world.ingest.push_metric("env_sensor-0001", "temperature", 99.0, world.now() - 5)
-    page = world.telemetry.query("env_sensor-0001", TelemetryQuery(metric="temperature"))
+    automation_of(world).ingest.push_metric("env_sensor-0001", "temperature", 99.0, world.now() - 5)
+    page = automation_of(world).telemetry.query("env_sensor-0001", TelemetryQuery(metric="temperature"))
     stamps = list(page.series[0].timestamps)
     assert stamps[:3] == [world.now(), world.now() - 5, world.now() - 10]
     assert page.series[0].values[1] == 99.0 and page.total == 7
 
 
 def test_aggregates_skip_non_numbers(world: World) -> None:
-    world.devices.create("env_sensor", "lab", "webhook", {}, "lab", None)
+    automation_of(world).devices.create("env_sensor", "lab", "webhook", {}, "lab", None)
     now = world.now()
     world.store.put_samples("lab", [("x", now - 2, 1, None), ("x", now - 1, "on", None), ("x", now, 3, None)])
-    (s,) = world.telemetry.query("lab", TelemetryQuery(metric="x", aggregate="avg")).series
+    (s,) = automation_of(world).telemetry.query("lab", TelemetryQuery(metric="x", aggregate="avg")).series
     assert s.values == [2.0] and s.counts == [2] and s.sums == [4.0]
-    raw = world.telemetry.query("lab", TelemetryQuery(metric="x")).series[0]
+    raw = automation_of(world).telemetry.query("lab", TelemetryQuery(metric="x")).series[0]
     assert raw.values == [3, "on", 1] and raw.mins == [3, None, 1]
 
 
@@ -71,9 +73,9 @@ def test_limits_are_domain_errors(world: World) -> None:
         TelemetryQuery(offset=-1),
     ):
         with pytest.raises(InvalidInput):
-            world.telemetry.query("env_sensor-0001", query)
+            automation_of(world).telemetry.query("env_sensor-0001", query)
     with pytest.raises(InvalidInput):
-        world.telemetry.query_source(SourceQuery("env_sensor-0001", "humidity", aggregate="median"))
+        automation_of(world).telemetry.query_source(SourceQuery("env_sensor-0001", "humidity", aggregate="median"))
 
 
 @pytest.mark.parametrize(
@@ -86,8 +88,8 @@ def test_bucket_count_never_exceeds_limit(span: float, limit: int) -> None:
 
 def test_thirty_days_at_one_hertz_buckets_in_chunks() -> None:
     group = SensorGroup("probe", 1, (MetricSpec("v", SignalSpec(mean=1.0)),), 1.0)
-    fast = World(WorldConfig(sensors=(group,)), initial_time=30 * 86_400)  # history: computed on demand
-    page = fast.telemetry.query("probe-0001", TelemetryQuery(hours=720, bucketed=True, limit=30))
+    fast = World(WorldConfig(sensors=(group,)), initial_time=30 * 86_400, kinds=KINDS)  # history: computed on demand
+    page = automation_of(fast).telemetry.query("probe-0001", TelemetryQuery(hours=720, bucketed=True, limit=30))
     (s,) = page.series
     assert len(s) <= 30 and sum(s.counts) == page.total == 30 * 86_400 + 1
 
