@@ -35,6 +35,7 @@ from websockets.asyncio.client import connect
 
 from hardware.ports.types import ClockMode
 from twin.camera.video import stream as video_stream
+from twin.camera.wing import cameras_of
 from twin.serve import build, start, stop
 from twin.settings import LOOPBACK, Settings
 
@@ -133,7 +134,7 @@ async def measure(cameras: int, seconds: float, warmup: float) -> Result:
             tasks, results = [], []
             warmup_end = time.perf_counter() + 3600.0
             until = [time.perf_counter() + 3600.0]
-            for camera_id in twin.world.cameras:
+            for camera_id in cameras_of(twin.world):
                 base = running.url(f"{camera_id}/http")
                 async with httpx.AsyncClient(base_url=base) as http:
                     login = await http.post("/api/login", json={"username": "admin", "password": "password"})

@@ -22,8 +22,11 @@ import time
 from pathlib import Path
 
 from hardware.ports.types import ClockMode
+from twin.automation.server import automation_of
 from twin.clock import SimClock
 from twin.scenario import load_scenario
+from twin.sensors import sensors_of
+from twin.wings import KINDS
 from twin.world import World
 
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "fleet_1000.yaml"
@@ -47,20 +50,19 @@ def rule(device: str) -> dict:
 
 
 def samples_taken(world: World) -> int:
-    return sum(fleet.samples_taken for fleet in world.sensors.values())
+    return sum(fleet.samples_taken for fleet in sensors_of(world).groups.values())
 
 
 def run(hours: float, rules: int = RULES) -> dict:
     scenario = load_scenario(SCENARIO)
-    world = World(scenario.world_config())
+    world = World(scenario.world_config(), kinds=KINDS)
     clock = SimClock(world, mode=ClockMode.STEP)
-    fleet = next(iter(world.sensors.values()))
+    fleet = next(iter(sensors_of(world).groups.values()))
     active = 0
-    engine = getattr(world, "rules", None)
-    if engine is not None:
-        for device in fleet.device_ids[:rules]:
-            engine.create_rule(rule(device))
-            active += 1
+    engine = automation_of(world).rules
+    for device in fleet.device_ids[:rules]:
+        engine.create_rule(rule(device))
+        active += 1
     end = hours * 3600.0
     events0, samples0 = world.events_emitted, samples_taken(world)
     start = time.perf_counter()

@@ -15,6 +15,7 @@ import pytest
 from twin.fleet import CameraSpec, WorldConfig, default_sensor_group
 from twin.serve import Twin, build
 from twin.settings import Settings
+from twin.wings import KINDS
 from twin.world import World
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
@@ -27,7 +28,7 @@ def world_config() -> WorldConfig:
 
 @pytest.fixture
 def world(world_config: WorldConfig) -> World:
-    return World(world_config, record_trace=True)
+    return World(world_config, record_trace=True, kinds=KINDS)
 
 
 @pytest.fixture

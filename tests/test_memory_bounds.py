@@ -14,7 +14,9 @@ from api.realtime.broker import MAX_OUTAGES, SessionLog
 from hardware.ports.errors import Unauthenticated
 from hardware.ports.events import Event, EventKind
 from twin.automation import users as users_mod
+from twin.automation.server import automation_of
 from twin.camera import camera as camera_mod
+from twin.camera.wing import cameras_of
 from twin.journal import RequestJournal
 from twin.world import World
 
@@ -94,7 +96,7 @@ def test_the_encoder_cache_is_bounded_by_count_and_by_age() -> None:
 
 def test_a_camera_keeps_at_most_max_sessions(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(camera_mod, "MAX_SESSIONS", 2)
-    camera = world.cameras["cam-01"]
+    camera = cameras_of(world)["cam-01"]
     tokens = [camera.login("admin", "password", 0) for _ in range(3)]
     with pytest.raises(Unauthenticated):
         camera.check_token(tokens[0])  # the oldest login went
@@ -122,7 +124,7 @@ def test_expired_automation_sessions_are_deleted_at_a_later_login(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(users_mod, "SESSION_LIFETIME_S", 10)
-    users = world.users
+    users = automation_of(world).users
     users.create("ann", "secret123", "admin")
     first = users.login("ann", "secret123").token
     second = users.login("ann", "secret123").token  # within the hour: no sweep yet

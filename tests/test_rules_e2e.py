@@ -18,6 +18,7 @@ from tests.api.automation.test_events_sse import SseReader
 from tests.api.automation.test_events_ws import events_until, recv_json
 from tests.receivers import HttpReceiver
 from tests.sockets import socket_settings, until
+from twin.automation.server import automation_of
 from twin.serve import build, start, stop
 
 pytestmark = pytest.mark.socket
@@ -121,7 +122,7 @@ async def test_threshold_rule_message_webhook_and_mqtt(tmp_path: Path) -> None:
             assert triggered["actions"] == ["notify"] and on_ws[fired]["timestamp"] == EPOCH + 80
             assert on_ws.index(next(e for e in crossing if e["data"]["metric"] == "humidity")) < fired
             assert created["message_id"] == message["id"] and created["message"] == "humidity fell to 37.09"
-            await until(lambda: twin.world.messages.get_channel("ops").sent == 1)
+            await until(lambda: automation_of(twin.world).messages.get_channel("ops").sent == 1)
     finally:
         with contextlib.suppress(Exception):
             await realtime.aclose()

@@ -15,9 +15,12 @@ from pydantic import ValidationError
 
 from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.types import ClockMode, ClockState, SnapshotInfo
+from twin.automation.server import automation_of
+from twin.camera.wing import cameras_of
 from twin.clock import SimClock
 from twin.journal import RequestJournal
 from twin.scenario.actions import BrokerSwitch, Undo, check
+from twin.sensors import sensors_of
 from twin.world import World, WorldSnapshot
 
 if TYPE_CHECKING:
@@ -171,7 +174,7 @@ class TwinControl:
         return found
 
     def camera(self, camera_id: str) -> Camera:
-        found = self.world.cameras.get(camera_id)
+        found = cameras_of(self.world).get(camera_id)
         if found is None:
             raise NotFound(f"no camera {camera_id!r}", resource="camera")
         return found
@@ -288,7 +291,7 @@ class TwinControl:
         return found
 
     def camera_ids(self) -> list[str]:
-        return list(self.world.cameras)
+        return list(cameras_of(self.world))
 
     def camera_state(self, camera_id: str) -> dict[str, Any]:
         """Power and services of a camera, as the world has them."""
@@ -307,15 +310,15 @@ class TwinControl:
         """A page of the automation server's devices, their total, and for each its metrics' last
         ``points`` values (a simulated sensor's from its signal at its last ticks, gaps as ``None``
         and spikes added; another device's latest values)."""
-        listing = self.world.devices.list(page, limit, None, None)
+        listing = automation_of(self.world).devices.list(page, limit, None, None)
         series: dict[str, Any] = {}
         by_fleet: dict[int, tuple[SensorFleet, list[str]]] = {}
         for device in listing.devices:
-            fleet = self.world.sensor_of.get(device.device_id) if device.simulated else None
+            fleet = sensors_of(self.world).by_device.get(device.device_id) if device.simulated else None
             if fleet is not None:
                 by_fleet.setdefault(id(fleet), (fleet, []))[1].append(device.device_id)
             else:
-                current = self.world.devices.current(device.device_id)
+                current = automation_of(self.world).devices.current(device.device_id)
                 values = {m.name: [m.value] for m in current.metrics if m.value is not None}
                 series[device.device_id] = {"times": [self.world.env.now], "metrics": values}
         for fleet, ids in by_fleet.values():

@@ -5,11 +5,15 @@ takes an :class:`Engine` (the SimPy environment, the world clock, the per-entity
 event emission, the durable store and the world's configuration) and, in its constructor, the
 other models it works with. A model that needs a little more of the world says so with a protocol
 of its own that extends this one.
+
+:class:`Host` is the engine with the wings built on it, as the code that works over a whole world
+(its servers' backends, the control plane, the scenario actions) sees it: each wing package has a
+typed lookup of its wing in ``wings`` (``automation_of``, ``cameras_of``, ``sensors_of``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import simpy
@@ -38,3 +42,10 @@ class Engine(Protocol):
         ...
 
     def emit(self, kind: EventKind, source: str, **data: Any) -> Event: ...
+
+
+class Host(Engine, Protocol):
+    @property
+    def wings(self) -> Mapping[str, object]:
+        """The wings built on this engine, by kind name, in the order they were built."""
+        ...

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from functools import lru_cache
+from typing import Any
 
 DEFAULT_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -110,6 +112,16 @@ class WorldConfig:
     id, or ``*`` for every camera; a camera's own entry wins."""
     gateway_username: str = "admin"
     gateway_password: str = "password"
+    entries: tuple[tuple[str, Any], ...] = ()
+    """The fleet entries of registered kinds that have no field here: (kind name, its frozen spec)."""
+
+    def entry(self, kind: str) -> Any:
+        """The fleet entry of the registered kind ``kind``; ``None`` when the fleet has none."""
+        return dict(self.entries).get(kind)
+
+    def spec_by_camera(self) -> dict[str, CameraSpec]:
+        """Each camera's group (its boot profile and scene), by camera id; made once per config."""
+        return _spec_by_camera(self)
 
     def camera_specs(self) -> list[tuple[str, CameraSpec]]:
         """Every camera's id and the spec of its group, in order."""
@@ -120,6 +132,11 @@ class WorldConfig:
         if not videos:
             return out
         return [(cid, replace(spec, video=videos.get(cid, videos.get("*", spec.video)))) for cid, spec in out]
+
+
+@lru_cache(maxsize=32)
+def _spec_by_camera(config: WorldConfig) -> dict[str, CameraSpec]:
+    return dict(config.camera_specs())
 
 
 def default_sensor_group(count: int) -> SensorGroup:

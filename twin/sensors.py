@@ -20,8 +20,8 @@ from typing import Protocol
 
 import numpy as np
 
-from hardware.ports.errors import InvalidInput
-from twin.engine import Engine
+from hardware.ports.errors import InvalidInput, Unavailable
+from twin.engine import Engine, Host
 from twin.fleet import SensorGroup
 from twin.signals import evaluate, metric_key
 
@@ -74,6 +74,9 @@ class Samples:
 class SampleSink(Engine, Protocol):
     """The world as a sensor group sees it: the engine, and where a group's ticks go."""
 
+    sample_observers: list[SampleObserver]
+    """Called synchronously with every tick of a sensor group, as one block."""
+
     def emit_samples(self, samples: Samples) -> None:
         """One tick of a sensor group, as one block."""
         ...
@@ -81,6 +84,9 @@ class SampleSink(Engine, Protocol):
 
 SampleObserver = Callable[[Samples], None]
 """A consumer of whole ticks (the rules engine, data push), called synchronously with each."""
+
+SENSORS = "sensors"
+"""The sensor groups' kind name."""
 
 
 class SensorFleet:
@@ -267,3 +273,35 @@ class SensorFleet:
                 count = devices if live is None else int(live.sum())
                 self.samples_taken += count
                 self.world.emit_samples(Samples(t, self, row, live, count))
+
+
+class SensorWing:
+    """The sensor groups of a world, one :class:`SensorFleet` per device type: a wing of simulated
+    devices that are sampled on the engine's clock and reported to whoever observes the ticks."""
+
+    def __init__(self, world: SampleSink, groups: tuple[SensorGroup, ...]) -> None:
+        self.groups: dict[str, SensorFleet] = {}
+        """The groups by device type."""
+        self.by_device: dict[str, SensorFleet] = {}
+        """Each simulated device's group, by device id."""
+        for group in groups:
+            fleet = SensorFleet(world, group)
+            self.groups[group.device_type] = fleet
+            self.by_device.update(dict.fromkeys(fleet.device_ids, fleet))
+
+    def snapshot(self) -> dict[str, tuple[float | None, list[Window]]]:
+        return {t: (fleet.last_sample_at, list(fleet.windows)) for t, fleet in self.groups.items()}
+
+    def restore(self, state: dict[str, tuple[float | None, list[Window]]]) -> None:
+        for device_type, (last, windows) in state.items():
+            if device_type in self.groups:
+                self.groups[device_type].last_sample_at = last
+                self.groups[device_type].restore_windows(windows)
+
+
+def sensors_of(world: Host) -> SensorWing:
+    """The sensor groups of ``world``."""
+    wing = world.wings.get(SENSORS)
+    if not isinstance(wing, SensorWing):
+        raise Unavailable("the world has no sensor groups")
+    return wing

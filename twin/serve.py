@@ -1,8 +1,9 @@
 """The composition root: the only module that wires the world, the API apps and the servers.
 
 ``build()`` makes everything without touching the network (tests use it with in-process
-clients); ``serve()`` starts the clock driver, the MQTT broker and bridge, and every HTTP server
-on one event loop, and shuts them all down cleanly.
+clients): the world with the wings of the registered kinds (:mod:`twin.wings`), each kind's
+servers, the control plane and the MQTT bridge. ``serve()`` starts the clock driver, the MQTT
+broker and bridge, and every HTTP server on one event loop, and shuts them all down cleanly.
 """
 
 from __future__ import annotations
@@ -10,60 +11,54 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import logging
 import os
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import uvicorn
 from fastapi import FastAPI
 
-from api import ws_denial
-from api.automation.app import create_app as create_automation_app
-from api.automation.ratelimit import RateLimiter, host_limit
+from api.automation.ratelimit import host_limit
 from api.control.app import create_app as create_control_app
 from api.faults import FaultMiddleware, FaultSet
-from api.gateway.app import create_app as create_gateway_app
 from api.gateway.rtsp import RtspServer
-from api.gateway.storm import StormMiddleware
 from api.gateway.tls import write_self_signed
 from api.journal import JournalMiddleware
-from api.members.app import member_app
 from api.members.credentials import refused_credentials
-from api.members.gates import AutomationGate, GatewayGate
 from api.members.passthrough import Passthrough
 from api.realtime.broker import EmbeddedBroker
 from api.realtime.mqtt import DEVICE_FILTERS, MqttBridge
-from api.realtime.mqtt_link import BridgeLink
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
+from twin import listeners as http
 from twin.automation.backend import TwinAutomation
 from twin.automation.delivery import run_worker
 from twin.automation.links import run_links
-from twin.automation.network import network_info
-from twin.camera.gateway import TwinGateway, close_host_hardware, host_hardware
+from twin.automation.server import automation_of
+from twin.camera.gateway import TwinGateway
 from twin.camera.video.source import parse_video_sources
+from twin.camera.wing import CAMERAS, cameras_of
 from twin.clock import SimClock
 from twin.control import TwinControl
 from twin.fleet import WorldConfig, default_sensor_group
 from twin.journal import RequestJournal
+from twin.kinds import Kinds
+from twin.listeners import Listener
 from twin.scenario.actions import describe
 from twin.scenario.model import Scenario, load_scenario
+from twin.sensors import sensors_of
+from twin.serving import App, Served, Site
 from twin.settings import AUTOMATION, RealMember, Settings, in_words
 from twin.store import Store
+from twin.wings import KINDS
 from twin.world import World
 
 log = logging.getLogger("twin")
-
-SHUTDOWN_GRACE_S = 2  # uvicorn's graceful shutdown: open connections get this long, then are closed
-START_TIMEOUT_S = 10
 
 
 @dataclass
@@ -72,20 +67,36 @@ class Twin:
     world: World
     clock: SimClock
     control: TwinControl
-    automation: TwinAutomation
-    gateways: dict[str, TwinGateway]
+    served: dict[str, Served]
+    """Every member the wings expose, by name, in start order."""
     faults: dict[str, FaultSet]
-    automation_app: FastAPI | Passthrough
-    gateway_apps: dict[str, FastAPI | Passthrough]
     control_app: FastAPI
     bridge: MqttBridge | None = None
     publisher: FleetPublisher | None = None
-    mqtt_link: BridgeLink | None = None
     journal: RequestJournal | None = None
-    rtsp: dict[str, RtspServer] = field(default_factory=dict)
     real: dict[str, Passthrough] = field(default_factory=dict)
     """The members served by a real device or server (by name), in place of their simulated app."""
     members: dict[str, RealMember] = field(default_factory=dict)  # each with the credential checked at start
+
+    @property
+    def automation(self) -> TwinAutomation:
+        return self.served[AUTOMATION].backend
+
+    @property
+    def automation_app(self) -> App:
+        return self.served[AUTOMATION].app
+
+    @property
+    def gateways(self) -> dict[str, TwinGateway]:
+        return {name: m.backend for name, m in self.served.items() if m.kind == CAMERAS}
+
+    @property
+    def gateway_apps(self) -> dict[str, App]:
+        return {name: m.app for name, m in self.served.items() if m.kind == CAMERAS}
+
+    @property
+    def rtsp(self) -> dict[str, RtspServer]:
+        return {name: m.rtsp for name, m in self.served.items() if m.rtsp is not None}
 
 
 def world_config(settings: Settings, loaded: Scenario | None = None) -> tuple[WorldConfig, ClockMode, float]:
@@ -122,111 +133,51 @@ def host_rate_limit() -> int:
     return host_limit(os.cpu_count() or 1, mem_mb)
 
 
-def _front(app: FastAPI | Passthrough, faults: FaultSet, journal: RequestJournal, name: str, clock: SimClock):
+def _front(app: App, faults: FaultSet, journal: RequestJournal, name: str, clock: SimClock) -> None:
     """The layers every member is served behind, simulated or real: faults, the journal outermost."""
     app.add_middleware(FaultMiddleware, faults=faults, sleep=clock.sleep)
     app.add_middleware(JournalMiddleware, journal=journal, server=name)
 
 
-def build(settings: Settings, *, record_trace: bool = False) -> Twin:
+def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KINDS) -> Twin:
     scenario = load_scenario(settings.scenario) if settings.scenario else None
     config, mode, speed = world_config(settings, scenario)
     store = Store(settings.state_dir / "twin.sqlite3" if settings.state_dir else None)
-    world = World(config, store=store, record_trace=record_trace)
-    real = settings.real_members(list(world.cameras), scenario.real_members(os.environ) if scenario else {})
+    world = World(config, store=store, kinds=kinds, record_trace=record_trace)
+    real = settings.real_members(
+        list(cameras_of(world)), scenario.real_members(os.environ) if scenario else {}
+    )
     clock = SimClock(world, mode=mode, speed=speed)
-    automation = TwinAutomation(world, clock)
-    faults: dict[str, FaultSet] = {"automation": FaultSet()}
-    limiters = {"automation": (limiter := RateLimiter(settings.rate_limit or host_rate_limit(), clock.now))}
-    if settings.api_key:
-        world.api_keys.ensure_default(settings.api_key)
-    automation_app = create_automation_app(
-        automation, release=settings.release, limiter=limiter, network=network_info(settings)
-    )
     replays = scenario.replays() if scenario else {}  # members served from a recorded session
-    served = functools.partial(member_app, real=real, replays=replays, clock=clock, release=settings.release)
-    automation_app = served(AUTOMATION, automation_app, AutomationGate(limiter, settings.release))
     journal = RequestJournal(world)
-    _front(automation_app, faults["automation"], journal, "automation", clock)
-    gateways: dict[str, TwinGateway] = {}
-    gateway_apps: dict[str, FastAPI | Passthrough] = {}
-    for camera_id in world.cameras:
-        gateways[camera_id] = TwinGateway(world, clock, camera_id)
-        faults[camera_id] = FaultSet()
-        app = served(camera_id, create_gateway_app(gateways[camera_id]), GatewayGate())
-        limiters[camera_id] = RateLimiter(limiter.base_limit, clock.now)  # counts during a storm only
-        app.add_middleware(StormMiddleware, limiter=limiters[camera_id])
-        _front(app, faults[camera_id], journal, camera_id, clock)
-        gateway_apps[camera_id] = app
-    host_hardware(settings, world, gateways, real)  # RS485 on a serial port, /proc figures
-    passthroughs = {name: {AUTOMATION: automation_app, **gateway_apps}[name] for name in real}
+    site = Site(settings, world, clock, journal, real, replays, settings.rate_limit or host_rate_limit())
+    made = [m for kind in kinds if kind.servers is not None for m in kind.servers(site)]
+    served = {m.name: m for m in sorted(made, key=lambda m: m.rank)}
+    faults = {name: site.fault_set(name) for name in served}
+    limiters = {name: m.limiter for name, m in served.items()}
+    for name, member in served.items():
+        _front(member.app, faults[name], journal, name, clock)
+    passthroughs = {name: served[name].app for name in real}
+    gateways = {name: m.backend for name, m in served.items() if m.kind == CAMERAS}
     control = TwinControl(
-        world, clock, faults=faults, limiters=limiters, journal=journal, gateways=gateways, real=passthroughs
-    )
+        world, clock, faults=faults, limiters=limiters, journal=journal, gateways=gateways,
+        real={name: app.gate for name, app in passthroughs.items()},
+    )  # fmt: skip
+    control_app = create_control_app(control, faults, limiters, journal=journal, actions=describe())
     twin = Twin(
-        settings,
-        world,
-        clock,
-        control,
-        automation,
-        gateways,
-        faults,
-        automation_app,
-        gateway_apps,
-        create_control_app(control, faults, limiters, journal=journal, actions=describe()),
-        journal=journal,
-        real=passthroughs,
-        members=real,
-    )
-    for camera_id, camera in world.cameras.items():
-        if camera_id in real:
-            continue  # a real camera's RTSP is its own
-        host, port = _rtsp_address(settings, camera.index)
-        twin.rtsp[camera_id] = server = RtspServer(
-            gateways[camera_id], faults[camera_id], name=camera_id, host=host, port=port,
-            sleep=clock.sleep, udp=settings.rtsp_udp, journal=journal,
-        )  # fmt: skip
-        gateway_apps[camera_id].state.rtsp = server  # the media configuration routes reconcile it
+        settings, world, clock, control, served, faults, control_app,
+        journal=journal, real=passthroughs, members=real,
+    )  # fmt: skip
+    automation = twin.automation
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
-    twin.bridge = bridge = MqttBridge(automation, mqtt_url)
+    listen = (settings.mqtt_host, settings.mqtt_port)
+    twin.bridge = bridge = MqttBridge(automation, mqtt_url, listen=listen, external_url=settings.mqtt_url)
     automation.mqtt_ready = lambda: bridge.connected
-    twin.mqtt_link = BridgeLink(bridge, settings.mqtt_host, settings.mqtt_port, settings.mqtt_url)
-    automation.mqtt.attach(twin.mqtt_link, DEVICE_FILTERS)
+    automation.mqtt.attach(bridge, DEVICE_FILTERS)
     if (out := settings.publish_fleet) is not None:  # the simulated sensors on an outside broker
         twin.publisher = FleetPublisher(automation, out.url, out.login, buffer=out.buffer, seed=world.seed)
         twin.control_app.state.publisher = twin.publisher
     return twin
-
-
-class _Server(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to :func:`serve` (several share one loop)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self):
-        yield
-
-
-@dataclass
-class Listener:
-    name: str
-    server: _Server
-    scheme: str = "http"
-    task: asyncio.Task | None = None
-    bound: tuple[str, int] | None = None
-    """Where it listens, kept so a listener closed while its camera is down re-binds the same port."""
-
-    @property
-    def address(self) -> tuple[str, int]:
-        if self.bound is not None:
-            return self.bound
-        sock = self.server.servers[0].sockets[0]
-        host, port = sock.getsockname()[:2]
-        return host, port
-
-    @property
-    def url(self) -> str:
-        host, port = self.address
-        return f"{self.scheme}://{host}:{port}"
 
 
 @dataclass
@@ -246,54 +197,6 @@ class Running:
         self.tasks.append(asyncio.create_task(work, name=name))
 
 
-def _gateway_address(settings: Settings, index: int) -> tuple[str, int, int]:
-    if settings.gateway_addressing == "port":
-        http = settings.gateway_http_port + index if settings.gateway_http_port else 0
-        https = settings.gateway_https_port + index if settings.gateway_https_port else 0
-        return "127.0.0.1", http, https
-    return f"127.0.1.{index}", settings.gateway_http_port, settings.gateway_https_port
-
-
-def _rtsp_address(settings: Settings, index: int) -> tuple[str, int]:
-    if settings.gateway_addressing == "port":
-        return "127.0.0.1", settings.rtsp_port + index - 1 if settings.rtsp_port else 0
-    return f"127.0.1.{index}", settings.rtsp_port
-
-
-def _server(app: FastAPI | Passthrough, host: str, port: int, **ssl: str) -> _Server:
-    own = not isinstance(app, Passthrough)  # a real member's Date and Server headers are its own
-    config = uvicorn.Config(
-        ws_denial.tracking_denials(app),
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        ws="websockets-sansio",
-        ws_per_message_deflate=False,  # as the automation server (tungstenite has none); saves zlib per frame
-        server_header=own,
-        date_header=own,
-        **ssl,
-    )
-    return _Server(config)
-
-
-def _bind(listener: Listener) -> socket.socket:
-    """Bind here rather than in uvicorn, which would ``sys.exit`` from inside the event loop."""
-    host, port = listener.server.config.host, listener.server.config.port
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it
-    try:
-        sock.bind((host, port))
-    except OSError as err:
-        sock.close()
-        raise OSError(err.errno, f"{listener.name}: cannot listen on {host}:{port} ({err.strerror})") from err
-    sock.set_inheritable(True)
-    return sock
-
-
 async def start(twin: Twin, cert_dir: Path) -> Running:
     """Start everything; returns once every listener is bound. Raises ``OSError`` if one cannot bind."""
     running = Running(twin)
@@ -310,59 +213,37 @@ async def _start(running: Running, cert_dir: Path) -> None:
     twin, s = running.twin, running.twin.settings
     if s.mqtt_url is None:  # on the stored configuration, if any; the link follows whichever broker runs
         mqtt = twin.automation.mqtt
-        running.broker = await twin.mqtt_link.start_broker(*mqtt.startup(), mqtt.auth)
-        twin.mqtt_link.current = lambda: running.broker
+        running.broker = await twin.bridge.start_broker(*mqtt.startup(), mqtt.auth)
+        twin.bridge.current = lambda: running.broker
     running.spawn(twin.clock.run(), "clock")
     running.spawn(twin.bridge.run(), "mqtt-bridge")
     if twin.publisher is not None:
         running.spawn(twin.publisher.run(), "fleet-publisher")
-    running.spawn(run_worker(lambda: twin.world), "delivery")
-    running.spawn(run_links(lambda: twin.world, lambda: twin.automation.im_router), "links")
-    listeners = [
-        Listener("automation", _server(twin.automation_app, s.host, s.port)),
-        Listener("control", _server(twin.control_app, s.control_host, s.control_port)),
-    ]
-    cameras = twin.world.cameras
-    hosts = {"localhost", "127.0.0.1", *(_gateway_address(s, c.index)[0] for c in cameras.values())}
+    running.spawn(run_worker(lambda: automation_of(twin.world)), "delivery")
+    running.spawn(run_links(lambda: automation_of(twin.world), lambda: twin.automation.im_router), "links")
+    addresses = [a for m in twin.served.values() for a in m.addresses]
+    hosts = {"localhost", "127.0.0.1", *(a.host for a in addresses if a.tls)}
     cert, key = write_self_signed(cert_dir, sorted(hosts))
     tls = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
-    for camera_id, camera in cameras.items():
-        host, http, https = _gateway_address(s, camera.index)
-        app = twin.gateway_apps[camera_id]
-        listeners.append(Listener(f"{camera_id}/http", _server(app, host, http)))
-        listeners.append(Listener(f"{camera_id}/https", _server(app, host, https, **tls), scheme="https"))
-    sockets: list[socket.socket] = []
-    try:
-        for listener in listeners:
-            sockets.append(_bind(listener))
-    except OSError:
-        for sock in sockets:
-            sock.close()
-        raise
-    for listener, sock in zip(listeners, sockets, strict=True):
-        _launch(listener, sock)
-        running.listeners[listener.name] = listener
-    for listener in listeners:
-        if not await _serving(listener):
-            raise OSError(f"{listener.name}: server failed to start")
-        listener.bound = listener.address
-    for camera_id, rtsp in twin.rtsp.items():
-        twin.gateways[camera_id].media.use_rtsp_port(await rtsp.start())
-        await rtsp.reconcile()
+    control = Listener("control", http.server(twin.control_app, s.control_host, s.control_port))
+    listeners = []
+    for member in twin.served.values():
+        for a in member.addresses:
+            server = http.server(member.app, a.host, a.port, **(tls if a.tls else {}))
+            listeners.append(Listener(a.name, server, scheme="https" if a.tls else "http"))
+        if member.rank == 0 and control not in listeners:
+            listeners.append(control)
+    if control not in listeners:
+        listeners.insert(0, control)
+    running.listeners = {listener.name: listener for listener in listeners}
+    await http.open_all(listeners)
+    for member in twin.served.values():
+        if member.rtsp is not None:
+            port = await member.rtsp.start()
+            if member.rtsp_port is not None:
+                member.rtsp_port(port)
+            await member.rtsp.reconcile()
     running.supervisor = asyncio.create_task(_supervise_power(running), name="gateway-power")
-
-
-def _launch(listener: Listener, sock: socket.socket) -> None:
-    listener.task = asyncio.create_task(listener.server.serve(sockets=[sock]), name=listener.name)
-
-
-async def _serving(listener: Listener) -> bool:
-    """Wait for a launched listener to serve: ``False`` if it ended or did not start in time."""
-    for _ in range(int(START_TIMEOUT_S / 0.005)):
-        if listener.server.started or listener.task.done():
-            break
-        await asyncio.sleep(0.005)
-    return listener.server.started
 
 
 _POWER_EVENTS = (
@@ -374,8 +255,8 @@ _POWER_EVENTS = (
 
 
 async def _supervise_power(running: Running) -> None:
-    """A camera that is down refuses connections like the real device: close its HTTP and HTTPS
-    listeners when it powers down and re-bind them (same host and port) when it is up again."""
+    """A member that is down refuses connections like the real device: close its listeners when
+    it powers down and re-bind them (same host and port) when it is up again."""
     sub = running.twin.world.bus.subscribe(_POWER_EVENTS)
     try:
         while True:
@@ -390,46 +271,14 @@ async def _supervise_power(running: Running) -> None:
 async def _reconcile_power(running: Running) -> None:
     for rtsp in running.twin.rtsp.values():  # down with its camera, back where its settings say
         await rtsp.reconcile()
-    for camera_id, camera in running.twin.world.cameras.items():
-        if camera_id in running.twin.real:
-            continue  # a real camera powers itself
-        for name in (f"{camera_id}/http", f"{camera_id}/https"):
-            listener = running.listeners.get(name)
-            if listener is None:
-                continue
-            serving = listener.task is not None and not listener.task.done()
-            if camera.powered and not serving:
-                try:
-                    await _reopen(listener)
-                except OSError as err:  # the port was taken meanwhile: stay down, retry on the next event
-                    log.warning("twin: %s", err)
-            elif not camera.powered and serving:
-                listener.server.should_exit = True
-                await _finish(listener.task)
-                log.info("twin: %s closed while its camera is down", listener.name)
-
-
-async def _reopen(listener: Listener) -> None:
-    old = listener.server.config
-    host, port = listener.address
-    ssl = {"ssl_certfile": old.ssl_certfile, "ssl_keyfile": old.ssl_keyfile} if old.ssl_certfile else {}
-    listener.server = _server(old.app, host, port, **ssl)
-    _launch(listener, _bind(listener))
-    await _serving(listener)
-    log.info("twin: %s listening again", listener.name)
-
-
-async def _finish(task: asyncio.Task) -> None:
-    """Wait for a server task that was told to exit; cancel it if it outlives its grace period."""
-    try:
-        await asyncio.wait_for(asyncio.shield(task), SHUTDOWN_GRACE_S + 3)
-    except TimeoutError:
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
-    except BaseException:  # the task's own failure: it is finished either way
-        if asyncio.current_task().cancelling():  # unless we were cancelled while waiting
-            raise
+    for member in running.twin.served.values():
+        up = member.powered() if member.powered is not None else None
+        if up is None:
+            continue  # a real member powers itself; one the world no longer has is left alone
+        for address in member.addresses:
+            listener = running.listeners.get(address.name)
+            if listener is not None:
+                await http.power(listener, up)
 
 
 async def stop(running: Running) -> None:
@@ -439,14 +288,12 @@ async def stop(running: Running) -> None:
             await running.supervisor
     for rtsp in running.twin.rtsp.values():
         await rtsp.stop()
-    for listener in running.listeners.values():
-        listener.server.should_exit = True
-    for listener in running.listeners.values():
-        if listener.task is not None:
-            await _finish(listener.task)
+    await http.close_all(list(running.listeners.values()))
     for app in running.twin.real.values():
-        await app.aclose()
-    close_host_hardware(running.twin.gateways.values())
+        await app.upstream.aclose()
+    for member in running.twin.served.values():
+        if member.close is not None:
+            member.close()
     for task in running.tasks:
         task.cancel()
     for task in running.tasks:
@@ -461,22 +308,27 @@ async def stop(running: Running) -> None:
 def banner(running: Running) -> str:
     t = running.twin
     lines = [
-        f"twin: seed {t.world.seed}, {len(t.world.sensor_of)} sensors, {len(t.world.cameras)} cameras, "
-        f"clock {t.clock.mode.value} x{t.clock.speed:g}, release {t.settings.release}",
-        f"  automation API  {running.url('automation')}/api{' (real)' if AUTOMATION in t.real else ''}",
-        f"  control plane   {running.url('control')}",
+        f"twin: seed {t.world.seed}, {len(sensors_of(t.world).by_device)} sensors, "
+        f"{len(cameras_of(t.world))} cameras, clock {t.clock.mode.value} x{t.clock.speed:g}, "
+        f"release {t.settings.release}"
     ]
+    for member in t.served.values():
+        if member.rank == 0:
+            lines.append(_banner_line(running, member))
+    lines.append(f"  control plane   {running.url('control')}")
     if running.broker is not None:
         lines.append(f"  MQTT broker     mqtt://{t.settings.mqtt_host}:{running.broker.port}")
-    for camera_id in t.world.cameras:
-        lines.append(
-            f"  {camera_id} gateway  {running.url(camera_id + '/http')}  {running.url(camera_id + '/https')}"
-            + (" (real)" if camera_id in t.real else "")
-        )
-        rtsp = t.rtsp.get(camera_id)
-        if rtsp is not None and rtsp.serving:
-            lines.append(f"  {camera_id} RTSP     {rtsp.url('main')}")
+    for member in t.served.values():
+        if member.rank != 0:
+            lines.append(_banner_line(running, member))
+        if member.rtsp is not None and member.rtsp.serving:
+            lines.append(f"  {member.name} RTSP     {member.rtsp.url('main')}")
     return "\n".join(lines)
+
+
+def _banner_line(running: Running, member: Served) -> str:
+    urls = "  ".join(running.url(a.name) + a.path for a in member.addresses)
+    return f"  {member.title}  {urls}" + (" (real)" if member.name in running.twin.real else "")
 
 
 async def serve(settings: Settings, on_start: Callable[[Running], object] | None = None) -> None:

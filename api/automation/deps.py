@@ -49,11 +49,11 @@ def permission_area(path: str) -> str:
 async def authenticate(request: Request, backend: AutomationBackend) -> Principal:
     token = await bearer_token(request)
     if token and not token.startswith(API_KEY_PREFIX):
-        return Principal("jwt", user=backend.authenticate(token))
+        return Principal("jwt", user=backend.users.authenticate(token))
     key = request.headers.get("x-api-key") or token
     if not key:
         raise Unauthenticated("Authentication required. Provide a valid JWT token or API key.")
-    api_key = backend.authenticate_key(key)
+    api_key = backend.api_keys.authenticate(key)
     area, write = permission_area(request.scope["path"]), request.method not in READ_METHODS
     if not api_key.allows(area, write):
         raise Forbidden(f"API key lacks permission '{area}:{'write' if write else 'read'}'")
@@ -91,7 +91,7 @@ async def admin_user(
         raise Forbidden("API keys are not accepted on this endpoint; log in as an administrator")
     if token is None:
         raise Unauthenticated("Missing Authorization header")
-    principal = Principal("jwt", user=backend.authenticate(token))
+    principal = Principal("jwt", user=backend.users.authenticate(token))
     if not principal.is_admin:
         raise Forbidden("Admin access required", admin_required=True)
     rate_limit(request)

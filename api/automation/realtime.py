@@ -289,11 +289,11 @@ def authenticate(backend: AutomationBackend, token: str | None, api_key: str | N
     """A realtime client's credentials: a session token (an ``nmk_`` token is an API key), or an API
     key, which needs read access to the ``events`` area. Raises ``Unauthenticated``/``Forbidden``."""
     if token and not token.startswith(API_KEY_PREFIX):
-        return Principal("jwt", user=backend.authenticate(token))
+        return Principal("jwt", user=backend.users.authenticate(token))
     key = api_key or token
     if not key:
         raise Unauthenticated("Authentication required")
-    found = backend.authenticate_key(key)
+    found = backend.api_keys.authenticate(key)
     if not found.allows("events", False):
         raise Forbidden("API key lacks permission 'events:read'")
     return Principal("api_key", key=found)

@@ -153,12 +153,12 @@ class Replay:
                 "token", ""
             )
             if token and not token.startswith(API_KEY_PREFIX):
-                backend.authenticate(token)
+                backend.users.authenticate(token)
                 return True
             key = conn.headers.get("x-api-key") or conn.query_params.get("api_key") or token
             if not key:
                 return False
-            backend.authenticate_key(key)
+            backend.api_keys.authenticate(key)
             return True
         except DomainError:
             return False

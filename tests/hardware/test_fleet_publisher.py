@@ -19,6 +19,7 @@ from api.realtime.broker import EmbeddedBroker
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from tests.sockets import mqtt_packet, socket_settings, until
 from tests.standin import StandIn, standin_process
+from twin.sensors import sensors_of
 from twin.serve import Running, Twin, build, start, stop
 from twin.settings import FleetPublishing, parse
 
@@ -124,7 +125,7 @@ async def test_the_fleet_appears_on_a_real_server_and_survives_a_broker_outage(p
         fleet.clock.advance(10)
         await until(lambda: publisher.acknowledged == 9)
         await until(lambda: equals(stored(http, EPOCH + 20), 9), PROCESS)
-        fleet_sensors = fleet.world.sensor_of["env_sensor-0002"]
+        fleet_sensors = sensors_of(fleet.world).by_device["env_sensor-0002"]
         assert await telemetry(http, "env_sensor-0002", EPOCH + 20) == {
             EPOCH + t: fleet_sensors.values_of("env_sensor-0002", float(t))["temperature"]
             for t in (0, 10, 20)

@@ -22,6 +22,7 @@ from hardware.ports.events import EventKind
 from tests.conftest import SCENARIOS, gateway_token
 from tests.sockets import socket_settings
 from twin.camera.gateway import close_host_hardware
+from twin.camera.wing import cameras_of
 from twin.cli import main
 from twin.scenario.model import ScenarioError, load_scenario
 from twin.serve import Twin, build, start, stop
@@ -91,7 +92,7 @@ async def test_what_is_sent_on_loop_comes_back_as_an_event() -> None:
         assert after.json()["data"] == {"success": False, "message": "HAL error: -19"}
         lights = await post(gateway, auth, "/light", {"level": 40})
         assert lights.status_code == 200  # the other peripherals are the simulated camera's
-    assert twin.world.cameras["cam-01"].peripherals.light_level == 40
+    assert cameras_of(twin.world)["cam-01"].peripherals.light_level == 40
 
 
 async def test_a_scenario_group_puts_its_cameras_rs485_on_a_serial_port(tmp_path: Path) -> None:

@@ -13,7 +13,9 @@ from twin.fleet import SignalKind, SignalSpec
 from twin.rng import stream_key
 from twin.scenario import ScenarioError, load_scenario
 from twin.scenario.model import parse_scenario
+from twin.sensors import sensors_of
 from twin.signals import evaluate, metric_key, walk_scales, wander
+from twin.wings import KINDS
 from twin.world import World
 
 EPOCH = 1_767_225_600.0
@@ -211,8 +213,8 @@ def test_yaml_bad_signals_name_the_line_and_key(metric: str, key: str, message: 
 
 
 def test_the_library_file_switches_its_set_point_and_wanders_per_sensor() -> None:
-    world = World(load_scenario(SCENARIOS / "signals.yaml").world_config())
-    sensors = world.sensors["process_sensor"]
+    world = World(load_scenario(SCENARIOS / "signals.yaml").world_config(), kinds=KINDS)
+    sensors = sensors_of(world).groups["process_sensor"]
     at = sensors.block(np.array([0.0, 115.0, 120.0, 295.0, 300.0, 600.0]))
     setpoint = at["setpoint"]
     assert np.allclose(setpoint[1] * 35.0 / 20.0, setpoint[2], atol=0.02)  # both rounded to 0.01
@@ -221,8 +223,8 @@ def test_the_library_file_switches_its_set_point_and_wanders_per_sensor() -> Non
     assert setpoint[0].min() >= 19.0 and setpoint[0].max() <= 21.0 and len(set(setpoint[0].tolist())) > 1
     level = at["level"]
     assert len(set(level[5].tolist())) > 15 and level[5].std() > 3.0 and ((level >= 0) & (level <= 100)).all()
-    again = World(load_scenario(SCENARIOS / "signals.yaml").world_config())
-    assert again.sensors["process_sensor"].values_of("process_sensor-0007", 600.0) == {
+    again = World(load_scenario(SCENARIOS / "signals.yaml").world_config(), kinds=KINDS)
+    assert sensors_of(again).groups["process_sensor"].values_of("process_sensor-0007", 600.0) == {
         "setpoint": float(setpoint[5, 6]),
         "level": float(level[5, 6]),
     }

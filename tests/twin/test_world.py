@@ -7,12 +7,15 @@ import dataclasses
 import numpy as np
 
 from hardware.ports.events import EventKind
+from twin.camera.wing import cameras_of
 from twin.fleet import CameraSpec, WorldConfig, default_sensor_group
+from twin.sensors import sensors_of
+from twin.wings import KINDS
 from twin.world import World
 
 
 def trace(config: WorldConfig, until: float = 600.0) -> list[str]:
-    world = World(config, record_trace=True)
+    world = World(config, record_trace=True, kinds=KINDS)
     world.env.run(until=until)
     return world.trace
 
@@ -29,9 +32,9 @@ def test_another_seed_gives_a_different_trace(world_config: WorldConfig) -> None
 
 def test_adding_a_device_changes_no_other_device(world_config: WorldConfig) -> None:
     bigger = dataclasses.replace(world_config, sensors=(default_sensor_group(9),))
-    small, large = World(world_config), World(bigger)
-    for device_id in small.sensor_of:
-        assert small.sensor_of[device_id].current(device_id) == large.sensor_of[device_id].current(device_id)
+    small, large = World(world_config, kinds=KINDS), World(bigger, kinds=KINDS)
+    for device_id in sensors_of(small).by_device:
+        assert sensors_of(small).by_device[device_id].current(device_id) == sensors_of(large).by_device[device_id].current(device_id)
 
 
 def test_telemetry_falls_on_the_sampling_period(world: World) -> None:
@@ -42,10 +45,10 @@ def test_telemetry_falls_on_the_sampling_period(world: World) -> None:
 
 
 def test_signals_are_random_access(world: World) -> None:
-    fleet = world.sensors["env_sensor"]
+    fleet = sensors_of(world).groups["env_sensor"]
     late = fleet.values(86_400.0 * 30)
-    fresh = World(world.config)
-    assert all(np.array_equal(late[m], fresh.sensors["env_sensor"].values(86_400.0 * 30)[m]) for m in late)
+    fresh = World(world.config, kinds=KINDS)
+    assert all(np.array_equal(late[m], sensors_of(fresh).groups["env_sensor"].values(86_400.0 * 30)[m]) for m in late)
 
 
 def test_bus_queues_are_bounded_and_count_drops(world: World) -> None:
@@ -64,7 +67,7 @@ def test_reset_rebuilds_from_the_constructor(world: World) -> None:
     world.reset()
     assert world.env.now == 0
     assert len(world.store.collection("users")) == 0
-    assert set(world.cameras) == {"cam-01"}
+    assert set(cameras_of(world)) == {"cam-01"}
     world.env.run(until=1)
     assert any("world.reset" in line for line in world.trace)
 
@@ -86,12 +89,12 @@ def test_snapshot_restore_continues_the_same_trace(world: World) -> None:
 
 
 def test_rng_streams_are_per_entity_and_restorable() -> None:
-    world = World(WorldConfig(seed=3, cameras=CameraSpec(0)))
+    world = World(WorldConfig(seed=3, cameras=CameraSpec(0)), kinds=KINDS)
     a = world.streams.get("a").random(3)
     state = world.streams.state()
     b1 = world.streams.get("a").random(3)
     world.streams.set_state(state)
     assert np.array_equal(world.streams.get("a").random(3), b1)
-    other = World(WorldConfig(seed=3, cameras=CameraSpec(0)))
+    other = World(WorldConfig(seed=3, cameras=CameraSpec(0)), kinds=KINDS)
     other.streams.get("zzz").random(10)  # another entity draws first: a's numbers do not move
     assert np.array_equal(other.streams.get("a").random(3), a)

@@ -1,11 +1,14 @@
-"""The twin's implementation of the automation backend port, over the world."""
+"""The twin's automation backend: the object the automation app receives, handing out the parts of
+the world's automation server (looked up at each access: a reset or restore rebuilds them)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from hardware.ports.events import EventKind, Subscription
-from hardware.ports.types import ApiKey, Login, Readiness, User
+from hardware.ports.automation import EventSource
+from hardware.ports.events import EventKind
+from hardware.ports.types import Readiness
+from hardware.ports.users import ApiKeys, Users
 from twin.automation.agents import AgentRegistry
 from twin.automation.automations import AutomationRegistry
 from twin.automation.brokers import ExternalBrokerRegistry
@@ -28,6 +31,7 @@ from twin.automation.onboarding import TwinOnboarding
 from twin.automation.provisioning import TwinProvisioning
 from twin.automation.push import DataPush
 from twin.automation.rules import RuleEngine
+from twin.automation.server import automation_of
 from twin.automation.skills import SkillRegistry
 from twin.automation.suggestions import TwinSuggestions
 from twin.automation.system import TwinSystem
@@ -41,7 +45,7 @@ class TwinAutomation:
         self.clock = clock
         self.devices = TwinDevices(world)
         self.system = TwinSystem(world)
-        self.chat = TwinChat(lambda: self.world.chat, clock)
+        self.chat = TwinChat(lambda: automation_of(self.world).chat, clock)
         self.onboarding = TwinOnboarding(world)
         self.suggestions = TwinSuggestions(world)
         self.admin = TwinConfig(world, self.onboarding)
@@ -55,128 +59,84 @@ class TwinAutomation:
 
     @property
     def rules(self) -> RuleEngine:
-        return self.world.rules
+        return automation_of(self.world).rules
 
     @property
     def messages(self) -> MessageCenter:
-        return self.world.messages
+        return automation_of(self.world).messages
 
     @property
     def push(self) -> DataPush:
-        return self.world.push
+        return automation_of(self.world).push
 
     # The acting areas are the world's registries, looked up on each access (reset rebuilds them).
     @property
     def agents(self) -> AgentRegistry:
-        return self.world.agents
+        return automation_of(self.world).agents
 
     @property
     def llm_backends(self) -> ModelBackendRegistry:
-        return self.world.llm
+        return automation_of(self.world).llm
 
     @property
     def dashboards(self) -> DashboardRegistry:
-        return self.world.dashboards
+        return automation_of(self.world).dashboards
 
     @property
     def extensions(self) -> ExtensionRegistry:
-        return self.world.extensions
+        return automation_of(self.world).extensions
 
     @property
     def market(self) -> Marketplace:
-        return self.world.market
+        return automation_of(self.world).market
 
     @property
     def components(self) -> ComponentStore:
-        return self.world.components
+        return automation_of(self.world).components
 
     @property
     def automations(self) -> AutomationRegistry:
-        return self.world.automations
+        return automation_of(self.world).automations
 
     @property
     def instances(self) -> InstanceRegistry:
-        return self.world.instances
+        return automation_of(self.world).instances
 
     @property
     def memory(self) -> SystemMemory:
-        return self.world.memory
+        return automation_of(self.world).memory
 
     @property
     def skills(self) -> SkillRegistry:
-        return self.world.skills
+        return automation_of(self.world).skills
 
     @property
     def brokers(self) -> ExternalBrokerRegistry:
-        return self.world.brokers
+        return automation_of(self.world).brokers
 
     @property
     def im_bridges(self) -> TwinImBridges:
-        self._im_bridges = im_front(self._im_bridges, self.world.im_bridges, self.chat)
+        self._im_bridges = im_front(self._im_bridges, automation_of(self.world).im_bridges, self.chat)
         return self._im_bridges
 
+    @property
+    def users(self) -> Users:
+        return automation_of(self.world).users
+
+    @property
+    def api_keys(self) -> ApiKeys:
+        return automation_of(self.world).api_keys
+
+    @property
+    def bus(self) -> EventSource:
+        return self.world.bus
+
     def uptime(self) -> float:
-        return self.world.uptime()
+        return self.world.env.now - self.world.started_at
 
     def readiness(self) -> Readiness:
         # The built-in simulated model backend is always there, so the LLM dependency is ready.
         return Readiness(database=self.world.store.healthy(), mqtt=bool(self.mqtt_ready()), llm=True)
-
-    def setup_required(self) -> bool:
-        return self.world.users.setup_required()
-
-    def initialize(self, username: str, password: str, email: str | None = None) -> Login:
-        return self.world.users.initialize(username, password, email)
-
-    def login(self, username: str, password: str) -> Login:
-        return self.world.users.login(username, password)
-
-    def authenticate(self, token: str) -> User:
-        return self.world.users.authenticate(token)
-
-    def logout(self, token: str) -> None:
-        self.world.users.logout(token)
-
-    def authenticate_key(self, key: str) -> ApiKey:
-        return self.world.api_keys.authenticate(key)
-
-    def registration_enabled(self) -> bool:
-        return self.world.users.registration_enabled()
-
-    def set_registration(self, enabled: bool) -> None:
-        self.world.users.set_registration(enabled)
-
-    def register(self, username: str, password: str, *, earlier_release: bool = False) -> Login:
-        return self.world.users.register(username, password, earlier_release=earlier_release)
-
-    def change_password(self, user: User, old_password: str, new_password: str) -> None:
-        self.world.users.change_password(user, old_password, new_password)
-
-    def list_users(self) -> list[User]:
-        return self.world.users.list()
-
-    def add_user(self, username: str, password: str, role: str) -> User:
-        return self.world.users.add(username, password, role)
-
-    def remove_user(self, username: str, actor: User) -> None:
-        self.world.users.remove(username, actor)
-
-    def create_api_key(
-        self, name: str, permissions: list[str] | None = None, expires_at: int | None = None
-    ) -> tuple[str, ApiKey]:
-        return self.world.api_keys.create(name, permissions, expires_at)
-
-    def list_api_keys(self) -> list[ApiKey]:
-        return self.world.api_keys.list()
-
-    def delete_api_key(self, key_id: str) -> bool:
-        return self.world.api_keys.delete(key_id)
-
-    def api_key_status(self) -> tuple[int, bool]:
-        return self.world.api_keys.status()
-
-    def subscribe(self, kinds: frozenset[EventKind] | None = None, maxlen: int = 1024) -> Subscription:
-        return self.world.bus.subscribe(kinds, maxlen)
 
     def publish_event(self, event_type: str, data: object, source: str) -> None:
         now = int(self.world.now())

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from hardware.ports.errors import InvalidInput, NotFound
 from twin.automation.message_filter import ACCEPT_ALL, ALIASES
+from twin.automation.server import automation_of
 
 if TYPE_CHECKING:
     from twin.world import World
@@ -19,7 +20,7 @@ class TwinChannelFilters:
         self.world = world
 
     def _channel(self, name: str, message: str) -> dict[str, Any]:
-        doc = self.world.messages.channels.get(name)
+        doc = automation_of(self.world).messages.channels.get(name)
         if doc is None:
             raise NotFound(message, resource="channel")
         return doc
@@ -44,5 +45,5 @@ class TwinChannelFilters:
             "categories": list(categories),
             "min_severity": level,
         }
-        self.world.messages.channels.put(name, doc)
+        automation_of(self.world).messages.channels.put(name, doc)
         return doc["filter"]

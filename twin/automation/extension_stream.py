@@ -34,7 +34,7 @@ class SessionHost(Protocol):
 
 def first_camera(world: SceneWorld) -> str:
     """The camera whose scene the extensions show (a stand-in id when the world has none)."""
-    return min(world.camera_spec) if world.camera_spec else "ext-camera"
+    return min(world.config.spec_by_camera()) if world.config.spec_by_camera() else "ext-camera"
 
 
 class PushSession:

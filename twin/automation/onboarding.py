@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from hardware.ports.errors import Conflict, InvalidInput, Unavailable
 from hardware.ports.guidance import SETUP_PROVIDERS, LlmSetup
 from twin.automation.chat_models import get_json
+from twin.automation.server import automation_of
 
 if TYPE_CHECKING:
     from twin.store import Collection
@@ -42,8 +43,8 @@ class TwinOnboarding:
     # Onboarding -----------------------------------------------------------------------------------
     def status(self) -> Mapping[str, Any]:
         dismissed = (self._settings().get(DISMISSED) or {}).get("value") == "true"
-        has_llm = bool(self.world.llm.list_backends())
-        count = self.world.devices.list(1, 1, None, None).total
+        has_llm = bool(automation_of(self.world).llm.list_backends())
+        count = automation_of(self.world).devices.list(1, 1, None, None).total
         return {
             "dismissed": dismissed,
             "system_status": {"has_llm_backend": has_llm, "has_devices": count > 0, "device_count": count},
@@ -55,13 +56,13 @@ class TwinOnboarding:
 
     # Setup ----------------------------------------------------------------------------------------
     def complete_setup(self) -> None:
-        if self.world.users.setup_required():
+        if automation_of(self.world).users.setup_required():
             raise InvalidInput(
                 "Cannot complete setup before creating an admin account", resource="setup_incomplete"
             )
 
     def save_llm_setup(self, setup: LlmSetup) -> None:
-        if not self.world.users.setup_required():
+        if not automation_of(self.world).users.setup_required():
             raise Conflict(
                 "LLM config can only be set via the setup endpoint before the first user is created. "
                 "Use PUT /api/config/llm instead.",

@@ -22,6 +22,7 @@ from hardware.ports.devices import DeviceType
 from hardware.ports.errors import InternalError, InvalidInput, NotFound
 from hardware.ports.provisioning import BleRequest, BrokerAddress, OnboardConfig
 from twin.automation import device_gen
+from twin.automation.server import automation_of
 
 if TYPE_CHECKING:
     from twin.store import Collection
@@ -57,7 +58,7 @@ class TwinProvisioning:
 
     @property
     def _drafts(self) -> Collection:
-        return self.world.ingest.drafts
+        return automation_of(self.world).ingest.drafts
 
     def _signatures(self) -> Collection:
         return self.world.store.collection("type_signatures")
@@ -178,7 +179,7 @@ class TwinProvisioning:
         category = device_gen.category_of([(m["path"], m["semantic_type"]) for m in found])
         exact = (self._signatures().get(signature(list(pairs), category)[0]) or {}).get("device_type")
         rows = []
-        for t in self.world.device_types.list():
+        for t in automation_of(self.world).device_types.list():
             theirs = {(_debug(device_gen.semantic_of(m.name)), _debug(m.data_type.kind)) for m in t.metrics}
             rows.append({
                 "device_type": t.device_type, "name": t.name, "description": t.description,
@@ -199,10 +200,10 @@ class TwinProvisioning:
         return len(old)
 
     def config(self) -> OnboardConfig:
-        return self.world.ingest.onboard
+        return automation_of(self.world).ingest.onboard
 
     def set_config(self, config: OnboardConfig) -> None:
-        self.world.ingest.onboard = config
+        automation_of(self.world).ingest.onboard = config
 
     def upload(self, device_id: str | None, source: str | None, samples: Sequence[Any]) -> tuple[str, int]:
         if not device_id:
@@ -210,7 +211,7 @@ class TwinProvisioning:
             device_id = f"unknown_{str(uuid.UUID(bytes=raw, version=4))[:8]}"
         taken = 0
         for sample in samples:
-            if isinstance(sample, dict) and self.world.ingest.discover(
+            if isinstance(sample, dict) and automation_of(self.world).ingest.discover(
                 device_id, sample, source or "manual_upload"
             ):
                 taken += 1
@@ -225,7 +226,7 @@ class TwinProvisioning:
     def generate_from_samples(
         self, device_id: str | None, manufacturer: str | None, samples: Sequence[Any], min_coverage: float
     ) -> Mapping[str, Any]:
-        if not self.world.llm.list_backends():
+        if not automation_of(self.world).llm.list_backends():
             raise InternalError("No active LLM backend. Please configure an LLM backend first.")
         if not samples:
             raise InvalidInput("No valid samples provided")
@@ -252,10 +253,10 @@ class TwinProvisioning:
     def ble_provision(
         self, request: BleRequest, brokers: Callable[[str], BrokerAddress]
     ) -> Mapping[str, Any]:
-        if self.world.device_types.find(request.device_type) is None:
+        if automation_of(self.world).device_types.find(request.device_type) is None:
             raise InvalidInput(f"Unknown device_type: {request.device_type}", field="device_type")
         broker = brokers(request.broker_id)
-        devices = self.world.devices
+        devices = automation_of(self.world).devices
         device_id = request.sn.lower().replace("-", "_")
         existing = devices.find_doc(device_id)
         device_type = existing["device_type"] if existing else request.device_type

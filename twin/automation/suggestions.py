@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from twin.automation.server import automation_of
 from twin.automation.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class TwinSuggestions:
         self.world = world
 
     def suggestions(self, text: str, category: str | None, limit: int) -> Mapping[str, Any]:
-        devices = self.world.devices.list(1, 1_000_000, None, None).devices
+        devices = automation_of(self.world).devices.list(1, 1_000_000, None, None).devices
         zone = zoneinfo.ZoneInfo(ServerSettings(self.world).timezone().timezone)
         when = time_context(datetime.fromtimestamp(self.world.now(), zone).hour)
         patterns = self._patterns()
@@ -133,7 +134,7 @@ class TwinSuggestions:
         return out
 
     def _recent(self) -> list[Item]:
-        sessions = self.world.chat.list_sessions()
+        sessions = automation_of(self.world).chat.list_sessions()
         if not sessions:
             return [
                 item("recent-welcome", "新手入门指南", "你能做什么", "Lightbulb", "general", 85, "开始探索")
@@ -147,7 +148,7 @@ class TwinSuggestions:
         return out
 
     def _patterns(self) -> list[Item]:
-        agents = self.world.agents
+        agents = automation_of(self.world).agents
         outcomes: list[str] = []
         for agent in agents.list_agents():
             entries = agents.memory(agent.id)["entries"]

@@ -21,8 +21,11 @@ from hardware.ports.system import (
     Tool,
 )
 from twin.automation import catalog
+from twin.automation.server import automation_of
 from twin.automation.settings import TIMEZONE_OPTIONS, ServerSettings
+from twin.camera.wing import cameras_of
 from twin.rng import hash_uniform
+from twin.sensors import sensors_of
 
 if TYPE_CHECKING:
     from twin.world import World
@@ -71,7 +74,7 @@ class TwinSystem:
 
     def cleanup_retention(self) -> RetentionCleanup:
         """Delete stored samples older than the retention now (:mod:`twin.automation.retention`)."""
-        return self.world.retention.cleanup(self._settings().retention())
+        return automation_of(self.world).retention.cleanup(self._settings().retention())
 
     def agent_settings(self) -> AgentSettings:
         return self._settings().agent()
@@ -97,11 +100,11 @@ class TwinSystem:
         t = w.env.now
         noise = float(hash_uniform(w.streams.key("automation-host"), int(t // 60)))
         cpu = round(12.0 + 6.0 * math.sin(2 * math.pi * t / 86_400) + 4.0 * noise, 1)
-        used = BASE_USED_MEMORY + int(256 * 1024**2 * noise) + 64 * 1024 * len(w.sensor_of)
+        used = BASE_USED_MEMORY + int(256 * 1024**2 * noise) + 64 * 1024 * len(sensors_of(w).by_device)
         free = HOST_MEMORY - used
         counts = (
-            ("devices", len(w.sensor_of)),
-            ("cameras", len(w.cameras)),
+            ("devices", len(sensors_of(w).by_device)),
+            ("cameras", len(cameras_of(w))),
             ("users", len(w.store.collection("users"))),
             ("api_keys", len(w.store.collection("api_keys"))),
         )

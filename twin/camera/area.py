@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hardware.ports.errors import Unavailable
+from twin.camera.wing import cameras_of
 
 if TYPE_CHECKING:
     from twin.camera.camera import Camera
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 def camera_of(world: World, camera_id: str) -> Camera:
     """The world's camera ``camera_id``; ``Unavailable`` when the world has none by that id."""
-    camera = world.cameras.get(camera_id)
+    camera = cameras_of(world).get(camera_id)
     if camera is None:
         raise Unavailable(f"camera {camera_id} is not in the world")
     return camera

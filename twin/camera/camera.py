@@ -39,7 +39,7 @@ from twin.camera.storage import Storage
 from twin.camera.video.scene import SceneWorld
 
 if TYPE_CHECKING:
-    from twin.camera.keys import KeyRing
+    from twin.keys import KeyRing
 
 FIRMWARE_VERSION = "0.1.0"
 TIMESTAMP_WINDOW_S = 300
@@ -125,7 +125,7 @@ class Camera:
         ]
         self.power.on_up.append(self.apps.power_up)
         world.emit(EventKind.CAMERA_BOOTED, camera_id, index=index)
-        preinstall(self.apps, world.camera_spec.get(camera_id, world.config.cameras).apps)
+        preinstall(self.apps, world.config.spec_by_camera().get(camera_id, world.config.cameras).apps)
 
     # Auth ----------------------------------------------------------------------------------
     def public_key(self) -> PublicKey:

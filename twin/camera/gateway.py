@@ -28,6 +28,7 @@ from twin.camera.gateway_files import TwinGatewayFiles, TwinGatewayLogs, TwinGat
 from twin.camera.gateway_hw import TwinGatewayLens, TwinGatewayPeripherals
 from twin.camera.video.audio import TwinGatewayAudio
 from twin.camera.video.backend import TwinGatewayMedia
+from twin.camera.wing import cameras_of
 from twin.clock import SimClock
 from twin.world import World
 
@@ -54,7 +55,7 @@ class TwinGatewaySystem(CameraArea):
         return self.camera.info()
 
     def reachable(self) -> bool:
-        camera = self._world.cameras.get(self._id)
+        camera = cameras_of(self._world).get(self._id)
         return camera is not None and camera.powered
 
     def stats(self) -> SystemStats:
@@ -134,7 +135,7 @@ def host_hardware(
     and the scenario's camera groups say: the RS485 on a serial port (what it receives becomes
     ``camera.rs485_rx``), the monitor's figures from ``/proc``. Each serial port is opened once
     here, so a wrong one stops the start (``SerialPortError``, an ``OSError``)."""
-    specs = world.camera_spec
+    specs = world.config.spec_by_camera()
     serial, hosted = settings.host_hardware(
         {camera_id: spec.rs485 for camera_id, spec in specs.items()},
         {camera_id: spec.host_stats for camera_id, spec in specs.items()},

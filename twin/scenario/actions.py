@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from hardware.ports.errors import InvalidInput, NotFound, Unavailable
+from twin.automation.server import automation_of
+from twin.sensors import sensors_of
 
 if TYPE_CHECKING:
     from api.automation.ratelimit import RateLimiter
@@ -246,13 +248,13 @@ def _bandwidth(c: Target, p: BandwidthParams) -> Undo:
 
 
 def _device_delete(c: Target, p: DeviceParams) -> None:
-    c.world.devices.delete(p.device)
+    automation_of(c.world).devices.delete(p.device)
 
 
 def _device_recreate(c: Target, p: SensorParams) -> None:
     """A deleted simulated sensor comes back under the same id (its history stays archived)."""
-    devices = c.world.devices
-    if p.device not in c.world.sensor_of:
+    devices = automation_of(c.world).devices
+    if p.device not in sensors_of(c.world).by_device:
         raise NotFound(f"no simulated sensor {p.device!r}", resource="device")
     overlay = dict(devices.overlays.get(p.device) or {})
     if overlay.pop("deleted_at", None) is not None:
@@ -260,19 +262,19 @@ def _device_recreate(c: Target, p: SensorParams) -> None:
 
 
 def _device_offline(c: Target, p: SensorParams) -> Undo:
-    return c.world.devices.take_offline(p.device)
+    return automation_of(c.world).devices.take_offline(p.device)
 
 
 def _device_online(c: Target, p: SensorParams) -> None:
-    c.world.devices.bring_online(p.device)
+    automation_of(c.world).devices.bring_online(p.device)
 
 
 def _telemetry_gap(c: Target, p: GapParams) -> Undo:
-    return c.world.devices.telemetry_window(p.device, p.seconds)
+    return automation_of(c.world).devices.telemetry_window(p.device, p.seconds)
 
 
 def _telemetry_spike(c: Target, p: SpikeParams) -> Undo:
-    return c.world.devices.telemetry_window(p.device, p.seconds, p.metric, p.delta)
+    return automation_of(c.world).devices.telemetry_window(p.device, p.seconds, p.metric, p.delta)
 
 
 def _token_expiry(c: Target, p: ServerParams) -> None:
@@ -281,7 +283,7 @@ def _token_expiry(c: Target, p: ServerParams) -> None:
     if c.end_real_sessions(p.server):
         return
     if p.server == "automation":
-        users = c.world.users
+        users = automation_of(c.world).users
         for key, _ in users.sessions.items():
             users.sessions.delete(key)
         users._verified.clear()
@@ -401,7 +403,7 @@ def _broker_outage(c: Target, p: NoParams) -> Undo:
 
 def _marketplace_unreachable(c: Target, p: NoParams) -> Undo:
     """Browsing answers an empty list with `network_error`, installs fail, until undone."""
-    market = c.world.market
+    market = automation_of(c.world).market
     market.online = False
     return lambda: setattr(market, "online", True)
 
@@ -456,25 +458,25 @@ ACTIONS: dict[str, Action] = {
         Action(
             "model_slow_first_token",
             ModelSlowParams,
-            lambda c, p: c.world.chat.faults.slow(p.seconds),
+            lambda c, p: automation_of(c.world).chat.faults.slow(p.seconds),
             "the chat's model is slow to start answering",
         ),
         Action(
             "model_hang",
             NoParams,
-            lambda c, p: c.world.chat.faults.stall(),
+            lambda c, p: automation_of(c.world).chat.faults.stall(),
             "the chat's model never answers: turns time out after 20 world minutes",
         ),
         Action(
             "model_errors",
             ModelErrorParams,
-            lambda c, p: c.world.chat.faults.fail(p.status, p.count),
+            lambda c, p: automation_of(c.world).chat.faults.fail(p.status, p.count),
             "the chat's model backend answers a server error",
         ),
         Action(
             "model_pace",
             ModelPaceParams,
-            lambda c, p: c.world.chat.faults.pace(p.tokens_per_second),
+            lambda c, p: automation_of(c.world).chat.faults.pace(p.tokens_per_second),
             "the chat's model streams at this many tokens per world second",
         ),
     )

@@ -36,10 +36,12 @@ from typing import Any
 
 from hardware.ports.events import Event, EventKind
 from hardware.ports.types import ClockMode
+from twin.camera.wing import cameras_of
 from twin.scenario.client import finish_client, start_client
 from twin.scenario.expectations import Outcome, RunRecord, Verdict, judge_all
 from twin.scenario.model import Scenario, Step, load_scenario
 from twin.scenario.source import ScenarioError
+from twin.sensors import sensors_of
 from twin.settings import LOOPBACK, Settings, in_words, wall_clock_problem
 
 log = logging.getLogger("twin")
@@ -243,7 +245,7 @@ def runner_settings(source: Path, opts: RunOptions, mqtt: bool = True) -> Settin
 
 
 def client_env(running) -> dict[str, str]:
-    cams = list(running.twin.world.cameras)
+    cams = list(cameras_of(running.twin.world))
     env = {
         "TWIN_AUTOMATION_URL": running.url("automation"),
         "TWIN_CONTROL_URL": running.url("control"),
@@ -371,7 +373,7 @@ async def _listeners_settled(running) -> None:
     its power: closed while it is down, serving once it is up."""
 
     def settled() -> bool:
-        for camera_id, camera in running.twin.world.cameras.items():
+        for camera_id, camera in cameras_of(running.twin.world).items():
             for name in (f"{camera_id}/http", f"{camera_id}/https"):
                 listener = running.listeners.get(name)
                 if listener is None:
@@ -416,7 +418,7 @@ def watched_series(scenario: Scenario, world, end: float) -> dict[str, tuple[lis
     out: dict[str, tuple[list[float], list[float]]] = {}
     points = 200
     for w in scenario.watch:
-        fleet = world.sensor_of.get(w.device)
+        fleet = sensors_of(world).by_device.get(w.device)
         if fleet is None or end <= 0:
             continue
         times = [end * i / (points - 1) for i in range(points)]

@@ -13,20 +13,20 @@ router = APIRouter(tags=["auth"])
 
 @router.post("/auth/login")
 async def login(body: schemas.LoginRequest, backend: Backend) -> JSONResponse:
-    return JSONResponse(schemas.login_response(backend.login(body.username, body.password)))
+    return JSONResponse(schemas.login_response(backend.users.login(body.username, body.password)))
 
 
 @router.post("/auth/register")
 async def register(request: Request, body: schemas.RegisterRequest, backend: Backend) -> JSONResponse:
     earlier = request.app.state.release == "0.9.17"
-    login = backend.register(body.username, body.password, earlier_release=earlier)
+    login = backend.users.register(body.username, body.password, earlier_release=earlier)
     return JSONResponse(schemas.login_response(login), 201)
 
 
 @router.post("/auth/logout")
 async def logout(user: CurrentUser, token: Token, backend: Backend) -> JSONResponse:
     if user.method == "jwt" and token:
-        backend.logout(token)
+        backend.users.logout(token)
     return JSONResponse({"message": "Logged out successfully"})
 
 
@@ -41,13 +41,13 @@ async def change_password(
 ) -> JSONResponse:
     if user.user is None:
         raise Forbidden("An API key has no password; log in as the user")
-    backend.change_password(user.user, body.old_password, body.new_password)
+    backend.users.change_password(user.user, body.old_password, body.new_password)
     return JSONResponse({"message": "Password changed successfully"})
 
 
 @router.get("/auth/status")
 async def status(backend: Backend) -> JSONResponse:
-    count, has_default = backend.api_key_status()
+    count, has_default = backend.api_keys.status()
     return JSONResponse({"enabled": True, "key_count": count, "has_default_key": has_default})
 
 
@@ -58,7 +58,7 @@ async def verify(request: Request, backend: Backend) -> JSONResponse:
     Bearer) falls through to the key header; every failure is the same 401."""
     if token := _bearer(request):
         try:
-            info = schemas.user_info(backend.authenticate(token))
+            info = schemas.user_info(backend.users.authenticate(token))
         except AuthError:
             pass
         else:
@@ -66,7 +66,7 @@ async def verify(request: Request, backend: Backend) -> JSONResponse:
             return JSONResponse({"authenticated": True, "method": "jwt", "user": info})
     if (key := request.headers.get("x-api-key")) is not None:
         try:
-            backend.authenticate_key(key)
+            backend.api_keys.authenticate(key)
         except AuthError:
             pass
         else:
@@ -77,7 +77,7 @@ async def verify(request: Request, backend: Backend) -> JSONResponse:
 @router.get("/auth/keys", dependencies=[Depends(current_user)])
 async def list_keys(request: Request, backend: Backend) -> JSONResponse:
     _managing_key(request, backend)
-    return JSONResponse({"keys": [schemas.api_key_info(k, preview=True) for k in backend.list_api_keys()]})
+    return JSONResponse({"keys": [schemas.api_key_info(k, preview=True) for k in backend.api_keys.list()]})
 
 
 @router.post("/auth/keys", dependencies=[Depends(current_user)])
@@ -86,14 +86,14 @@ async def create_key(request: Request, body: schemas.NewApiKeyRequest, backend: 
     expires_at = body.expires_at
     if body.expires_in_days is not None:
         expires_at = int(backend.clock.now()) + body.expires_in_days * 86_400
-    raw, key = backend.create_api_key(body.name, body.permissions, expires_at)
+    raw, key = backend.api_keys.create(body.name, body.permissions, expires_at)
     return JSONResponse({"api_key": raw, "info": schemas.api_key_info(key)})
 
 
 @router.delete("/auth/keys/{key_id}", dependencies=[Depends(current_user)])
 async def delete_key(request: Request, key_id: str, backend: Backend) -> JSONResponse:
     _managing_key(request, backend)
-    deleted = backend.delete_api_key(key_id)
+    deleted = backend.api_keys.delete(key_id)
     return JSONResponse(
         {"message": f"API key {key_id} {'deleted' if deleted else 'not found'}", "success": deleted}
     )
@@ -101,45 +101,45 @@ async def delete_key(request: Request, key_id: str, backend: Backend) -> JSONRes
 
 @router.get("/users")
 async def list_users(admin: AdminUser, backend: Backend) -> JSONResponse:
-    return JSONResponse({"users": [schemas.user_info(u) for u in backend.list_users()]})
+    return JSONResponse({"users": [schemas.user_info(u) for u in backend.users.list()]})
 
 
 @router.post("/users")
 async def add_user(body: schemas.NewUserRequest, admin: AdminUser, backend: Backend) -> JSONResponse:
     return JSONResponse(
-        {"user": schemas.user_info(backend.add_user(body.username, body.password, body.role))}, 201
+        {"user": schemas.user_info(backend.users.add(body.username, body.password, body.role))}, 201
     )
 
 
 @router.delete("/users/{username}")
 async def remove_user(username: str, admin: AdminUser, backend: Backend) -> JSONResponse:
     assert admin.user is not None
-    backend.remove_user(username, admin.user)
+    backend.users.remove(username, admin.user)
     return JSONResponse({"message": f"User '{username}' deleted successfully"})
 
 
 @router.get("/settings/auth")
 async def auth_settings(admin: AdminUser, backend: Backend) -> JSONResponse:
-    return schemas.ok({"registration_enabled": backend.registration_enabled()}, backend.clock.now())
+    return schemas.ok({"registration_enabled": backend.users.registration_enabled()}, backend.clock.now())
 
 
 @router.put("/settings/auth")
 async def update_auth_settings(
     body: schemas.AuthSettings, admin: AdminUser, backend: Backend
 ) -> JSONResponse:
-    backend.set_registration(body.registration_enabled)
+    backend.users.set_registration(body.registration_enabled)
     return schemas.ok({"registration_enabled": body.registration_enabled}, backend.clock.now())
 
 
 @router.get("/setup/status")
 async def setup_status(backend: Backend) -> JSONResponse:
-    required = backend.setup_required()
+    required = backend.users.setup_required()
     return JSONResponse({"setup_required": required, "is_first_launch": required, "setup_version": "1.0"})
 
 
 @router.post("/setup/initialize")
 async def setup_initialize(body: schemas.InitializeRequest, backend: Backend) -> JSONResponse:
-    login = backend.initialize(body.username, body.password, body.email)
+    login = backend.users.initialize(body.username, body.password, body.email)
     return JSONResponse(schemas.initialize_response(login))
 
 
@@ -157,7 +157,7 @@ def _managing_key(request: Request, backend: AutomationBackend) -> None:
     if raw is None and (raw := _bearer(request)) is None:
         raise Unauthenticated("Missing API key")
     try:
-        key = backend.authenticate_key(raw)
+        key = backend.api_keys.authenticate(raw)
     except AuthError:
         raise Unauthenticated("Invalid API key") from None
     if "*" not in key.permissions:

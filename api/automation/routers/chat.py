@@ -47,7 +47,7 @@ def _refusal(
     """(message, close code, close reason) for a connection the server turns away."""
     try:
         if token is not None:
-            backend.authenticate(token)
+            backend.users.authenticate(token)
             return None
     except DomainError:
         return "Invalid or expired token", 1000, ""
@@ -58,7 +58,7 @@ def _refusal(
             "Authentication required",
         )
     try:
-        backend.authenticate_key(api_key)
+        backend.api_keys.authenticate(api_key)
     except DomainError:
         return "Invalid API key", AUTH_CLOSE, "Invalid API key"
     return None

@@ -94,7 +94,7 @@ async def event_stream(request: Request, backend: Backend) -> Response:
     if try_authenticate(backend, query.get("token"), query.get("api_key")) is None:
         return Response(status_code=401)
     events = EventFilter.of(query.get("category"), query.getlist("event_type"))
-    sub = backend.subscribe(events.kinds(), maxlen=SUBSCRIPTION_QUEUE)
+    sub = backend.bus.subscribe(events.kinds(), maxlen=SUBSCRIPTION_QUEUE)
     return StreamingResponse(
         _sse(sub, events, encoder_of(request.app.state, backend), backend.clock),
         media_type="text/event-stream",
@@ -196,7 +196,7 @@ async def event_ws(websocket: WebSocket) -> None:
     await websocket.accept()
     if not await _ws_authenticate(websocket, backend, query.get("api_key")):
         return
-    sub = backend.subscribe(events.kinds(), maxlen=SUBSCRIPTION_QUEUE)
+    sub = backend.bus.subscribe(events.kinds(), maxlen=SUBSCRIPTION_QUEUE)
     session = _WsSession(websocket, sub, events, encoder_of(websocket.app.state, backend), backend.clock)
     try:
         await websocket.send_text(

@@ -35,9 +35,9 @@ def _authenticated(backend: AutomationBackend, token: str | None) -> bool:
         return False
     try:
         if token.startswith(API_KEY_PREFIX):
-            backend.authenticate_key(token)
+            backend.api_keys.authenticate(token)
         else:
-            backend.authenticate(token)
+            backend.users.authenticate(token)
     except DomainError:
         return False
     return True

@@ -8,6 +8,7 @@ import pytest
 
 from hardware.ports.events import EventKind
 from tests.conftest import admin_token
+from twin.automation.server import automation_of
 from twin.serve import Twin
 
 DEVICE = "env_sensor-0001"
@@ -212,10 +213,10 @@ async def test_messages_memory_resources_and_llm_check(
     assert listed["count"] == 1 and listed["messages"][0]["id"] == message["id"]
     memory_events = twin.world.bus.subscribe({EventKind.AGENT_MEMORY_UPDATED})
     twin.clock.advance(600)
-    run = twin.world.agents.executions(agent_id)[0]
+    run = automation_of(twin.world).agents.executions(agent_id)[0]
     assert memory_events.get_nowait().data["execution_id"] == run.id
     assert run.status == "completed"
-    chat = twin.world.agents.context.for_prompt(twin.world.agents.docs.get(agent_id))
+    chat = automation_of(twin.world).agents.context.for_prompt(automation_of(twin.world).agents.docs.get(agent_id))
     assert chat == ["[instruction] Prefer Celsius"]
 
     memory = (await automation.get(f"{base}/memory", headers=auth)).json()["data"]

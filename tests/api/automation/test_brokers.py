@@ -14,11 +14,12 @@ import httpx
 import pytest
 
 from api.realtime.broker import EmbeddedBroker
-from tests.api.support import assert_error
 from tests.api.automation.test_mqtt_admin import mqtt_client, running_twin
+from tests.api.support import assert_error
 from tests.conftest import _client, admin_token
 from tests.receivers import closed_port
 from tests.sockets import until
+from twin.automation.server import automation_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -47,7 +48,7 @@ async def external() -> AsyncIterator[EmbeddedBroker]:
 @pytest.fixture
 async def auth(automation: httpx.AsyncClient, twin: Twin) -> AsyncIterator[dict[str, str]]:
     yield {"Authorization": f"Bearer {await admin_token(automation)}"}
-    await twin.world.brokers.aclose()  # the sessions the routes opened on this loop
+    await automation_of(twin.world).brokers.aclose()  # the sessions the routes opened on this loop
 
 
 async def test_refusals_in_the_servers_shapes(automation: httpx.AsyncClient, auth: dict) -> None:
@@ -132,7 +133,7 @@ async def test_an_enabled_broker_connects_for_real_and_feeds_the_world(
     made = (await automation.post("/api/brokers", json=body, headers=auth)).json()["data"]
     assert made["message"] == "External broker created and MQTT connection established successfully"
     assert made["broker"]["connected"] is True and "last_error" not in made["broker"]
-    session = twin.world.brokers.sessions["ext"]
+    session = automation_of(twin.world).brokers.sessions["ext"]
     async with mqtt_client(f"mqtt://127.0.0.1:{external.port}", "plant-unit") as unit:
         await unit.publish("device/boiler/b-7/uplink", json.dumps({"temp": 70.5}).encode(), qos=1)
         await unit.publish("plant/mixer-2/data", json.dumps({"data": {"rpm": 1200}}).encode(), qos=1)
@@ -182,7 +183,7 @@ async def test_an_enabled_broker_connects_for_real_and_feeds_the_world(
             "/api/brokers/ext", json={**body, "port": port, "enabled": False}, headers=auth
         )
         assert off.json()["data"]["broker"]["connected"] is False
-        assert "ext" not in twin.world.brokers.sessions and not session.connected
+        assert "ext" not in automation_of(twin.world).brokers.sessions and not session.connected
     finally:
         await again.stop()
 
@@ -236,11 +237,11 @@ async def test_brokers_are_kept_and_reconnected_when_the_server_starts_again(
         await http.post("/api/brokers", json=off)
     async with running_twin(tmp_path, state_dir=state) as (twin, _, http):
         await until(
-            lambda: "ext" in twin.world.brokers.sessions and twin.world.brokers.sessions["ext"].connected
+            lambda: "ext" in automation_of(twin.world).brokers.sessions and automation_of(twin.world).brokers.sessions["ext"].connected
         )
         brokers = {b["id"]: b for b in (await http.get("/api/brokers")).json()["data"]["brokers"]}
         assert (brokers["ext"]["connected"], brokers["off"]["connected"]) == (True, False)
-        assert "off" not in twin.world.brokers.sessions
+        assert "off" not in automation_of(twin.world).brokers.sessions
 
 
 async def test_brokers_survive_a_rebuild_of_the_backend_on_the_same_state(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import httpx
 from tests.api.support import assert_error
 from tests.conftest import _client, admin_token
 from tests.receivers import HttpReceiver
+from twin.automation.server import automation_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -42,7 +43,7 @@ async def test_filters_decide_what_a_channel_receives(
             assert sent.status_code == 200
         system = {**ALERT, "category": "system", "severity": "emergency"}
         await automation.post("/api/messages", json=system, headers=auth)
-        await twin.world.outbox.flush()
+        await automation_of(twin.world).outbox.flush()
         got = sorted((r.path, r.json()["severity"]) for r in hooks.requests)
         assert got == [("/all", "critical"), ("/all", "emergency"), ("/all", "info"), ("/ops", "critical")]
         await automation.put("/api/messages/channels/ops", json={"enabled": True}, headers=auth)

@@ -20,6 +20,7 @@ from websockets.exceptions import ConnectionClosed
 
 from tests.api.automation.test_events_ws import OPERATOR_KEY, api_key, live_twin, recv_json
 from tests.sockets import serving_app
+from twin.automation.server import automation_of
 from twin.serve import Twin
 
 pytestmark = pytest.mark.socket
@@ -166,7 +167,7 @@ async def test_a_command_and_a_rule_act_on_the_world(live) -> None:
     tools = [(f["tool"], f["success"]) for f in frames if f["type"] == "ToolCallEnd"]
     assert tools == [("get_device", True), ("send_device_command", True)]
     assert "I sent identify to env_sensor-0003" in text(frames)
-    assert twin.world.devices.command_history("env_sensor-0003", 10)[0].command_name == "identify"
+    assert automation_of(twin.world).devices.command_history("env_sensor-0003", 10)[0].command_name == "identify"
 
     await ws.send(
         json.dumps({"message": "Create a rule that alerts when humidity on env_sensor-0002 is above 70"})
@@ -176,7 +177,7 @@ async def test_a_command_and_a_rule_act_on_the_world(live) -> None:
         json.loads(f["result"]) for f in frames if f["type"] == "ToolCallEnd" and f["tool"] == "create_rule"
     ]
     assert len(created) == 1
-    rule = twin.world.rules.get_rule(created[0]["rule_id"])
+    rule = automation_of(twin.world).rules.get_rule(created[0]["rule_id"])
     assert rule.condition["source"] == "device:env_sensor-0002:humidity" and rule.condition["threshold"] == 70
     assert rule.condition["operator"] == ">" and rule.enabled
     await ws.close()
@@ -236,7 +237,7 @@ async def test_cancel_interrupts_the_turn_and_a_closed_socket_too(live) -> None:
     twin.clock.advance(1)
     await settle(ws)
     await ws.close()
-    registry = twin.world.chat
+    registry = automation_of(twin.world).chat
     for _ in range(100):
         if registry.turns[session].finished:
             break
@@ -428,7 +429,7 @@ async def test_http_backends_stream_through_the_world(live) -> None:
             resp = await http.post("/api/llm-backends", json=body, headers=auth)
             assert resp.status_code == 200, resp.text
             backends[name] = resp.json()["data"]["id"]
-        temperature = twin.world.devices.current("env_sensor-0001").metrics[0].value
+        temperature = automation_of(twin.world).devices.current("env_sensor-0001").metrics[0].value
 
         ws = await open_chat(base, token)
         await ws.send(json.dumps({"message": "How warm is it?", "backendId": backends["OpenAI"]}))

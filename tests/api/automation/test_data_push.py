@@ -20,6 +20,7 @@ from tests.sockets import until
 from twin.automation import delivery
 from twin.automation.circuit import COOL_DOWN_S, FAILURES_TO_OPEN, JITTER
 from twin.automation.delivery import run_worker
+from twin.automation.server import automation_of
 from twin.serve import Twin
 
 LAB = {
@@ -41,7 +42,7 @@ async def auth(automation: httpx.AsyncClient) -> dict[str, str]:
 @pytest.fixture
 async def worker(twin: Twin):
     """The delivery worker the composition root runs, here on the test's loop."""
-    task = asyncio.create_task(run_worker(lambda: twin.world))
+    task = asyncio.create_task(run_worker(lambda: automation_of(twin.world)))
     yield task
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -90,12 +91,12 @@ async def test_three_failures_then_success_shows_four_attempts_and_loses_nothing
         )
         for wait, expected in ((5, 2), (10, 3), (20, 4)):  # backoff 5 s, doubling, in sim time
             twin.clock.advance(wait - 0.1)
-            assert twin.world.outbox.take() == []  # not due yet: the worker has nothing to send
+            assert automation_of(twin.world).outbox.take() == []  # not due yet: the worker has nothing to send
             twin.clock.advance(0.1)
             await until(lambda n=expected: len(lake.requests) == n)
             # the outcome is back (so the next wait starts from here)
-            await until(lambda n=expected: twin.world.outbox.stats("push", [target_id])[0].attempts == n)
-        await until(lambda: twin.world.outbox.pending() == 0)
+            await until(lambda n=expected: automation_of(twin.world).outbox.stats("push", [target_id])[0].attempts == n)
+        await until(lambda: automation_of(twin.world).outbox.pending() == 0)
         (entry,) = await logs(automation, auth, target_id)
     assert entry["status"] == "success" and entry["attempts"] == 4 and entry["error"] is None
     assert entry["response"] == '{"ok":true}' and entry["data_source_id"] == "device:lab:co2"
@@ -116,9 +117,9 @@ async def test_retries_run_out(
         body = target(lake.url, retry_config={"max_retries": 1, "backoff_secs": 2, "max_backoff_secs": 2})
         target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
         await automation.post("/api/devices/lab/metrics", json={"metric": "co2", "value": 1}, headers=auth)
-        await until(lambda: twin.world.outbox.stats("push", [target_id])[0].attempts == 1)
+        await until(lambda: automation_of(twin.world).outbox.stats("push", [target_id])[0].attempts == 1)
         twin.clock.advance(2)
-        await until(lambda: twin.world.outbox.pending() == 0)
+        await until(lambda: automation_of(twin.world).outbox.pending() == 0)
     (entry,) = await logs(automation, auth, target_id)
     assert entry["status"] == "failed" and entry["attempts"] == 2 and entry["completed_at"] is not None
     stats = (await automation.get("/api/data-push/stats", headers=auth)).json()["data"]
@@ -139,19 +140,19 @@ async def test_filters_batches_and_stop(
             await automation.post(
                 "/api/devices/lab/metrics", json={"metric": metric, "value": value}, headers=auth
             )
-        await twin.world.outbox.flush()
+        await automation_of(twin.world).outbox.flush()
         (request,) = lake.requests
         batch = request.json()
         assert batch["count"] == 2 and [i["value"] for i in batch["items"]] == [1, 2]
         await automation.post("/api/devices/lab/metrics", json={"metric": "co2", "value": 3}, headers=auth)
         twin.clock.advance(1)  # a partial batch goes out after batch_interval_ms
-        await twin.world.outbox.flush()
+        await automation_of(twin.world).outbox.flush()
         assert lake.requests[-1].json()["items"][0]["value"] == 3
         stopped = await automation.post(f"/api/data-push/{target_id}/stop", headers=auth)
         assert stopped.json()["data"]["enabled"] is False
         await automation.post("/api/devices/lab/metrics", json={"metric": "co2", "value": 4}, headers=auth)
         twin.clock.advance(2)
-        assert await twin.world.outbox.flush() == 0
+        assert await automation_of(twin.world).outbox.flush() == 0
         started = await automation.post(f"/api/data-push/{target_id}/start", headers=auth)
         assert started.json()["data"]["enabled"] is True
 
@@ -167,7 +168,7 @@ async def test_interval_target_pushes_latest_values(
         )
         await automation.post("/api/data-push", json=body, headers=auth)
         twin.clock.advance(60)
-        await twin.world.outbox.flush()
+        await automation_of(twin.world).outbox.flush()
         pushed = {r.json()["metric"]: r.json()["value"] for r in lake.requests}
         assert set(pushed) == {"temperature", "humidity"} and pushed["humidity"] == 37.11
 
@@ -187,19 +188,19 @@ async def test_mqtt_target_publishes_on_a_real_broker(
         )
         target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
         await automation.post("/api/devices/lab/metrics", json={"metric": "co2", "value": 640}, headers=auth)
-        assert await twin.world.outbox.flush() == 1
+        assert await automation_of(twin.world).outbox.flush() == 1
         msg = await client.deliver_message(timeout_duration=10)
         assert msg.topic == "lake/lab" and json.loads(bytes(msg.data))["value"] == 640
-        session = twin.world.outbox.links[("push", target_id)].transports["mqtt"].client
+        session = automation_of(twin.world).outbox.links[("push", target_id)].transports["mqtt"].client
         tested = (await automation.post(f"/api/data-push/{target_id}/test", headers=auth)).json()["data"]
         assert tested["success"] is True and tested["log"]["attempts"] == 1
         msg = await client.deliver_message(timeout_duration=10)
         assert json.loads(bytes(msg.data))["test"] is True
-        assert twin.world.outbox.links[("push", target_id)].transports["mqtt"].client is session  # reused
+        assert automation_of(twin.world).outbox.links[("push", target_id)].transports["mqtt"].client is session  # reused
         entries = await logs(automation, auth, target_id)
         assert [e["status"] for e in entries] == ["success", "success"]
     finally:
-        await twin.world.outbox.aclose()
+        await automation_of(twin.world).outbox.aclose()
         with contextlib.suppress(Exception):
             await client.disconnect()
         await broker.stop()
@@ -311,7 +312,7 @@ async def test_nested_format_and_template(
             await automation.post(
                 "/api/devices/lab/metrics", json={"metric": metric, "value": value}, headers=auth
             )
-        await twin.world.outbox.flush()
+        await automation_of(twin.world).outbox.flush()
         by_path: dict[str, list[bytes]] = {}
         for r in lake.requests:
             by_path.setdefault(r.path, []).append(r.body)
@@ -350,7 +351,7 @@ async def test_a_dead_target_opens_its_circuit_then_delivers_everything_once_bac
     target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
     for value in range(FAILURES_TO_OPEN + 1):
         await co2(automation, auth, value)
-    await until(lambda: twin.world.outbox.stats("push", [target_id])[0].attempts == FAILURES_TO_OPEN + 1)
+    await until(lambda: automation_of(twin.world).outbox.stats("push", [target_id])[0].attempts == FAILURES_TO_OPEN + 1)
     figures = await delivery_metrics(automation, target_id)
     assert figures["circuit"] == "open" and figures["attempts_total"] == str(FAILURES_TO_OPEN + 1)
     twin.clock.advance(COOL_DOWN_S * (1 - JITTER) - 1)  # every retry came due: none went out
@@ -364,7 +365,7 @@ async def test_a_dead_target_opens_its_circuit_then_delivers_everything_once_bac
     async with HttpReceiver(port=port) as lake:
         twin.clock.advance(COOL_DOWN_S * 2 * JITTER + 1)  # half-open: the probe gets through...
         await until(lambda: len(lake.requests) == FAILURES_TO_OPEN + 1)  # ...and releases the rest
-        await until(lambda: twin.world.outbox.pending() == 0)
+        await until(lambda: automation_of(twin.world).outbox.pending() == 0)
     assert sorted(json.loads(r.body)["value"] for r in lake.requests) == list(range(FAILURES_TO_OPEN + 1))
     entries = await logs(automation, auth, target_id)
     assert {(e["status"], e["attempts"]) for e in entries} == {("success", 2)}
@@ -386,7 +387,7 @@ async def test_payloads_given_up_behind_an_open_circuit_are_counted_as_failed(
     target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
     for value in range(FAILURES_TO_OPEN):
         await co2(automation, auth, value)
-    await until(lambda: twin.world.outbox.stats("push", [target_id])[0].circuit == "open")
+    await until(lambda: automation_of(twin.world).outbox.stats("push", [target_id])[0].circuit == "open")
     twin.clock.advance(5)  # the retries come due behind the open circuit: two wait, three are given up
     entries = await logs(automation, auth, target_id)
     failed = [e for e in entries if e["status"] == "failed"]
@@ -407,11 +408,11 @@ async def test_deleting_a_dead_target_closes_its_link_and_forgets_its_deliveries
     body = target(f"http://127.0.0.1:{closed_port()}/ingest")
     target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
     await co2(automation, auth, 1)
-    await until(lambda: twin.world.outbox.stats("push", [target_id])[0].attempts == 1)
-    client = twin.world.outbox.links[("push", target_id)].transports["http"].client
+    await until(lambda: automation_of(twin.world).outbox.stats("push", [target_id])[0].attempts == 1)
+    client = automation_of(twin.world).outbox.links[("push", target_id)].transports["http"].client
     assert (await automation.delete(f"/api/data-push/{target_id}", headers=auth)).status_code == 200
     await until(lambda: client.is_closed)
-    assert twin.world.outbox.pending() == 0 and ("push", target_id) not in twin.world.outbox.links
+    assert automation_of(twin.world).outbox.pending() == 0 and ("push", target_id) not in automation_of(twin.world).outbox.links
     assert "neomind_delivery_" not in (await automation.get("/api/metrics")).text
 
 
@@ -422,15 +423,15 @@ async def test_a_dead_target_pointed_at_a_working_address_gets_its_backlog_there
     target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
     for value in range(FAILURES_TO_OPEN):
         await co2(automation, auth, value)
-    await until(lambda: twin.world.outbox.stats("push", [target_id])[0].circuit == "open")
+    await until(lambda: automation_of(twin.world).outbox.stats("push", [target_id])[0].circuit == "open")
     async with HttpReceiver() as lake:
         moved = {"config": {"url": f"{lake.url}/moved"}}
         assert (
             await automation.put(f"/api/data-push/{target_id}", json=moved, headers=auth)
         ).status_code == 200
-        assert twin.world.outbox.stats("push", [target_id])[0].circuit == "closed"  # a new address
+        assert automation_of(twin.world).outbox.stats("push", [target_id])[0].circuit == "closed"  # a new address
         twin.clock.advance(5)  # the retries come due and go where the target points now
-        await until(lambda: twin.world.outbox.pending() == 0)
+        await until(lambda: automation_of(twin.world).outbox.pending() == 0)
     assert [r.path for r in lake.requests] == ["/moved"] * FAILURES_TO_OPEN
     entries = await logs(automation, auth, target_id)
     assert {(e["status"], e["attempts"]) for e in entries} == {("success", 2)}

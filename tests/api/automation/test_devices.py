@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 
 from hardware.ports.events import EventKind
+from twin.sensors import sensors_of
 from twin.serve import Twin
 
 SENSOR = "env_sensor-0001"
@@ -176,7 +177,7 @@ async def test_current_values(automation: httpx.AsyncClient, auth: dict[str, str
     temp = data["metrics"]["temperature"]
     assert temp["data_type"] == "float" and temp["unit"] == "" and isinstance(temp["value"], float)
     assert {c["name"] for c in data["commands"]} == {"set_interval", "reboot", "identify"}
-    fleet = twin.world.sensors["env_sensor"]
+    fleet = sensors_of(twin.world).groups["env_sensor"]
     assert temp["value"] == float(fleet.values(20.0)["temperature"][0])
 
 

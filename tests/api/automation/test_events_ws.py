@@ -16,6 +16,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from hardware.ports.events import EventKind
 from tests.sockets import socket_settings
+from twin.sensors import sensors_of
 from twin.serve import Twin, build
 
 pytestmark = pytest.mark.socket
@@ -119,7 +120,7 @@ async def test_auth_frame_then_batched_device_metrics(live) -> None:
     assert first["source"] == f"adapter:mqtt:{first['data']['device_id']}"
     assert [e["timestamp"] for e in events] == [1767225600] * 6 + [1767225610] * 6
     assert len({e["id"] for e in events}) == 12
-    current = twin.world.sensor_of["env_sensor-0001"].values_of("env_sensor-0001", 10.0)
+    current = sensors_of(twin.world).by_device["env_sensor-0001"].values_of("env_sensor-0001", 10.0)
     last = {
         e["data"]["metric"]: e["data"]["value"]
         for e in events[6:]

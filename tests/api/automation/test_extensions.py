@@ -19,6 +19,7 @@ from hardware.ports.events import EventKind
 from tests.api.support import assert_error
 from tests.conftest import _client, admin_token
 from tests.sockets import socket_settings
+from twin.automation.server import automation_of
 from twin.serve import Twin, build, start, stop
 from twin.settings import Settings
 
@@ -122,8 +123,8 @@ async def test_commands_are_deterministic_and_refused_like_the_vendor(
 async def test_sync_scans_the_directory_and_installs_synchronously(
     automation: httpx.AsyncClient, auth: dict, twin: Twin
 ) -> None:
-    twin.world.extensions.place_manifest("broken.json", {"id": "broken"})
-    twin.world.extensions.place_manifest(
+    automation_of(twin.world).extensions.place_manifest("broken.json", {"id": "broken"})
+    automation_of(twin.world).extensions.place_manifest(
         "echo.json",
         {
             "id": "echo",

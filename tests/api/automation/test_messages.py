@@ -13,6 +13,7 @@ from tests.conftest import _client, admin_token
 from tests.receivers import HttpReceiver, SmtpReceiver, closed_port
 from twin.automation import messages
 from twin.automation.circuit import FAILURES_TO_OPEN
+from twin.automation.server import automation_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -86,7 +87,7 @@ async def test_message_goes_out_on_webhook_slack_and_email(
         assert sent.status_code == 200
         data = sent.json()["data"]
         assert data["message"] == "Message created" and data["message_zh"]
-        assert await twin.world.outbox.flush() == 3
+        assert await automation_of(twin.world).outbox.flush() == 3
         by_path = {r.path: r for r in hooks.requests}
         assert set(by_path) == {"/hook", "/slack"}
         hook = by_path["/hook"]
@@ -343,22 +344,22 @@ async def test_a_dead_channel_opens_its_circuit_and_a_passing_test_releases_its_
     for n in range(FAILURES_TO_OPEN + 1):
         sent = await automation.post("/api/messages", json={**MESSAGE, "title": f"m{n}"}, headers=auth)
         ids.append(sent.json()["data"]["id"])
-    assert await twin.world.outbox.flush() == FAILURES_TO_OPEN + 1
+    assert await automation_of(twin.world).outbox.flush() == FAILURES_TO_OPEN + 1
     assert circuit_of((await automation.get("/api/metrics")).text, "dead") == "open"
     twin.clock.advance(10)  # every retry came due behind the open circuit: none is attempted
-    assert await twin.world.outbox.flush() == 0
+    assert await automation_of(twin.world).outbox.flush() == 0
     detail = (await automation.get("/api/messages/channels/dead", headers=auth)).json()["data"]
     assert detail["stats"] == {"sent": 0, "failed": 0}
-    assert {r["status"] for r in twin.world.messages.delivery_records()} == {"retrying"}
+    assert {r["status"] for r in automation_of(twin.world).messages.delivery_records()} == {"retrying"}
     async with HttpReceiver(port=port) as hook:
         tested = (await automation.post("/api/messages/channels/dead/test", headers=auth)).json()["data"]
         assert tested["success"] is True  # the channel is back: its circuit closes...
-        assert await twin.world.outbox.flush() == FAILURES_TO_OPEN + 1  # ...and the messages go out
+        assert await automation_of(twin.world).outbox.flush() == FAILURES_TO_OPEN + 1  # ...and the messages go out
     assert sorted(r.json()["id"] for r in hook.requests[1:]) == sorted(ids)
     assert circuit_of((await automation.get("/api/metrics")).text, "dead") == "closed"
     detail = (await automation.get("/api/messages/channels/dead", headers=auth)).json()["data"]
     assert detail["stats"] == {"sent": FAILURES_TO_OPEN + 1, "failed": 0}
-    assert {r["status"] for r in twin.world.messages.delivery_records()} == {"success"}
+    assert {r["status"] for r in automation_of(twin.world).messages.delivery_records()} == {"success"}
 
 
 async def test_delivery_records_keep_the_newest(
@@ -371,8 +372,8 @@ async def test_delivery_records_keep_the_newest(
         for n in range(5):
             sent = await automation.post("/api/messages", json={**MESSAGE, "title": f"m{n}"}, headers=auth)
             ids.append(sent.json()["data"]["id"])
-            assert await twin.world.outbox.flush() == 1
-    assert [r["message_id"] for r in twin.world.messages.delivery_records()] == ids[2:]
+            assert await automation_of(twin.world).outbox.flush() == 1
+    assert [r["message_id"] for r in automation_of(twin.world).messages.delivery_records()] == ids[2:]
 
 
 async def test_a_channel_given_a_working_url_gets_its_waiting_messages_there(
@@ -383,15 +384,15 @@ async def test_a_channel_given_a_working_url_gets_its_waiting_messages_there(
     )
     for n in range(FAILURES_TO_OPEN):
         await automation.post("/api/messages", json={**MESSAGE, "title": f"m{n}"}, headers=auth)
-    assert await twin.world.outbox.flush() == FAILURES_TO_OPEN
+    assert await automation_of(twin.world).outbox.flush() == FAILURES_TO_OPEN
     twin.clock.advance(10)
-    assert await twin.world.outbox.flush() == 0  # waiting behind the open circuit
+    assert await automation_of(twin.world).outbox.flush() == 0  # waiting behind the open circuit
     async with HttpReceiver() as hook:
         moved = {"webhook_url": f"{hook.url}/moved"}
         assert (
             await automation.put("/api/messages/channels/dead", json=moved, headers=auth)
         ).status_code == 200
-        assert await twin.world.outbox.flush() == FAILURES_TO_OPEN  # released, to the new URL
+        assert await automation_of(twin.world).outbox.flush() == FAILURES_TO_OPEN  # released, to the new URL
     assert [r.path for r in hook.requests] == ["/moved"] * FAILURES_TO_OPEN
     assert {r.json()["text"].split("\n")[0] for r in hook.requests} == {
         f"[CRITICAL] m{n}" for n in range(FAILURES_TO_OPEN)

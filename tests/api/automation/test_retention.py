@@ -7,6 +7,7 @@ import httpx
 import pytest
 
 from tests.conftest import admin_token
+from twin.automation.server import automation_of
 from twin.serve import Twin
 from twin.store import Store
 
@@ -120,7 +121,7 @@ async def test_periodic_job_deletes_on_the_world_clock(
     assert stamps(twin) == [EPOCH, EPOCH + 30 * 60]
     twin.clock.advance(HOUR)  # runs at 2 h: cutoff = EPOCH + 1 h
     assert stamps(twin) == []
-    assert twin.world.retention.runs == 2
+    assert automation_of(twin.world).retention.runs == 2
 
 
 async def test_periodic_job_follows_interval_hours(
@@ -129,9 +130,9 @@ async def test_periodic_job_follows_interval_hours(
     await put_retention(automation, auth, interval_hours=6, default_retention=1)
     await push(automation, EPOCH, temperature=1.0)
     twin.clock.advance(5 * HOUR)
-    assert stamps(twin) == [EPOCH] and twin.world.retention.runs == 0
+    assert stamps(twin) == [EPOCH] and automation_of(twin.world).retention.runs == 0
     twin.clock.advance(HOUR)
-    assert stamps(twin) == [] and twin.world.retention.runs == 1
+    assert stamps(twin) == [] and automation_of(twin.world).retention.runs == 1
 
 
 async def test_disabling_stops_the_periodic_job(
@@ -140,10 +141,10 @@ async def test_disabling_stops_the_periodic_job(
     await put_retention(automation, auth, enabled=False, default_retention=1)
     await push(automation, EPOCH - 5 * HOUR, temperature=1.0)
     twin.clock.advance(10 * HOUR)
-    assert stamps(twin) == [EPOCH - 5 * HOUR] and twin.world.retention.runs == 0
+    assert stamps(twin) == [EPOCH - 5 * HOUR] and automation_of(twin.world).retention.runs == 0
     await put_retention(automation, auth, enabled=True)  # read afresh: applies within the hour
     twin.clock.advance(HOUR)
-    assert stamps(twin) == [] and twin.world.retention.runs == 1
+    assert stamps(twin) == [] and automation_of(twin.world).retention.runs == 1
 
 
 # Simulated sensors -----------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ import pytest
 
 from hardware.ports.events import EventKind
 from tests.conftest import admin_token
+from twin.automation.server import automation_of
+from twin.sensors import sensors_of
 from twin.serve import Twin
 
 SENSOR = "env_sensor-0001"
@@ -119,7 +121,7 @@ async def test_a_gap_undone_early_by_for_and_a_rule_sees_nothing_inside_it(
 async def test_a_spike_shifts_one_sample_live_in_rules_and_in_history(
     twin: Twin, control: httpx.AsyncClient, automation: httpx.AsyncClient, auth: dict[str, str]
 ) -> None:
-    fleet = twin.world.sensors["env_sensor"]
+    fleet = sensors_of(twin.world).groups["env_sensor"]
     rule = {
         "name": "humid",
         "condition": {
@@ -130,7 +132,7 @@ async def test_a_spike_shifts_one_sample_live_in_rules_and_in_history(
         },
         "actions": [{"type": "notify", "message": "humidity ${value}"}],
     }
-    created = twin.world.rules.create_rule(rule)
+    created = automation_of(twin.world).rules.create_rule(rule)
     sub = twin.world.bus.subscribe([EventKind.DEVICE_TELEMETRY], maxlen=10_000)
     twin.clock.advance(25)
     resp = await control.post(
@@ -143,7 +145,7 @@ async def test_a_spike_shifts_one_sample_live_in_rules_and_in_history(
     assert live[30.0] == round(float(fleet.values(30.0)["humidity"][0]) + 60, 2)
     assert live[20.0] == base[20.0] and live[40.0] == base[40.0]  # one sample only
     assert base[30.0] == live[30.0]  # current values read through the spike too
-    assert twin.world.rules.get_rule(created.id).trigger_count == 1
+    assert automation_of(twin.world).rules.get_rule(created.id).trigger_count == 1
     points = {p["timestamp"] - EPOCH: p["value"] for p in await history(automation, auth, metric="humidity")}
     assert points[30] == live[30.0] and points[20] == live[20.0] and points[40] == live[40.0]
 
@@ -203,7 +205,7 @@ async def test_back_online_on_a_tick_already_taken_reports_with_the_next_one(
     twin.clock.advance(5)
     await control.post("/actions/device_offline", json={"params": {"device": SENSOR}})
     twin.clock.advance(405)  # noticed offline at 300 after its last report at 0; t=410 is taken
-    assert twin.world.sensors["env_sensor"].last_sample_at == 410.0
+    assert sensors_of(twin.world).groups["env_sensor"].last_sample_at == 410.0
     await control.post("/actions/device_online", json={"params": {"device": SENSOR}})
     twin.clock.advance(15)
     mine = [(e.kind, e.at) for e in drain(sub) if e.source == SENSOR and e.at > 0]

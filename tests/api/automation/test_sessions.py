@@ -10,6 +10,7 @@ import httpx
 
 from tests.api.support import assert_error, on_the_clock
 from tests.conftest import SCENARIOS
+from twin.automation.server import automation_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -89,7 +90,7 @@ async def test_a_chat_turn_over_http_names_the_current_reading(
     body = resp.json()
     assert set(body) == {"response", "sessionId", "toolsUsed", "processingTimeMs"}  # raw, no envelope
     assert body["sessionId"] == session and body["toolsUsed"] == ["get_device_metrics"]
-    current = {m.name: m.value for m in twin.world.devices.current("env_sensor-0002").metrics}
+    current = {m.name: m.value for m in automation_of(twin.world).devices.current("env_sensor-0002").metrics}
     assert f"temperature is {current['temperature']}" in body["response"]
     assert body["processingTimeMs"] > 0
 
@@ -228,7 +229,7 @@ async def test_sessions_and_histories_survive_a_restart(tmp_path: Path) -> None:
 async def test_model_failures_over_http(automation: httpx.AsyncClient, auth: dict, twin: Twin) -> None:
     session = await new_session(automation, auth)
     chat = f"/api/sessions/{session}/chat"
-    faults = twin.world.chat.faults
+    faults = automation_of(twin.world).chat.faults
 
     faults.fail(503, 1)  # the first call: the model cannot start, and HTTP chat has no fallback
     resp = await on_the_clock(twin, automation.post(chat, headers=auth, json={"message": "hello"}))

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from tests.conftest import admin_token
+from twin.automation.server import automation_of
 from twin.automation.settings import device_defaults
 from twin.serve import Twin
 
@@ -60,7 +61,7 @@ async def test_every_settings_route_needs_auth(automation: httpx.AsyncClient) ->
 
 async def test_api_keys_work_and_scopes_apply(twin: Twin, automation: httpx.AsyncClient) -> None:
     def key(permissions: list[str]) -> dict[str, str]:
-        return {"X-API-Key": twin.world.api_keys.create("ci", permissions)[0]}
+        return {"X-API-Key": automation_of(twin.world).api_keys.create("ci", permissions)[0]}
 
     full, read_only = key([]), key(["settings:read"])
     for method, path, body in ROUTES:

@@ -11,6 +11,7 @@ import pytest
 
 from api.automation.metrics import route_template
 from tests.conftest import SCENARIOS, _client, admin_token
+from twin.sensors import sensors_of
 from twin.serve import Twin, build
 from twin.settings import Settings, parse
 
@@ -96,7 +97,7 @@ async def test_unmatched_paths_share_one_label(automation: httpx.AsyncClient) ->
 async def test_dropped_events_and_uptime_follow_the_world(twin: Twin, automation: httpx.AsyncClient) -> None:
     _, before = await scrape(automation)
     assert value(before, "neomind_event_bus_events_dropped_total") == 0
-    sub = twin.automation.subscribe(maxlen=1)
+    sub = twin.automation.bus.subscribe(maxlen=1)
     twin.clock.advance(60)
     _, after = await scrape(automation)
     assert len(sub) == 1
@@ -228,7 +229,7 @@ async def test_system_stats_needs_auth_and_has_the_appendix_shape(
     assert resp.status_code == 200
     data = resp.json()["data"]
     assert data["version"] == "0.9.24" and data["uptime"] == 90
-    assert data["stats"]["users"] == 1 and data["stats"]["devices"] == len(twin.world.sensor_of)
+    assert data["stats"]["users"] == 1 and data["stats"]["devices"] == len(sensors_of(twin.world).by_device)
     assert data["used_memory"] + data["free_memory"] == data["total_memory"]
     assert 0 <= data["cpu_usage"] <= 100 and data["cpu_count"] >= 1
     assert {"platform", "arch", "available_memory", "gpus", "disks", "networks"} <= set(data)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import admin_token
+from twin.sensors import sensors_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -34,7 +35,7 @@ async def test_raw_points_are_newest_first_with_row_aggregates(
     assert [p["timestamp"] for p in temps[:3]] == [EPOCH + 3600, EPOCH + 3590, EPOCH + 3580]
     assert all(p["min"] == p["max"] == p["sum"] == p["value"] and p["count"] == 1 for p in temps)
     assert body["pagination"] == {"offset": 0, "limit": 100, "total": 361, "next_cursor": EPOCH + 2610}
-    fleet = twin.world.sensors["env_sensor"]
+    fleet = sensors_of(twin.world).groups["env_sensor"]
     assert temps[0]["value"] == float(fleet.values(3600.0)["temperature"][0])
 
 

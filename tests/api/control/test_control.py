@@ -8,6 +8,7 @@ import pytest
 
 from tests.conftest import admin_token, gateway_token
 from tests.sockets import until
+from twin.sensors import sensors_of
 
 
 async def timestamps(automation: httpx.AsyncClient, gateway: httpx.AsyncClient) -> dict[str, float]:
@@ -74,7 +75,7 @@ async def test_advancing_3600_moves_every_api_timestamp_by_exactly_3600(
 
 
 async def test_advance_delivers_telemetry_on_the_world_clock(twin, control: httpx.AsyncClient) -> None:
-    sub = twin.automation.subscribe(maxlen=5000)
+    sub = twin.automation.bus.subscribe(maxlen=5000)
     await control.post("/clock/advance", json={"seconds": 3600})
     events = list(iter(sub.get_nowait, None))
     telemetry = [e for e in events if e.kind.value == "device.telemetry"]
@@ -122,11 +123,11 @@ async def test_restore_unknown_snapshot_is_404(control: httpx.AsyncClient) -> No
 async def test_seed_resets_the_world_with_the_new_seed(twin, control: httpx.AsyncClient) -> None:
     assert (await control.get("/seed")).json() == {"seed": 1234}
     await control.post("/clock/advance", json={"seconds": 50})
-    before = twin.world.sensors["env_sensor"].current("env_sensor-0001")
+    before = sensors_of(twin.world).groups["env_sensor"].current("env_sensor-0001")
     resp = await control.put("/seed", json={"seed": 99})
     assert resp.json()["seed"] == 99 and resp.json()["clock"]["sim_time"] == 0
     await control.post("/clock/advance", json={"seconds": 50})
-    assert twin.world.sensors["env_sensor"].current("env_sensor-0001") != before
+    assert sensors_of(twin.world).groups["env_sensor"].current("env_sensor-0001") != before
 
 
 async def test_fault_endpoints_name_servers(control: httpx.AsyncClient) -> None:

@@ -10,6 +10,7 @@ from tests.api.gateway.test_apps import MANIFEST, install, while_time_runs
 from tests.conftest import gateway_token
 from twin.camera.camera import Camera
 from twin.camera.storage import DATA
+from twin.camera.wing import cameras_of
 from twin.serve import Twin
 
 HEF = b"HEF\x00" + bytes(2_000_000)
@@ -22,7 +23,7 @@ async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
 
 @pytest.fixture
 def camera(twin: Twin) -> Camera:
-    return twin.world.cameras["cam-01"]
+    return cameras_of(twin.world)["cam-01"]
 
 
 async def upload(gateway: httpx.AsyncClient, auth: dict[str, str], name: str = "person.hef", **form: str):

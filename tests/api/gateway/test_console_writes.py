@@ -13,6 +13,7 @@ import pytest
 
 from tests.api.gateway.test_apps import while_time_runs
 from tests.conftest import gateway_token
+from twin.camera.wing import cameras_of
 from twin.serve import Twin
 
 ASSETS = Path(__file__).resolve().parents[3] / "assets"
@@ -164,7 +165,7 @@ async def test_parse_stores_one_blob_per_content(
         resp = await gateway.post("/api/v1/ai/models/parse", headers=auth, files={"model": (name, HEF)})
         paths.add(resp.json()["data"]["file_path"])
     (path,) = paths
-    assert twin.world.cameras["cam-01"].fs.exists(path)
+    assert cameras_of(twin.world)["cam-01"].fs.exists(path)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from tests.api.gateway.test_apps import install, while_time_runs
 from tests.conftest import gateway_token
 from tests.sockets import socket_settings, until
+from twin.camera.wing import cameras_of
 from twin.serve import Twin, build, start, stop
 
 CID = "aipc-people-counter"
@@ -189,7 +190,7 @@ async def test_websocket_refusals_before_the_upgrade(live) -> None:
 async def test_event_stream_relays_everything_and_drops_clients_when_the_bus_stops(live) -> None:
     twin, http, auth, ws = live
     raw = auth["Authorization"].removeprefix("Bearer ")
-    camera = twin.world.cameras["cam-01"]
+    camera = cameras_of(twin.world)["cam-01"]
     async with connect(f"{ws}/api/v1/events/stream?token={raw}&topic=ignored") as stream:
         await until(lambda: camera.events.clients)
         body = {"topic": "app/people-counter/alarm", "payload": {"zone": 2}}

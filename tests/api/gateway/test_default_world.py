@@ -16,6 +16,7 @@ from hardware.ports.events import EventKind
 from tests.conftest import gateway_token
 from twin.camera.event_bus import covered
 from twin.camera.preinstall import package
+from twin.camera.wing import cameras_of
 from twin.serve import build
 from twin.settings import Settings
 
@@ -40,7 +41,7 @@ async def test_default_scenario_runs_the_detection_app(default_world) -> None:
     lines = [json.loads(line) for line in resp.text.splitlines()]
     assert len(lines) == 5 and all(set(line) == {"timestamp", "level", "message"} for line in lines)
     assert all(line["message"].startswith("frame ") for line in lines)
-    camera = twin.world.cameras["cam-01"]
+    camera = cameras_of(twin.world)["cam-01"]
     assert camera.ai.subscriptions["object-detector"].model_id == "yolov8n"
     assert any(
         covered("app/object-detector/detections", [t])

@@ -16,6 +16,7 @@ import pytest
 
 from tests.conftest import _client, gateway_token
 from twin.camera.video.backend import MEDIA_KIND
+from twin.camera.wing import cameras_of
 from twin.serve import build
 from twin.settings import Settings
 
@@ -312,7 +313,7 @@ async def test_peripheral_settings_and_the_iris_target_survive_a_restart(durable
             after = await read_all(gw, auth, DEVICE)
             gpio = (await read_all(gw, auth, ("/device/gpio/22",)))[0]
             lens = (await read_all(gw, auth, ("/device/lens/status",)))[0]
-        camera = twin.world.cameras["cam-01"]
+        camera = cameras_of(twin.world)["cam-01"]
         assert camera.peripherals.rs485 == {"baudrate": 19200, "config": "7E1", "loopback": False}
         assert 4 in camera.peripherals.presets
     finally:

@@ -23,6 +23,7 @@ import pytest
 from tests.api.gateway.test_apps import MANIFEST, install, while_time_runs
 from tests.conftest import SCENARIOS, _client
 from twin.camera.platform_state import PLATFORM_KIND
+from twin.camera.wing import cameras_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -255,7 +256,7 @@ async def test_a_reboot_loads_the_models_whose_desired_state_is_loaded_again(dur
         await c.call("POST", "/ai/models/person/load")
         await c.call("POST", "/system/restart")
         c.twin.clock.advance(5)
-        camera = c.twin.world.cameras["cam-01"]
+        camera = cameras_of(c.twin.world)["cam-01"]
         assert not camera.powered and camera.ai.get("person").status == "uploaded"
         assert camera.ai.get("person").desired_state == "loaded"  # the accelerator forgot it, not the table
         c.twin.clock.advance(60)

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import SCENARIOS, gateway_token
+from twin.camera.wing import cameras_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -131,9 +132,9 @@ async def test_escape_attempts_are_refused_and_the_host_is_untouched(
 ) -> None:
     (tmp_path / "canary.txt").write_bytes(b"host file")
     host_before = _tree(tmp_path)
-    fs_before = twin.world.cameras["cam-01"].fs.state()
+    fs_before = cameras_of(twin.world)["cam-01"].fs.state()
     await _attempts(gateway, auth, "/data/aipc/README.txt")  # warm up: lazy imports happen now
-    fs_before = twin.world.cameras["cam-01"].fs.state()
+    fs_before = cameras_of(twin.world)["cam-01"].fs.state()
     with HostWatch() as host_events:
         for path in escapes(tmp_path):
             for resp in await _attempts(gateway, auth, path):
@@ -145,7 +146,7 @@ async def test_escape_attempts_are_refused_and_the_host_is_untouched(
             assert deleted.status_code == 500 and deleted.json()["code"] == 4003
     assert host_events == []
     assert _tree(tmp_path) == host_before
-    assert twin.world.cameras["cam-01"].fs.state() == fs_before
+    assert cameras_of(twin.world)["cam-01"].fs.state() == fs_before
 
 
 async def test_a_host_path_names_only_a_virtual_file(
@@ -169,7 +170,7 @@ async def test_a_host_path_names_only_a_virtual_file(
     assert wrote.status_code == 200 and deleted.status_code == 200
     assert host_events == []
     assert host_file.read_bytes() == b"host file"
-    assert not twin.world.cameras["cam-01"].fs.exists(path)
+    assert not cameras_of(twin.world)["cam-01"].fs.exists(path)
 
 
 async def test_the_denial_body_is_the_devices(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
@@ -200,7 +201,7 @@ async def test_writes_stay_in_the_virtual_fs(
     assert up.json()["data"] == {"path": "/tmp/evil", "size": 20}  # the name is reduced to its base
     assert host_events == []
     assert not Path(probe).exists() and not Path("/tmp/evil").exists()
-    assert twin.world.cameras["cam-01"].fs.read(probe) == b"hi"
+    assert cameras_of(twin.world)["cam-01"].fs.read(probe) == b"hi"
 
 
 async def test_list_read_write_rename_delete(gateway: httpx.AsyncClient, auth: dict[str, str]) -> None:
@@ -244,7 +245,7 @@ async def test_list_read_write_rename_delete(gateway: httpx.AsyncClient, auth: d
 async def test_upload_moves_partition_usage_and_full_disk_is_507(
     twin: Twin, gateway: httpx.AsyncClient, auth: dict[str, str]
 ) -> None:
-    data = twin.world.cameras["cam-01"].storage.partition("data")
+    data = cameras_of(twin.world)["cam-01"].storage.partition("data")
     before = data.used
     up = await gateway.post(
         "/api/v1/files/upload",
@@ -405,11 +406,11 @@ async def test_files_written_by_clients_survive_a_restart_with_a_state_dir(tmp_p
             "/api/v1/files/content", json={"path": "/tmp/gone.txt", "content": "x"}, headers=auth
         )
         await gateway.delete("/api/v1/files", params={"path": "/tmp/gone.txt"}, headers=auth)
-    used = first.world.cameras["cam-01"].storage.partition("data").used
+    used = cameras_of(first.world)["cam-01"].storage.partition("data").used
     first.world.store.close()
 
     second = build(settings)
-    camera = second.world.cameras["cam-01"]
+    camera = cameras_of(second.world)["cam-01"]
     assert camera.fs.read("/data/aipc/keep/a.txt") == b"A"
     assert camera.fs.read("/data/aipc/keep/b.bin") == b"\x00\x01"
     assert camera.fs.exists("/data/aipc/keep/sub")

@@ -15,6 +15,7 @@ from hardware.ports.media import MediaFrame
 from tests.sockets import socket_settings
 from tests.twin.camera.test_video import decode
 from twin.camera.video import stream as video_stream
+from twin.camera.wing import cameras_of
 from twin.serve import build, start, stop
 
 pytestmark = pytest.mark.socket
@@ -129,7 +130,7 @@ async def test_a_stream_that_cannot_start_says_so_after_the_upgrade(gateway) -> 
         assert await ws.recv() == '{"error": "Failed to start stream"}'
         with pytest.raises(ConnectionClosed):
             await ws.recv()
-    twin.world.cameras["cam-01"].ai.stop_camera_service()
+    cameras_of(twin.world)["cam-01"].ai.stop_camera_service()
     async with connect(url.replace("/sub?", "/main?")) as ws:
         assert "Failed to start stream" in await ws.recv()
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:

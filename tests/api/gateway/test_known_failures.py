@@ -13,6 +13,7 @@ from tests.api.gateway.test_apps import MANIFEST, install, while_time_runs
 from tests.conftest import gateway_token
 from twin.camera.camera import Camera
 from twin.camera.storage import DATA, ROOT
+from twin.camera.wing import cameras_of
 from twin.serve import Twin
 
 START = "/api/v1/apps/people-counter/start"
@@ -26,7 +27,7 @@ async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
 
 @pytest.fixture
 def camera(twin: Twin) -> Camera:
-    return twin.world.cameras["cam-01"]
+    return cameras_of(twin.world)["cam-01"]
 
 
 async def app_logs(gateway: httpx.AsyncClient, auth: dict[str, str]) -> list[dict]:

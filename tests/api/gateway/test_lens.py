@@ -8,6 +8,7 @@ import pytest
 
 from tests.conftest import gateway_token
 from twin.camera.lens import FOCUS_SPEED, ZOOM_STEPS, Lens
+from twin.camera.wing import cameras_of
 from twin.serve import Twin
 
 LENS = "/api/v1/device/lens"
@@ -19,7 +20,7 @@ async def auth(gateway: httpx.AsyncClient) -> dict[str, str]:
 
 
 def lens(twin: Twin) -> Lens:
-    return twin.world.cameras["cam-01"].lens
+    return cameras_of(twin.world)["cam-01"].lens
 
 
 async def status(gateway: httpx.AsyncClient, auth: dict[str, str], path: str = "/status") -> dict:

@@ -17,6 +17,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from tests.conftest import gateway_token
 from tests.sockets import socket_settings
 from twin.camera.power import RESTART_DELAY_S
+from twin.camera.wing import cameras_of
 from twin.serve import Twin, build, start, stop
 
 SERVICES = [
@@ -145,7 +146,7 @@ async def test_ssh_config_status_and_logs(
     assert empty.json()["error"]["detail"] == "No supported SSH configuration fields were provided"
     config = (await gateway.get("/api/v1/ssh/config", headers=auth)).json()["data"]["config"]
     assert config["Port"] == "2222" and config["PermitRootLogin"] == "prohibit-password"
-    assert b"Port 2222\n" in twin.world.cameras["cam-01"].fs.read("/etc/ssh/sshd_config")
+    assert b"Port 2222\n" in cameras_of(twin.world)["cam-01"].fs.read("/etc/ssh/sshd_config")
     assert (await gateway.get("/api/v1/ssh/status", headers=auth)).json()["data"] == {"status": "active"}
     logs = (await gateway.get("/api/v1/ssh/logs", headers=auth)).json()["data"]["logs"]
     assert logs[-1].endswith("Server listening on 0.0.0.0 port 2222.")
@@ -232,8 +233,8 @@ async def test_log_stream_sends_new_lines_and_ends_on_reboot(device) -> None:
     twin, ws_base, token, http = device
     url = f"{ws_base}/api/v1/logs/stream/ws?type=service&target=platform-api&token={token}"
     async with connect(url) as ws:
-        twin.world.cameras["cam-01"].logs.write("platform-api", "first line")
-        twin.world.cameras["cam-01"].logs.write("sshd", "not for this stream")
+        cameras_of(twin.world)["cam-01"].logs.write("platform-api", "first line")
+        cameras_of(twin.world)["cam-01"].logs.write("sshd", "not for this stream")
         twin.clock.advance(0.001)
         assert (await asyncio.wait_for(ws.recv(), 5)).endswith("platform-api[102]: first line")
         await http.post("/api/v1/system/restart", headers={"Authorization": f"Bearer {token}"})
@@ -307,8 +308,8 @@ async def test_terminal_login_and_a_shell_over_the_virtual_fs(device, tmp_path: 
         assert "logout" in await read_until(ws, "logout")
         with pytest.raises(ConnectionClosed):
             await asyncio.wait_for(ws.recv(), 5)
-    assert twin.world.cameras["cam-01"].fs.read("/tmp/from-shell.txt") == b"written by the shell\n"
-    assert twin.world.cameras["cam-01"].fs.exists("/etc/passwd")
+    assert cameras_of(twin.world)["cam-01"].fs.read("/tmp/from-shell.txt") == b"written by the shell\n"
+    assert cameras_of(twin.world)["cam-01"].fs.exists("/etc/passwd")
     assert not Path("/tmp/from-shell.txt").exists()
     read = await http.get(
         "/api/v1/files/content", params={"path": "/tmp/from-shell.txt"}, headers={"Authorization": token}
@@ -344,7 +345,7 @@ async def test_a_reboot_ends_the_terminal_session(device) -> None:
         await read_until(ws, "Password: ")
         await type_line(ws, "password")
         await read_until(ws, "# ")
-        twin.world.cameras["cam-01"].restart()
+        cameras_of(twin.world)["cam-01"].restart()
         twin.clock.advance(RESTART_DELAY_S + 1.5)
         with pytest.raises(ConnectionClosed):
             while True:

@@ -14,6 +14,7 @@ import pytest
 from tests.api.gateway.test_apps import install, while_time_runs
 from tests.conftest import gateway_token
 from tests.sockets import socket_settings
+from twin.camera.wing import cameras_of
 from twin.serve import Twin, build, start, stop
 
 
@@ -54,7 +55,7 @@ async def test_disk_reports_the_partitions(
     assert root["mountpoint"] == "/" and root["is_system"] and root["is_protected"]
     assert 3.2e9 < root["total"] < 3.4e9 and root["free"] == root["total"] - root["used"]
     assert data["mountpoint"] == "/data" and data["fstype"] == "ext4" and not data["is_removable"]
-    twin.world.cameras["cam-01"].storage.charge("data", "recordings", 1_000_000_000)
+    cameras_of(twin.world)["cam-01"].storage.charge("data", "recordings", 1_000_000_000)
     after = (await get(gateway, auth, "/api/v1/monitor/disk"))["partitions"][1]
     assert after["used"] == data["used"] + 1_000_000_000
 

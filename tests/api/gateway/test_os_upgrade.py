@@ -12,6 +12,7 @@ from tests.conftest import gateway_token
 from tests.twin.camera.test_ota import swu
 from twin.camera import os_upgrade as osu
 from twin.camera.power import BOOT_S, RESTART_DELAY_S
+from twin.camera.wing import cameras_of
 from twin.serve import Twin
 
 BASE = "/api/v1/system/os-upgrade"
@@ -86,7 +87,7 @@ async def test_happy_path_with_the_public_status_throughout(
 async def test_failure_at_upload_validate_install_and_verify(
     twin: Twin, gateway: httpx.AsyncClient, auth: dict[str, str]
 ) -> None:
-    machine = twin.world.cameras["cam-01"].os_upgrade
+    machine = cameras_of(twin.world)["cam-01"].os_upgrade
     machine.fail_at("upload", "disk write error")
     failed = await upload(gateway, auth)
     assert failed.status_code == 500 and failed.json()["code"] == 3002
@@ -128,7 +129,7 @@ async def test_power_loss_while_installing(
     await gateway.post(BASE + "/validate", json={}, headers=auth)
     await gateway.post(BASE + "/install", json={}, headers=auth)
     twin.clock.advance(20)
-    twin.world.cameras["cam-01"].os_upgrade.power_loss()
+    cameras_of(twin.world)["cam-01"].os_upgrade.power_loss()
     twin.clock.advance(1)
     s = await status(gateway)
     assert s["status"] == "failed" and s["error"] == "power lost while installing"
@@ -139,7 +140,7 @@ async def test_power_loss_while_installing(
 async def test_state_rules_and_package_deletion(
     twin: Twin, gateway: httpx.AsyncClient, auth: dict[str, str]
 ) -> None:
-    data = twin.world.cameras["cam-01"].storage.partition("data")
+    data = cameras_of(twin.world)["cam-01"].storage.partition("data")
     before = data.used
     job = (await upload(gateway, auth)).json()["data"]
     assert data.used == before + job["file_size"]
@@ -167,7 +168,7 @@ async def test_upload_refusals(twin: Twin, gateway: httpx.AsyncClient, auth: dic
     assert mismatch.status_code == 400
     wrong_field = await upload(gateway, auth, field="file")
     assert wrong_field.status_code == 400
-    data = twin.world.cameras["cam-01"].storage.partition("data")
+    data = cameras_of(twin.world)["cam-01"].storage.partition("data")
     data.charge("filler", data.free - 1024**3)  # less than package + 2 GiB left
     full = await upload(gateway, auth)
     assert full.status_code == 507 and full.json()["code"] == 8003

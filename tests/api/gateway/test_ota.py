@@ -9,12 +9,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.api.gateway.test_reboot import refused
 from tests.conftest import gateway_token
 from tests.sockets import socket_settings, until
-from tests.api.gateway.test_reboot import refused
 from tests.twin.camera.test_ota import firmware
 from twin.camera import ota as ota_module
 from twin.camera.power import BOOT_S
+from twin.camera.wing import cameras_of
 from twin.serve import Twin, build, start, stop
 
 STATUS = "/api/v1/system/ota/status"
@@ -83,7 +84,7 @@ async def test_happy_path_polled_without_a_token_through_the_reboot(
 async def test_a_failure_at_each_stage(
     twin: Twin, gateway: httpx.AsyncClient, auth: dict[str, str], stage: str
 ) -> None:
-    twin.world.cameras["cam-01"].ota.fail_at(stage, f"{stage} broke")
+    cameras_of(twin.world)["cam-01"].ota.fail_at(stage, f"{stage} broke")
     assert (await install(gateway, auth)).status_code == 200
     twin.clock.advance(50)
     s = await status(gateway)
@@ -181,7 +182,7 @@ async def test_power_loss_mid_install_reported_after_boot(
 ) -> None:
     await install(gateway, auth)
     twin.clock.advance(20)
-    twin.world.cameras["cam-01"].ota.power_loss()
+    cameras_of(twin.world)["cam-01"].ota.power_loss()
     twin.clock.advance(BOOT_S + 1)
     s = await status(gateway)
     assert s["status"] == "failed" and s["error"] == "interrupted: power lost during deploy"

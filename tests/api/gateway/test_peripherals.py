@@ -11,6 +11,7 @@ import pytest
 
 from hardware.ports.events import EventKind
 from tests.conftest import gateway_token
+from twin.camera.wing import cameras_of
 from twin.serve import Twin
 
 DEV = "/api/v1/device"
@@ -70,7 +71,7 @@ async def test_day_night_switches_with_the_world_clock(gateway, auth, twin: Twin
     sub = twin.world.bus.subscribe([EventKind.CAMERA_DAY_NIGHT])
     twin.clock.advance(10 * 3600)  # 00:00 -> 10:00 UTC
     assert events(sub, EventKind.CAMERA_DAY_NIGHT) == [{"mode": "day"}]
-    assert twin.world.cameras["cam-01"].peripherals.night() is False
+    assert cameras_of(twin.world)["cam-01"].peripherals.night() is False
     s = await data(await gateway.get(DEV + "/status", headers=auth))
     assert s["light_sensor"] > 500
 
@@ -161,7 +162,7 @@ async def test_radar_alarm_outputs_and_wiegand_events(gateway, auth, twin: Twin)
     await gateway.post(DEV + "/radar", json={"enable": True}, headers=auth)
     radar = await data(await gateway.get(DEV + "/radar", headers=auth))
     assert radar == {"success": True, "enabled": True, "message": "OK"}
-    targets = twin.world.cameras["cam-01"].peripherals.radar_targets()
+    targets = cameras_of(twin.world)["cam-01"].peripherals.radar_targets()
     assert len(targets) == 4 and all(2 <= t["range_m"] <= 42 for t in targets)
 
     await gateway.post(DEV + "/alarm-out", json={"channel": 1, "enable": True}, headers=auth)

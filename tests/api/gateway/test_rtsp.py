@@ -27,6 +27,7 @@ from tests.sockets import socket_settings, until
 from tests.twin.camera.test_video import decode as pictures
 from twin.camera.video import stream as video_stream
 from twin.camera.video.encoder import to_avcc
+from twin.camera.wing import cameras_of
 from twin.serve import build, start, stop
 from twin.settings import Settings
 
@@ -257,7 +258,7 @@ async def test_rtsp_and_streams_follow_the_media_configuration(camera) -> None:
     (await Client.open(server.url("main"))).close()
     assert (await http.get("/api/v1/media/config")).json()["data"]["rtsp"]["port"] == port
 
-    twin.world.cameras["cam-01"].restart(delay=0)
+    cameras_of(twin.world)["cam-01"].restart(delay=0)
     twin.clock.advance(0.1)
     await until(lambda: not server.serving)
     twin.clock.advance(60)

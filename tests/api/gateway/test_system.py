@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import _client, gateway_token
 from twin.camera.power import BOOT_S, RESTART_DELAY_S
+from twin.camera.wing import cameras_of
 from twin.serve import Twin, build
 from twin.settings import Settings
 
@@ -237,7 +238,7 @@ async def test_restart_drops_sessions_and_reboots(twin: Twin, gateway: httpx.Asy
     boot_id = (await gateway.get("/api/v1/system/ota/status")).json()["data"]["current_boot_id"]
     resp = await gateway.post("/api/v1/system/restart", headers=auth)
     assert resp.json() == {"code": 0, "message": "Success", "data": {"message": "System reboot initiated"}}
-    camera = twin.world.cameras["cam-01"]
+    camera = cameras_of(twin.world)["cam-01"]
     assert camera.powered
     twin.clock.advance(RESTART_DELAY_S)
     assert not camera.powered and not twin.gateways["cam-01"].system.reachable()
@@ -254,12 +255,12 @@ async def test_restart_drops_sessions_and_reboots(twin: Twin, gateway: httpx.Asy
 
 
 async def test_restart_survives_snapshot_restore(twin: Twin) -> None:
-    camera = twin.world.cameras["cam-01"]
+    camera = cameras_of(twin.world)["cam-01"]
     camera.restart()
     twin.clock.advance(RESTART_DELAY_S + 1)
     snap = twin.world.snapshot()
     twin.world.restore(snap)
-    restored = twin.world.cameras["cam-01"]
+    restored = cameras_of(twin.world)["cam-01"]
     assert not restored.powered
     twin.clock.advance(BOOT_S)
     assert restored.powered and restored.boot_count == 1
@@ -300,7 +301,7 @@ async def test_the_time_area_survives_a_restart_with_a_state_dir(settings: Setti
         saved = {"timezone": "Europe/Paris", "time_format": "12h", "sync_mode": "ntp", "ntp_interval": 900}
         await gateway.put("/api/v1/system/time/config", json=saved, headers=auth)
         config = (await gateway.get("/api/v1/system/time/config", headers=auth)).json()["data"]
-    assert again.world.cameras["cam-02"].clock.timezone == "UTC"
+    assert cameras_of(again.world)["cam-02"].clock.timezone == "UTC"
     again.world.store.close()
 
     third = build(durable)
@@ -314,7 +315,7 @@ async def test_the_time_area_survives_a_restart_with_a_state_dir(settings: Setti
         "ntp.example",
     )
     third.world.store.close()
-    assert build(settings).world.cameras["cam-01"].clock.timezone == "UTC"  # no state dir, no memory
+    assert build(settings).cameras_of(world)["cam-01"].clock.timezone == "UTC"  # no state dir, no memory
 
 
 async def test_device_name_settings_and_network_survive_a_restart_with_a_state_dir(
@@ -370,9 +371,9 @@ async def test_device_name_settings_and_network_survive_a_restart_with_a_state_d
         ]
         again.clock.advance(86400 + 60)
         cleared = await gateway.request("DELETE", "/api/v1/event-logs", json={"days": 1}, headers=auth)
-        assert cleared.json()["data"]["days"] == 1 and not again.world.cameras["cam-01"].admin.logs
+        assert cleared.json()["data"]["days"] == 1 and not cameras_of(again.world)["cam-01"].admin.logs
     again.world.store.close()
     third = build(durable)
-    logs = third.world.cameras["cam-01"].admin.logs
+    logs = cameras_of(third.world)["cam-01"].admin.logs
     assert [e["event_type"] for e in logs] == ["system.boot"]  # what was cleared stays gone
     third.world.store.close()

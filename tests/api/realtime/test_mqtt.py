@@ -17,6 +17,7 @@ from hardware.ports.events import EventKind
 from tests.api.automation.test_events_sse import SseReader
 from tests.api.automation.test_events_ws import events_until, recv_json
 from tests.sockets import socket_settings, until
+from twin.sensors import sensors_of
 from twin.serve import Running, Twin, build, start, stop
 
 pytestmark = pytest.mark.socket
@@ -77,7 +78,7 @@ async def running(tmp_path: Path) -> AsyncIterator[tuple[Twin, Running, str]]:
 
 async def test_sensors_publish_uplinks_and_obey_commands_on_their_downlink(running) -> None:
     twin, up, _ = running
-    results = twin.automation.subscribe(frozenset({EventKind.DEVICE_COMMAND_RESULT}))
+    results = twin.automation.bus.subscribe(frozenset({EventKind.DEVICE_COMMAND_RESULT}))
     client = Paho(up.broker.port, "qa-client")
     try:
         await client.subscribe("device/+/+/uplink", 0)
@@ -85,7 +86,7 @@ async def test_sensors_publish_uplinks_and_obey_commands_on_their_downlink(runni
         messages = [await client.next() for _ in range(6)]
         assert {t for t, _ in messages} == {f"device/env_sensor/env_sensor-000{i}/uplink" for i in (1, 2, 3)}
         assert {b["timestamp"] for _, b in messages} == {1767225600, 1767225610}
-        fleet = twin.world.sensor_of["env_sensor-0002"]
+        fleet = sensors_of(twin.world).by_device["env_sensor-0002"]
         last = next(b for t, b in reversed(messages) if "env_sensor-0002" in t)
         assert {k: v for k, v in last.items() if k != "timestamp"} == fleet.values_of("env_sensor-0002", 10.0)
 
@@ -118,7 +119,7 @@ async def test_sensors_publish_uplinks_and_obey_commands_on_their_downlink(runni
 
 async def test_a_real_device_uplink_makes_a_draft_then_feeds_its_device(running) -> None:
     twin, up, token = running
-    metrics = twin.automation.subscribe(frozenset({EventKind.DEVICE_METRIC}))
+    metrics = twin.automation.bus.subscribe(frozenset({EventKind.DEVICE_METRIC}))
     device = Paho(up.broker.port, "field-unit")
     auth = {"Authorization": f"Bearer {token}"}
     try:

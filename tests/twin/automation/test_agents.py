@@ -11,9 +11,12 @@ from hardware.ports.types import ClockMode
 from twin.automation.agent_runs import call_tool
 from twin.automation.chat_models import ToolCall
 from twin.automation.crontab import CronExpression
+from twin.automation.server import automation_of
 from twin.clock import SimClock
 from twin.fleet import WorldConfig
+from twin.sensors import sensors_of
 from twin.store import Store
+from twin.wings import KINDS
 from twin.world import World
 
 HOUR = 3600
@@ -37,33 +40,33 @@ def clock(world: World) -> SimClock:
 
 
 def test_a_ten_minute_schedule_runs_six_times_in_one_simulated_hour(world: World, clock: SimClock) -> None:
-    agent = world.agents.create_agent(spec())
+    agent = automation_of(world).agents.create_agent(spec())
     clock.advance(HOUR)
-    runs = world.agents.executions(agent.id)
+    runs = automation_of(world).agents.executions(agent.id)
     assert len(runs) == 6
     assert [r.timestamp - world.epoch for r in reversed(runs)] == [600, 1200, 1800, 2400, 3000, 3600]
     assert {r.status for r in runs} == {"completed"} and {r.trigger_type for r in runs} == {"schedule"}
-    stats = world.agents.get_agent(agent.id).stats
+    stats = automation_of(world).agents.get_agent(agent.id).stats
     assert (stats.total_executions, stats.successful_executions, stats.failed_executions) == (6, 6, 0)
 
 
 def test_a_paused_agent_does_not_run_and_resumes_on_activation(world: World, clock: SimClock) -> None:
-    agent = world.agents.create_agent(spec())
+    agent = automation_of(world).agents.create_agent(spec())
     clock.advance(601)
-    world.agents.set_status(agent.id, "paused")
+    automation_of(world).agents.set_status(agent.id, "paused")
     clock.advance(HOUR)
-    assert len(world.agents.executions(agent.id)) == 1
-    world.agents.set_status(agent.id, "active")
+    assert len(automation_of(world).agents.executions(agent.id)) == 1
+    automation_of(world).agents.set_status(agent.id, "active")
     clock.advance(600)
-    assert len(world.agents.executions(agent.id)) == 2
+    assert len(automation_of(world).agents.executions(agent.id)) == 2
     with pytest.raises(InvalidInput):
-        world.agents.set_status(agent.id, "Active")
+        automation_of(world).agents.set_status(agent.id, "Active")
 
 
 def test_cron_schedule_fires_on_the_quarter_hours(world: World, clock: SimClock) -> None:
-    agent = world.agents.create_agent(spec(Schedule("cron", cron_expression="*/15 * * * *")))
+    agent = automation_of(world).agents.create_agent(spec(Schedule("cron", cron_expression="*/15 * * * *")))
     clock.advance(HOUR)
-    stamps = sorted(r.timestamp for r in world.agents.executions(agent.id))
+    stamps = sorted(r.timestamp for r in automation_of(world).agents.executions(agent.id))
     assert len(stamps) == 4 and all(t % 900 == 0 for t in stamps)
 
 
@@ -83,11 +86,11 @@ def test_cron_expressions_parse_and_refuse() -> None:
 def test_the_simulated_model_reads_bound_devices_and_sends_named_commands(
     world: World, clock: SimClock
 ) -> None:
-    device = min(world.sensor_of)
-    agent = world.agents.create_agent(
+    device = min(sensors_of(world).by_device)
+    agent = automation_of(world).agents.create_agent(
         spec(prompt="Check the room and identify the sensor", resources=bound(device, "identify"))
     )
-    run = world.agents.execute(agent.id)
+    run = automation_of(world).agents.execute(agent.id)
     assert run.status == "completed" and run.trigger_type == "manual"
     assert run.decision_process["data_collected"][0]["data"]["device_id"] == device
     actions = run.result["actions_executed"]
@@ -105,9 +108,9 @@ def test_the_simulated_model_reads_bound_devices_and_sends_named_commands(
 
 
 def test_a_focused_agent_may_only_send_its_bound_commands(world: World) -> None:
-    device = min(world.sensor_of)
-    agent = world.agents.create_agent(spec(resources=bound(device), execution_mode=None))
-    doc = world.agents.docs.get(agent.id)
+    device = min(sensors_of(world).by_device)
+    agent = automation_of(world).agents.create_agent(spec(resources=bound(device), execution_mode=None))
+    doc = automation_of(world).agents.docs.get(agent.id)
     refused = call_tool(
         world, doc, ToolCall("send_device_command", {"device_id": device, "command": "reboot"})
     )
@@ -116,11 +119,11 @@ def test_a_focused_agent_may_only_send_its_bound_commands(world: World) -> None:
 
 def test_executions_are_deterministic_for_a_seed(world_config: WorldConfig) -> None:
     def history() -> list[tuple]:
-        w = World(world_config)
-        agent = w.agents.create_agent(spec(resources=bound(min(w.sensor_of)), execution_mode="focused"))
+        w = World(world_config, kinds=KINDS)
+        agent = automation_of(w).agents.create_agent(spec(resources=bound(min(sensors_of(w).by_device)), execution_mode="focused"))
         SimClock(w, mode=ClockMode.STEP).advance(HOUR)
         return [
-            (r.id, r.duration_ms, r.decision_process["conclusion"]) for r in w.agents.executions(agent.id)
+            (r.id, r.duration_ms, r.decision_process["conclusion"]) for r in automation_of(w).agents.executions(agent.id)
         ]
 
     first = history()
@@ -128,32 +131,32 @@ def test_executions_are_deterministic_for_a_seed(world_config: WorldConfig) -> N
 
 
 def test_event_schedule_runs_once_per_second_with_matching_events(world: World, clock: SimClock) -> None:
-    agent = world.agents.create_agent(spec(Schedule("event", event_filter="camera.detections")))
+    agent = automation_of(world).agents.create_agent(spec(Schedule("event", event_filter="camera.detections")))
     clock.advance(5)
-    assert world.agents.executions(agent.id) == []
+    assert automation_of(world).agents.executions(agent.id) == []
     world.emit(EventKind.CAMERA_DETECTIONS, "cam-01", count=2)
     world.emit(EventKind.CAMERA_DETECTIONS, "cam-01", count=3)
     clock.advance(2)
-    runs = world.agents.executions(agent.id)
+    runs = automation_of(world).agents.executions(agent.id)
     assert len(runs) == 1 and runs[0].trigger_type == "event"
 
 
 def test_rules_trigger_active_agents_only(world: World) -> None:
-    agent = world.agents.create_agent(spec())
-    run = world.agents.trigger(agent.id, {"value": 31.5})
+    agent = automation_of(world).agents.create_agent(spec())
+    run = automation_of(world).agents.trigger(agent.id, {"value": 31.5})
     assert run is not None and run.trigger_type == "rule"
-    world.agents.set_status(agent.id, "paused")
-    assert world.agents.trigger(agent.id) is None
-    assert world.agents.trigger("no-such-agent") is None
+    automation_of(world).agents.set_status(agent.id, "paused")
+    assert automation_of(world).agents.trigger(agent.id) is None
+    assert automation_of(world).agents.trigger("no-such-agent") is None
 
 
 def test_schedules_survive_a_restart_on_the_same_store(world_config: WorldConfig) -> None:
     store = Store()
-    first = World(world_config, store=store)
-    agent = first.agents.create_agent(spec())
-    second = World(world_config, store=store)
+    first = World(world_config, store=store, kinds=KINDS)
+    agent = automation_of(first).agents.create_agent(spec())
+    second = World(world_config, store=store, kinds=KINDS)
     SimClock(second, mode=ClockMode.STEP).advance(600)
-    assert len(second.agents.executions(agent.id)) == 1
+    assert len(automation_of(second).agents.executions(agent.id)) == 1
 
 
 @pytest.mark.parametrize(
@@ -175,27 +178,27 @@ def test_create_refuses_like_the_vendor(world: World, changes: dict, resource: s
     import dataclasses
 
     with pytest.raises(InvalidInput) as info:
-        world.agents.create_agent(dataclasses.replace(spec(), **changes))
+        automation_of(world).agents.create_agent(dataclasses.replace(spec(), **changes))
     assert info.value.resource == resource
 
 
 def test_unknown_agents_and_executions(world: World) -> None:
     with pytest.raises(NotFound):
-        world.agents.get_agent("nope")
-    agent = world.agents.create_agent(spec())
+        automation_of(world).agents.get_agent("nope")
+    agent = automation_of(world).agents.create_agent(spec())
     with pytest.raises(NotFound):
-        world.agents.get_execution(agent.id, "nope")
-    world.agents.delete_agent(agent.id)
+        automation_of(world).agents.get_execution(agent.id, "nope")
+    automation_of(world).agents.delete_agent(agent.id)
     with pytest.raises(NotFound):
-        world.agents.executions(agent.id)
+        automation_of(world).agents.executions(agent.id)
 
 
 def test_a_restored_world_keeps_the_schedule_phase(world: World, clock: SimClock) -> None:
-    agent = world.agents.create_agent(spec())
+    agent = automation_of(world).agents.create_agent(spec())
     clock.advance(900)
     snap = world.snapshot()
     world.restore(snap)
     clock.rebased()
     clock.advance(300)
-    stamps = [r.timestamp - world.epoch for r in world.agents.executions(agent.id)]
+    stamps = [r.timestamp - world.epoch for r in automation_of(world).agents.executions(agent.id)]
     assert stamps == [1200, 600]

@@ -17,6 +17,7 @@ from tests.sockets import until
 from twin.automation import delivery, transports
 from twin.automation.circuit import COOL_DOWN_S, FAILURES_TO_OPEN, JITTER, Circuit
 from twin.automation.delivery import Outbox, RetryPolicy, run_worker
+from twin.automation.server import automation_of
 from twin.automation.transports import Link
 from twin.serve import Twin
 
@@ -39,7 +40,7 @@ def stats(outbox: Outbox, owner: str = "p1"):
 
 def open_circuit(twin: Twin, seen: list | None = None) -> Outbox:
     """Owner p1 with FAILURES_TO_OPEN jobs that each failed once: its circuit is open."""
-    outbox = twin.world.outbox
+    outbox = automation_of(twin.world).outbox
     if seen is not None:
         outbox.register("probe", lambda job, result, final: seen.append((job["id"], result, final)))
     enqueue(outbox, FAILURES_TO_OPEN)
@@ -49,7 +50,7 @@ def open_circuit(twin: Twin, seen: list | None = None) -> Outbox:
 
 
 def test_the_circuit_opens_after_consecutive_failures_and_due_jobs_wait(twin: Twin) -> None:
-    outbox = twin.world.outbox
+    outbox = automation_of(twin.world).outbox
     enqueue(outbox, FAILURES_TO_OPEN - 1)
     for job in outbox.take():
         outbox.report(job, FAIL)
@@ -67,7 +68,7 @@ def test_the_circuit_opens_after_consecutive_failures_and_due_jobs_wait(twin: Tw
 
 
 def test_a_success_resets_the_count(twin: Twin) -> None:
-    outbox = twin.world.outbox
+    outbox = automation_of(twin.world).outbox
     enqueue(outbox, FAILURES_TO_OPEN)
     jobs = outbox.take()
     for job in jobs[:-1]:
@@ -156,7 +157,7 @@ def clients(monkeypatch: pytest.MonkeyPatch) -> list[CountingClient]:
 
 
 async def test_one_pooled_client_per_owner_across_attempts(twin: Twin, clients: list) -> None:
-    outbox = twin.world.outbox
+    outbox = automation_of(twin.world).outbox
     dead = f"http://127.0.0.1:{closed_port()}/x"
     async with HttpReceiver() as hook:
         for _ in range(3):
@@ -176,8 +177,8 @@ async def test_one_pooled_client_per_owner_across_attempts(twin: Twin, clients: 
 
 
 async def test_the_worker_closes_every_link_when_it_stops(twin: Twin, clients: list) -> None:
-    outbox = twin.world.outbox
-    worker = asyncio.create_task(run_worker(lambda: twin.world))
+    outbox = automation_of(twin.world).outbox
+    worker = asyncio.create_task(run_worker(lambda: automation_of(twin.world)))
     enqueue(outbox, 1, url=f"http://127.0.0.1:{closed_port()}/x")
     await until(lambda: stats(outbox).attempts == 1)
     assert len(clients) == 1 and not clients[0].is_closed
@@ -188,8 +189,8 @@ async def test_the_worker_closes_every_link_when_it_stops(twin: Twin, clients: l
 
 
 async def test_the_worker_leaves_a_rebuilt_world_alone(twin: Twin, clients: list) -> None:
-    old = twin.world.outbox
-    worker = asyncio.create_task(run_worker(lambda: twin.world))
+    old = automation_of(twin.world).outbox
+    worker = asyncio.create_task(run_worker(lambda: automation_of(twin.world)))
     try:
         enqueue(old, 1, url=f"http://127.0.0.1:{closed_port()}/x")
         await until(lambda: stats(old).attempts == 1)
@@ -198,7 +199,7 @@ async def test_the_worker_leaves_a_rebuilt_world_alone(twin: Twin, clients: list
         old.report({**job, "attempts": 1}, FAIL)  # an outcome arriving after the reset: not written
         assert len(twin.world.store.collection("outbox")) == 0
         await until(lambda: clients[0].is_closed)  # the worker closed the old world's links
-        assert twin.world.outbox is not old and twin.world.outbox.pending() == 0
+        assert automation_of(twin.world).outbox is not old and automation_of(twin.world).outbox.pending() == 0
     finally:
         worker.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -15,11 +15,13 @@ from tests.twin.camera.test_video import decode
 from twin.camera.video import stream as video_stream
 from twin.camera.video.config import PROFILES
 from twin.camera.video.scene import SCENES, Scene, scene_of
+from twin.camera.wing import cameras_of
 from twin.fleet import CameraSpec, WorldConfig
 from twin.scenario import ScenarioError
 from twin.scenario.model import parse_scenario
 from twin.serve import Twin, build
 from twin.settings import Settings
+from twin.wings import KINDS
 from twin.world import World
 
 MEDIA = "/api/v1/media"
@@ -50,7 +52,7 @@ def twin_of(tmp_path: Path, seed: int = 5, **cameras: object) -> Twin:
 
 
 def world_of(seed: int = 5, **cameras: object) -> World:
-    return World(WorldConfig(seed=seed, cameras=CameraSpec(count=2, **cameras)))  # type: ignore[arg-type]
+    return World(WorldConfig(seed=seed, cameras=CameraSpec(count=2, **cameras)), kinds=KINDS)  # type: ignore[arg-type]
 
 
 async def data(resp: httpx.Response) -> dict:
@@ -151,7 +153,7 @@ async def test_streams_run_at_the_profiles_size_and_rate(tmp_path: Path, monkeyp
 async def test_an_empty_scene_has_no_ground_truth_and_no_detections(tmp_path: Path) -> None:
     twin = twin_of(tmp_path, scene="empty")
     world = twin.world
-    camera = world.cameras["cam-01"]
+    camera = cameras_of(world)["cam-01"]
     media = twin.gateways["cam-01"].media
     sub = world.bus.subscribe([EventKind.CAMERA_DETECTIONS])
     transport = httpx.ASGITransport(app=twin.gateway_apps["cam-01"])
@@ -235,7 +237,7 @@ def test_same_seed_gives_the_same_boxes_and_every_consumer_sees_one_scene(tmp_pa
     expected = scene_of(twin.world, "cam-02").boxes(33.0)
     assert gateway.media._scene.boxes(33.0) == expected
     assert gateway.audio._scene.boxes(33.0) == expected
-    assert twin.world.cameras["cam-02"].peripherals.scene.boxes(33.0) == expected
+    assert cameras_of(twin.world)["cam-02"].peripherals.scene.boxes(33.0) == expected
     detected = {d.object_id for d in gateway.media.detections()}
     assert detected and detected <= {b.object_id for b in scene_of(twin.world, "cam-02").boxes(0.0)} | {-1}
 
@@ -284,7 +286,7 @@ async def test_camera_groups_each_boot_with_their_own_profile_and_scene(tmp_path
         "    - {count: 2, scene: crowd}\n"
     )
     twin = build(Settings(scenario=path, step=True))
-    assert list(twin.world.cameras) == ["cam-01", "cam-02", "cam-03"]
+    assert list(cameras_of(twin.world)) == ["cam-01", "cam-02", "cam-03"]
     assert scene_of(twin.world, "cam-01").boxes(10.0) == []
     crowd = [b.label for b in scene_of(twin.world, "cam-03").boxes(10.0)]
     assert crowd.count("person") == SCENES["crowd"]

@@ -14,7 +14,9 @@ from twin.camera import os_upgrade as osu
 from twin.camera import ota as ota_module
 from twin.camera.camera import Camera
 from twin.camera.power import BOOT_S, RESTART_DELAY_S
+from twin.camera.wing import cameras_of
 from twin.fleet import CameraSpec, WorldConfig
+from twin.wings import KINDS
 from twin.world import World
 
 
@@ -37,12 +39,12 @@ def swu(version: str = "1.5") -> bytes:
 
 @pytest.fixture
 def world() -> World:
-    return World(WorldConfig(seed=5, cameras=CameraSpec(1)))
+    return World(WorldConfig(seed=5, cameras=CameraSpec(1)), kinds=KINDS)
 
 
 @pytest.fixture
 def camera(world: World) -> Camera:
-    return world.cameras["cam-01"]
+    return cameras_of(world)["cam-01"]
 
 
 def run(world: World, seconds: float) -> None:
@@ -239,12 +241,12 @@ def test_os_upgrade_validation_rules(world: World, camera: Camera) -> None:
 
 
 def test_an_ota_in_flight_resumes_after_snapshot_and_restore(world: World) -> None:
-    camera = world.cameras["cam-01"]
+    camera = cameras_of(world)["cam-01"]
     camera.ota.install("fw.tar.gz", firmware("0.7.0"))
     run(world, 20)  # deploying, 8 s into its 30
     snap = world.snapshot()
     world.restore(snap)
-    restored = world.cameras["cam-01"]
+    restored = cameras_of(world)["cam-01"]
     s = restored.ota.report()
     assert (s.status, s.current_step, s.version) == ("deploying", "deploy", "0.7.0")
     run(world, 21)
@@ -262,7 +264,7 @@ def test_an_ota_in_flight_resumes_after_snapshot_and_restore(world: World) -> No
 def test_an_os_upgrade_in_flight_resumes_after_snapshot_and_restore(
     world: World, after_reboot: float, status: str
 ) -> None:
-    up = world.cameras["cam-01"].os_upgrade
+    up = cameras_of(world)["cam-01"].os_upgrade
     up.upload("os.swu", swu("1.7"), "")
     up.validate("", "", False)
     up.install("", "standard", "")
@@ -272,20 +274,20 @@ def test_an_os_upgrade_in_flight_resumes_after_snapshot_and_restore(
     before = up.report()
     assert before["status"] == status
     world.restore(world.snapshot())
-    restored = world.cameras["cam-01"].os_upgrade
+    restored = cameras_of(world)["cam-01"].os_upgrade
     assert restored.report()["status"] == before["status"]
     run(world, RESTART_DELAY_S + BOOT_S + osu.VERIFY_S + 5)
     assert restored.report()["status"] == "success" and restored.version == "1.7"
 
 
 def test_an_os_install_resumes_mid_way(world: World) -> None:
-    up = world.cameras["cam-01"].os_upgrade
+    up = cameras_of(world)["cam-01"].os_upgrade
     up.upload("os.swu", swu("1.7"), "")
     up.validate("", "", False)
     up.install("", "standard", "")
     run(world, osu.INSTALL_S / 2 + 1)
     world.restore(world.snapshot())
-    restored = world.cameras["cam-01"].os_upgrade
+    restored = cameras_of(world)["cam-01"].os_upgrade
     assert restored.report()["status"] == "installing" and restored.report()["progress"] == 50
     run(world, osu.INSTALL_S / 2)
     assert restored.report()["status"] == "awaiting_reboot"

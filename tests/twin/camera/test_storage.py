@@ -6,12 +6,13 @@ import pytest
 
 from hardware.ports.errors import StorageFull
 from twin.camera.storage import DATA, ROOT, Storage
+from twin.camera.wing import cameras_of
 from twin.world import World
 
 
 @pytest.fixture
 def storage(world: World) -> Storage:
-    return world.cameras["cam-01"].storage
+    return cameras_of(world)["cam-01"].storage
 
 
 def test_layout_matches_the_device(storage: Storage) -> None:

@@ -8,7 +8,9 @@ import pytest
 
 from hardware.ports.errors import Conflict, Forbidden, InvalidInput, NotFound, StorageFull
 from twin.camera.vfs import Confined, VirtualFS, mode_text, split
+from twin.camera.wing import cameras_of
 from twin.fleet import CameraSpec, WorldConfig
+from twin.wings import KINDS
 from twin.world import World
 
 
@@ -98,8 +100,8 @@ def test_confined_view_allows_paths_inside_the_roots(fs: VirtualFS) -> None:
 
 
 def test_bytes_are_charged_to_the_partition_of_the_path() -> None:
-    world = World(WorldConfig(seed=3, cameras=CameraSpec(1)))
-    camera = world.cameras["cam-01"]
+    world = World(WorldConfig(seed=3, cameras=CameraSpec(1)), kinds=KINDS)
+    camera = cameras_of(world)["cam-01"]
     data = camera.storage.partition("data")
     before = data.used
     camera.fs.write("/data/aipc/blob.bin", b"x" * 1000)
@@ -114,14 +116,14 @@ def test_bytes_are_charged_to_the_partition_of_the_path() -> None:
 
 
 def test_the_seeded_tree_and_its_snapshot_round_trip() -> None:
-    world = World(WorldConfig(seed=3, cameras=CameraSpec(1)))
-    camera = world.cameras["cam-01"]
+    world = World(WorldConfig(seed=3, cameras=CameraSpec(1)), kinds=KINDS)
+    camera = cameras_of(world)["cam-01"]
     assert camera.fs.read("/etc/hostname") == b"cam-01\n"
     assert camera.fs.stat("/data/aipc/models/yolov8n.hef").size == 9_437_184
     camera.fs.write("/tmp/note", b"kept")
     snap = world.snapshot()
     world.restore(snap)
-    assert world.cameras["cam-01"].fs.read("/tmp/note") == b"kept"
+    assert cameras_of(world)["cam-01"].fs.read("/tmp/note") == b"kept"
 
 
 def test_append_rotates_at_line_starts_and_charges_what_stays() -> None:
@@ -138,8 +140,8 @@ def test_append_rotates_at_line_starts_and_charges_what_stays() -> None:
 def test_random_paths_never_leave_the_roots() -> None:
     """Property check over generated paths: whatever ``check`` accepts lies inside a root, and so
     does where it leads once every link is followed."""
-    world = World(WorldConfig(seed=3, cameras=CameraSpec(1)))
-    fs = world.cameras["cam-01"].fs
+    world = World(WorldConfig(seed=3, cameras=CameraSpec(1)), kinds=KINDS)
+    fs = cameras_of(world)["cam-01"].fs
     view = Confined(fs)
     pieces = [
         "", ".", "..", "...", "data", "tmp", "etc", "aipc", "logs", "rootfs", "stock-models", "models",

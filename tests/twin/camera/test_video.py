@@ -18,8 +18,10 @@ from twin.camera.video.backend import TwinGatewayMedia
 from twin.camera.video.encoder import H264Encoder, avcc_to_annexb
 from twin.camera.video.render import Renderer, View
 from twin.camera.video.scene import Scene
+from twin.camera.wing import cameras_of
 from twin.clock import SimClock
 from twin.fleet import CameraSpec, WorldConfig
+from twin.wings import KINDS
 from twin.world import World
 
 
@@ -151,7 +153,7 @@ def test_encoder_output_is_avcc_and_decodes_to_the_configured_size() -> None:
 @pytest.fixture
 def media(monkeypatch: pytest.MonkeyPatch) -> tuple[TwinGatewayMedia, SimClock]:
     monkeypatch.setattr(video_stream, "RESOLUTION_SCALE", 0.125)
-    world = World(WorldConfig(seed=3, cameras=CameraSpec(1)))
+    world = World(WorldConfig(seed=3, cameras=CameraSpec(1)), kinds=KINDS)
     clock = SimClock(world, mode=ClockMode.STEP)
     return TwinGatewayMedia(world, clock, "cam-01"), clock
 
@@ -211,7 +213,7 @@ async def test_detections_follow_ground_truth_feed_the_bus_and_stop_without_the_
         events.append(event.data)
     assert len(events) == 4 and all(e["count"] == sum(e["labels"].values()) for e in events)
     assert sum(e["count"] for e in events) > 0
-    world.cameras["cam-01"].ai.stop_camera_service()
+    cameras_of(world)["cam-01"].ai.stop_camera_service()
     assert gm.detections() == []
     seen = [d for t in range(2000) for d in Detector(7).detect(gm._scene, t / 5) if d.object_id >= 0]
     perfect = sum(len(Detector(7, 0.0, 0.0).detect(gm._scene, t / 5)) for t in range(2000))

@@ -45,6 +45,7 @@ from twin.camera.video.render import Renderer, View, default_osd
 from twin.camera.video.scene import Scene, scene_of
 from twin.camera.video.source import source_of
 from twin.camera.video.stream import VideoStream, Viewer
+from twin.camera.wing import cameras_of
 
 if TYPE_CHECKING:
     from twin.camera.camera import Camera
@@ -94,7 +95,7 @@ class TwinGatewayMedia(MediaConfiguration):
         self._osd_pixels: dict[str, np.ndarray] = {}
         self._scene = Scene(0)
         self._detector = Detector(0)
-        spec = world.camera_spec.get(camera_id, world.config.cameras)
+        spec = world.config.spec_by_camera().get(camera_id, world.config.cameras)
         self.source = source_of(camera_id, spec.video)
         """Real video in place of the scene (``None``: the scene); a source that cannot open fails here."""
 
@@ -115,7 +116,7 @@ class TwinGatewayMedia(MediaConfiguration):
     def _defaults(self) -> cfg.MediaSettings:
         """The settings the camera boots with: the fleet's profile, with the device's profiles beside
         it; the ``default`` encoders boot as the device's default profile."""
-        spec = self._world.camera_spec.get(self._id, self._world.config.cameras)
+        spec = self._world.config.spec_by_camera().get(self._id, self._world.config.cameras)
         boot = spec.profile
         settings = self._preset(boot)
         settings.overlay = AiOverlay(enabled=spec.ai_overlay)
@@ -258,7 +259,7 @@ class TwinGatewayMedia(MediaConfiguration):
         return stream
 
     def _service_running(self) -> bool:
-        camera = self._world.cameras.get(self._id)
+        camera = cameras_of(self._world).get(self._id)
         ai = getattr(camera, "ai", None)
         return camera is not None and getattr(ai, "camera_service_running", True)
 

@@ -25,15 +25,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from twin.engine import Engine
 from twin.rng import hash_uniform
-
-if TYPE_CHECKING:
-    from twin.fleet import CameraSpec
 
 # (label, colour BGR, width, height) as fractions of the frame.
 KINDS = (
@@ -233,9 +230,7 @@ class Scene:
 
 
 class SceneWorld(Engine, Protocol):
-    """What a scene needs of the world beyond the engine: each camera's group (its scene kind)."""
-
-    camera_spec: dict[str, CameraSpec]
+    """What a scene needs of the world: the engine, whose config has each camera's group (its scene kind)."""
 
 
 @lru_cache(maxsize=256)
@@ -246,5 +241,5 @@ def _scene(key: int, objects: int | None, kind: str) -> Scene:
 def scene_of(world: SceneWorld, camera_id: str) -> Scene:
     """The scene ``camera_id`` sees in ``world``: the fleet's scene kind and object count, seeded by
     the camera's ``{camera_id}/scene`` stream. Every consumer of a camera's scene asks here."""
-    spec = world.camera_spec.get(camera_id, world.config.cameras)
+    spec = world.config.spec_by_camera().get(camera_id, world.config.cameras)
     return _scene(world.streams.key(f"{camera_id}/scene"), spec.objects, spec.scene)

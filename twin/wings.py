@@ -1,0 +1,103 @@
+"""The registration of the twin's device kinds: the one place a kind is made known.
+
+Each :class:`twin.kinds.Kind` names how its wing is built on a world, the servers it exposes, its
+scenario fleet entry and its timeline actions. The world builds the wings of :data:`KINDS` in
+order, the composition root (:mod:`twin.serve`) serves what each exposes, and the scenario schema
+and actions are read off it, so a new kind is one ``KINDS.register(...)`` call.
+"""
+
+from __future__ import annotations
+
+from api.automation.app import create_app as create_automation_app
+from api.automation.ratelimit import RateLimiter
+from api.gateway.app import create_app as create_gateway_app
+from api.gateway.rtsp import RtspServer
+from api.gateway.storm import StormMiddleware
+from api.members.gates import AutomationGate, GatewayGate
+from twin.automation.backend import TwinAutomation
+from twin.automation.network import network_info
+from twin.automation.server import AUTOMATION, AutomationServer, automation_of
+from twin.camera.gateway import TwinGateway, close_host_hardware, host_hardware
+from twin.camera.wing import CAMERAS, CameraWing, cameras_of
+from twin.kinds import Kind, Kinds
+from twin.sensors import SENSORS, SensorWing, sensors_of
+from twin.serving import Address, Served, Site
+from twin.settings import Settings
+
+
+def automation_servers(site: Site) -> list[Served]:
+    """The automation API, on ``--host:--port`` (or the real server or replay in its place)."""
+    s = site.settings
+    backend = TwinAutomation(site.world, site.clock)
+    limiter = RateLimiter(site.base_limit, site.clock.now)
+    if s.api_key:
+        automation_of(site.world).api_keys.ensure_default(s.api_key)
+    app = create_automation_app(backend, release=s.release, limiter=limiter, network=network_info(s))
+    app = site.member(AUTOMATION, app, AutomationGate(limiter, s.release))
+    address = Address(AUTOMATION, s.host, s.port, path="/api")
+    return [Served(AUTOMATION, AUTOMATION, backend, app, (address,), "automation API", limiter, rank=0)]
+
+
+def gateway_address(settings: Settings, index: int) -> tuple[str, int, int]:
+    if settings.gateway_addressing == "port":
+        http = settings.gateway_http_port + index if settings.gateway_http_port else 0
+        https = settings.gateway_https_port + index if settings.gateway_https_port else 0
+        return "127.0.0.1", http, https
+    return f"127.0.1.{index}", settings.gateway_http_port, settings.gateway_https_port
+
+
+def rtsp_address(settings: Settings, index: int) -> tuple[str, int]:
+    if settings.gateway_addressing == "port":
+        return "127.0.0.1", settings.rtsp_port + index - 1 if settings.rtsp_port else 0
+    return f"127.0.1.{index}", settings.rtsp_port
+
+
+def camera_servers(site: Site) -> list[Served]:
+    """Per camera: its edge gateway over HTTP and HTTPS, and its RTSP server (a real camera's RTSP
+    is its own). The gateways' rate limiters count during a storm only."""
+    s, world = site.settings, site.world
+    cameras = cameras_of(world)
+    gateways = {camera_id: TwinGateway(world, site.clock, camera_id) for camera_id in cameras}
+    host_hardware(s, world, gateways, site.real)  # RS485 on a serial port, /proc figures
+    out = []
+    for camera_id, camera in cameras.items():
+        gateway = gateways[camera_id]
+        app = site.member(camera_id, create_gateway_app(gateway), GatewayGate())
+        limiter = RateLimiter(site.base_limit, site.clock.now)
+        app.add_middleware(StormMiddleware, limiter=limiter)
+        host, http, https = gateway_address(s, camera.index)
+        addresses = (
+            Address(f"{camera_id}/http", host, http),
+            Address(f"{camera_id}/https", host, https, tls=True),
+        )
+        served = Served(
+            camera_id, CAMERAS, gateway, app, addresses, f"{camera_id} gateway", limiter,
+            close=lambda gateway=gateway: close_host_hardware([gateway]),
+        )  # fmt: skip
+        if camera_id not in site.real:  # a real camera powers itself and serves its own RTSP
+            served.powered = lambda camera_id=camera_id: _powered(site, camera_id)
+            rtsp_host, rtsp_port = rtsp_address(s, camera.index)
+            served.rtsp = RtspServer(
+                gateway, site.fault_set(camera_id), name=camera_id, host=rtsp_host, port=rtsp_port,
+                sleep=site.clock.sleep, udp=s.rtsp_udp, journal=site.journal,
+            )  # fmt: skip
+            served.rtsp_port = gateway.media.use_rtsp_port
+            app.state.rtsp = served.rtsp  # the media configuration routes reconcile it
+        out.append(served)
+    return out
+
+
+def _powered(site: Site, camera_id: str) -> bool | None:
+    camera = cameras_of(site.world).get(camera_id)
+    return None if camera is None else camera.powered
+
+
+KINDS = Kinds()
+"""The registered kinds, in building order: the sensor groups, the cameras, the automation server
+(whose devices include the simulated sensors)."""
+
+KINDS.register(Kind(SENSORS, lambda world: SensorWing(world, world.config.sensors)))
+KINDS.register(Kind(CAMERAS, CameraWing, servers=camera_servers))
+KINDS.register(
+    Kind(AUTOMATION, lambda world: AutomationServer(world, sensors_of(world)), servers=automation_servers)
+)
