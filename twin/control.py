@@ -319,7 +319,7 @@ class TwinControl:
                 by_fleet.setdefault(id(fleet), (fleet, []))[1].append(device.device_id)
             else:
                 current = automation_of(self.world).devices.current(device.device_id)
-                values = {m.name: [m.value] for m in current.metrics if m.value is not None}
+                values: dict[str, Any] = {m.name: [m.value] for m in current.metrics if m.value is not None}
                 series[device.device_id] = {"times": [self.world.env.now], "metrics": values}
         for fleet, ids in by_fleet.values():
             times, values = fleet.recent(ids, self.world.env.now, min(max(points, 1), MAX_POINTS))

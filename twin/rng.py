@@ -8,8 +8,11 @@ the value for (key, t) is computed without drawing every earlier value.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 
 def stream_key(seed: int, entity_id: str) -> int:
@@ -43,10 +46,10 @@ class Streams:
     def key(self, entity_id: str) -> int:
         return stream_key(self.seed, entity_id)
 
-    def state(self) -> dict[str, dict]:
+    def state(self) -> dict[str, Mapping[str, Any]]:
         return {eid: gen.bit_generator.state for eid, gen in self._streams.items()}
 
-    def set_state(self, state: dict[str, dict]) -> None:
+    def set_state(self, state: Mapping[str, Mapping[str, Any]]) -> None:
         for eid, st in state.items():
             self.get(eid).bit_generator.state = st
 
@@ -56,7 +59,7 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def hash_uniform(keys: np.ndarray | int, counters: np.ndarray | int) -> np.ndarray:
+def hash_uniform(keys: npt.ArrayLike, counters: npt.ArrayLike) -> np.ndarray:
     """Uniform floats in [0, 1) from splitmix64 of (key, counter), vectorised over both."""
     k = np.asarray(keys, dtype=np.uint64)
     c = np.asarray(counters, dtype=np.int64).astype(np.uint64)
@@ -68,7 +71,7 @@ def hash_uniform(keys: np.ndarray | int, counters: np.ndarray | int) -> np.ndarr
     return (z >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
-def hash_normal(keys: np.ndarray | int, counters: np.ndarray | int) -> np.ndarray:
+def hash_normal(keys: npt.ArrayLike, counters: npt.ArrayLike) -> np.ndarray:
     """Standard normal floats from two hashed uniforms (Box-Muller), random access like ``hash_uniform``."""
     c = np.asarray(counters, dtype=np.int64)
     u1 = hash_uniform(keys, c * 2)

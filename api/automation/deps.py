@@ -114,7 +114,7 @@ def catalogued(router: APIRouter) -> APIRouter:
     for route in router.routes:
         if isinstance(route, APIRoute):
             shape = shape_of("/api" + route.path)
-            method = min(route.methods)
+            method = min(route.methods or ())
             auth = classes.get((method, shape), classes.get(("ANY", shape), HYBRID))
             route.dependencies = [*route.dependencies, *AUTH_CHECKS.get(auth, [])]
     return router

@@ -196,7 +196,9 @@ async def _bad_gateway(send: Send) -> None:
     await send({"type": "http.response.body", "body": BAD_GATEWAY})
 
 
-async def deny_upgrade(scope: Scope, send: Send, status: int, headers: list, body: bytes) -> None:
+async def deny_upgrade(
+    scope: Scope, send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes | memoryview
+) -> None:
     """Refuse an upgrade with an HTTP answer when the server can send one, else close (403)."""
     if "websocket.http.response" not in scope.get("extensions", {}):
         await send({"type": "websocket.close", "code": 1008})

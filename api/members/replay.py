@@ -143,7 +143,7 @@ class Replay:
         backend = self.simulated.state.backend
         try:
             if self.vendor == "gateway":
-                token = request_token(conn)  # type: ignore[arg-type]  # it reads headers and query only
+                token = request_token(conn)
                 if not token:
                     return False
                 backend.auth.check_token(token)
@@ -301,7 +301,8 @@ class Replay:
                 await emit(frame)
             if recorded.close is None:
                 await asyncio.Event().wait()
-            await self._until(max(recorded.close.t, recorded.opened.t, t))
+            else:
+                await self._until(max(recorded.close.t, recorded.opened.t, t))
 
         playing, leaving = asyncio.ensure_future(frames()), asyncio.ensure_future(gone())
         try:

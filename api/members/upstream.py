@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from http.cookiejar import CookieJar, DefaultCookiePolicy
+from typing import Any
 from urllib.parse import urlsplit
 
 import httptools
@@ -231,7 +232,9 @@ class _Pool:
 
     async def _open(self) -> _Connection:
         loop = asyncio.get_running_loop()
-        tls = {"ssl": self.tls, "server_hostname": self.host} if self.tls is not None else {}
+        tls: dict[str, Any] = {}
+        if self.tls is not None:
+            tls = {"ssl": self.tls, "server_hostname": self.host}
         try:
             _, conn = await asyncio.wait_for(
                 loop.create_connection(_Connection, self.host, self.port, **tls), CONNECT_TIMEOUT_S

@@ -306,7 +306,9 @@ class FleetPublisher:
     async def _connect(self) -> _Link | None:
         """A connected link once the broker accepted it (``CONNACK`` 0), else ``None``."""
         loop = asyncio.get_running_loop()
-        tls = {"ssl": ssl.create_default_context(), "server_hostname": self.host} if self.tls else {}
+        tls: dict[str, Any] = {}
+        if self.tls:
+            tls = {"ssl": ssl.create_default_context(), "server_hostname": self.host}
         try:
             _, link = await asyncio.wait_for(
                 loop.create_connection(

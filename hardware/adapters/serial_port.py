@@ -24,6 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import serial
 
@@ -74,7 +75,7 @@ class SerialPortError(OSError):
     """A serial port that cannot be used at start-up: the message names the camera, the URL and why."""
 
 
-def line_settings(baudrate: int, config: str) -> dict[str, object] | None:
+def line_settings(baudrate: int, config: str) -> dict[str, Any] | None:
     """pyserial's keyword arguments for ``baudrate`` and ``config``; ``None`` for a value the UART
     refuses."""
     if len(config) != CONFIG_LEN:
@@ -159,7 +160,7 @@ class SerialRs485:
             return OK
         self._stop.set()
         with contextlib.suppress(Exception):
-            port.cancel_read()
+            port.cancel_read()  # type: ignore[attr-defined]  # the native ports' (stubs: SerialBase)
         if reader is not None:
             reader.join(JOIN_TIMEOUT_S)
         with contextlib.suppress(Exception):
@@ -193,12 +194,12 @@ class SerialRs485:
                     continue
                 frame = bytearray(first)
                 while len(frame) < MAX_FRAME:
-                    waiting = port.in_waiting
+                    waiting = port.in_waiting  # type: ignore[attr-defined]  # every port class's (stubs: SerialBase)
                     if waiting:
                         frame += port.read(min(waiting, MAX_FRAME - len(frame)))
                         continue
                     time.sleep(self._gap)  # this thread's own pace on the real line, not the world's
-                    if not port.in_waiting:
+                    if not port.in_waiting:  # type: ignore[attr-defined]  # as above
                         break
                 self._deliver(bytes(frame))
         except (serial.SerialException, OSError, TypeError, ValueError) as err:
@@ -219,10 +220,10 @@ def _device(what: str, err: BaseException) -> InternalError:
     return InternalError(f"{what}: {err}", resource="device")
 
 
-def _frame_gap(settings: dict[str, object]) -> float:
+def _frame_gap(settings: dict[str, Any]) -> float:
     parity = 0 if settings["parity"] == serial.PARITY_NONE else 1
-    bits = 1 + int(settings["bytesize"]) + parity + float(settings["stopbits"])  # type: ignore[arg-type]
-    return max(MIN_FRAME_GAP_S, 3.5 * bits / int(settings["baudrate"]))  # type: ignore[call-overload]
+    bits = 1 + int(settings["bytesize"]) + parity + float(settings["stopbits"])
+    return max(MIN_FRAME_GAP_S, 3.5 * bits / int(settings["baudrate"]))
 
 
 class SerialPeripherals:

@@ -46,9 +46,10 @@ import binascii
 import bisect
 import functools
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -60,8 +61,8 @@ from pydantic import (
     model_validator,
 )
 
-FORMAT = "twin-fixture"
-VERSION = 1
+FORMAT: Final = "twin-fixture"
+VERSION: Final = 1
 VENDORS = ("gateway", "automation")
 OPENING_S = 0.5
 """A frame sent within this many seconds of its stream's opening, or of the client's first message,
@@ -212,7 +213,9 @@ class Fixture:
         if not found:
             return None
         found = [a for a in found if a.opened.auth == auth] or found
-        same = [a for a in found if isinstance(a, Http) and a.body_sha256 == digest] if digest else []
+        same: list[Http | Recorded] = (
+            [a for a in found if isinstance(a, Http) and a.body_sha256 == digest] if digest else []
+        )
         return _at(same or found, t)
 
     def socket(self, path: str, query: str, t: float) -> Recorded | None:
@@ -232,7 +235,7 @@ def _at(items: list[_T], t: float) -> _T:
     return items[max(0, bisect.bisect_right(times, t) - 1)]
 
 
-def _problem(line: int, error: dict, skip: int = 1, whole: str = "record") -> tuple[int, str]:
+def _problem(line: int, error: Mapping[str, Any], skip: int = 1, whole: str = "record") -> tuple[int, str]:
     """A validation error at its key path; ``skip``: the leading parts of the path that are no key
     (a record's kind, which picked its model)."""
     where = ".".join(str(p) for p in error["loc"][skip:])
@@ -281,7 +284,7 @@ def parse_fixture(text: str, source: str = "<fixture>") -> Fixture:
     return fixture
 
 
-def _index(fixture: Fixture, records: list[tuple[int, object]]) -> list[tuple[int, str]]:
+def _index(fixture: Fixture, records: Sequence[tuple[int, object]]) -> list[tuple[int, str]]:
     problems: list[tuple[int, str]] = []
     streams: dict[int, Recorded] = {}
     for number, record in records:
@@ -309,8 +312,10 @@ def _index(fixture: Fixture, records: list[tuple[int, object]]) -> list[tuple[in
                 owner.close = record
     for recorded in streams.values():
         recorded.frames.sort(key=lambda f: f.t)
-    for items in (*fixture.answers.values(), *fixture.sockets.values()):
-        items.sort(key=_time)
+    for answers in fixture.answers.values():
+        answers.sort(key=_time)
+    for sockets in fixture.sockets.values():
+        sockets.sort(key=_time)
     return problems
 
 

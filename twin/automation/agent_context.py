@@ -45,7 +45,7 @@ class AgentContext:
                 f"message_type must be one of {', '.join(MESSAGE_TYPES)}", field="message_type"
             )
         key = self.world.streams.get("automation.agent_messages").bytes(16)
-        doc = {
+        doc: dict[str, Any] = {
             "id": str(uuid.UUID(bytes=key, version=4)),
             "agent_id": agent_id,
             "content": content,
@@ -92,9 +92,9 @@ class AgentContext:
         )
 
     # Resources ----------------------------------------------------------------------------------
-    def available_resources(self) -> list[dict[str, Any]]:
+    def available_resources(self) -> list[Mapping[str, Any]]:
         devices = self.devices
-        out = []
+        out: list[Mapping[str, Any]] = []
         for device in devices.list(1, 1000, None, None).devices:
             detail = devices.detail(device.device_id)
             out.append(

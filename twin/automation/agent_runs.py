@@ -52,7 +52,8 @@ async def conduct(crew: Crew, doc: dict[str, Any], data: Any) -> dict[str, Any]:
         {"role": "user", "content": user_prompt(doc, data, crew.context.for_prompt(doc))},
     ]
     tools = tool_defs()
-    collected, actions, steps, failed = [], [], [], 0
+    collected, actions, failed = [], [], 0
+    steps: list[dict[str, Any]] = []
     depth = doc.get("max_chain_depth") or DEFAULT_CHAIN_DEPTH
     reply = None
     for round_ in range(depth):

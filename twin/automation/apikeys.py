@@ -3,10 +3,11 @@ permission strings and optionally expiring on the world clock."""
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import secrets
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hardware.ports.errors import InvalidInput, Unauthenticated
 from hardware.ports.types import ApiKey
@@ -70,7 +71,7 @@ class ApiKeyRing:
         if expires_at is not None and expires_at <= now:
             raise InvalidInput("expires_at must be in the future", field="expires_at")
         raw = raw or "nmk_" + secrets.token_hex(16)
-        doc = {
+        doc: dict[str, Any] = {
             "id": str(uuid.UUID(bytes=secrets.token_bytes(16), version=4)),
             "name": name.strip(),
             "created_at": now,
@@ -98,7 +99,7 @@ class ApiKeyRing:
                 return _key(doc)
         raise Unauthenticated("Invalid API key")
 
-    def list(self) -> list[ApiKey]:
+    def list(self) -> builtins.list[ApiKey]:
         return self.keys.values_as(_key)
 
     def delete(self, key_id: str) -> bool:
@@ -108,6 +109,6 @@ class ApiKeyRing:
         docs = self._docs()
         return len(docs), any(doc["name"] == DEFAULT_KEY_NAME for doc in docs)
 
-    def _docs(self) -> list[dict]:
+    def _docs(self) -> builtins.list[dict[str, Any]]:
         """The stored keys that can be read (a damaged one is skipped and counted by the store)."""
         return self.keys.values_as(_readable)

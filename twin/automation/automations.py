@@ -194,7 +194,7 @@ class AutomationRegistry:
         return transform_of(doc)
 
     def templates(self) -> list[Mapping[str, Any]]:
-        return self.template_docs.values()
+        return list(self.template_docs.values())
 
     def import_automations(self, automations: Any) -> Imported:
         if not isinstance(automations, list):

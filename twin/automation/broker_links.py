@@ -176,7 +176,7 @@ class BrokerSession:
             try:
                 message = await client.deliver_message()
             except asyncio.CancelledError:
-                if asyncio.current_task().cancelling():  # we are being closed
+                if (task := asyncio.current_task()) is not None and task.cancelling():  # we are being closed
                     raise
                 return  # the client cancels its waiters when the connection closes
             except Exception:

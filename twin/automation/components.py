@@ -136,7 +136,7 @@ class ComponentStore:
         if not self.market.online:
             return [], False
         latest = {c["id"]: c["version"] for c in catalogue()["components"]["items"]}
-        rows = [
+        rows: list[Mapping[str, Any]] = [
             {
                 "id": m["id"],
                 "name": m["name"],

@@ -115,7 +115,7 @@ class DashboardRegistry:
         if not name.strip():
             raise InvalidInput("name must not be empty", field="name")
         now = self.world.now()
-        doc = {
+        doc: dict[str, Any] = {
             "id": str(uuid.UUID(bytes=self.world.streams.get("automation.dashboards").bytes(16), version=4)),
             "name": name,
             "description": description,
@@ -206,7 +206,7 @@ class DashboardRegistry:
                 f"expires_in_hours must be in (0, {MAX_SHARE_HOURS}]", field="expires_in_hours"
             )
         now = self.world.now()
-        link = {
+        link: dict[str, Any] = {
             "token": "ds_" + secrets.token_hex(16),
             "dashboard_id": dashboard_id,
             "permissions": {"allow_interactive": bool(permissions.get("allow_interactive", False))},

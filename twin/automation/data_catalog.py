@@ -215,7 +215,7 @@ class TwinData:
         for device in self._devices():
             dtype = automation_of(self.world).device_types.find(device.device_type)
             if dtype is None:
-                metrics = [
+                metrics: list[dict[str, Any]] = [
                     {
                         "name": "value",
                         "data_type": "number",
@@ -224,7 +224,7 @@ class TwinData:
                         "max_value": None,
                     }
                 ]
-                commands = [{"name": "on", "description": "Turn on", "parameters": []},
+                commands: list[dict[str, Any]] = [{"name": "on", "description": "Turn on", "parameters": []},
                             {"name": "off", "description": "Turn off", "parameters": []}]  # fmt: skip
             else:
                 metrics = [{"name": m.name, "data_type": rule_type(m.data_type), "unit": m.unit or None,

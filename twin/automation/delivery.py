@@ -162,7 +162,7 @@ class Outbox:
         if delay == 0:
             self._ready(job)
             return
-        self.env.timeout(delay).callbacks.append(lambda _ev, j=job: self._ready(j))
+        self.env.timeout(delay).callbacks.append(lambda _ev: self._ready(job))
 
     def _ready(self, job: dict[str, Any]) -> None:
         key = self.live.get(job["id"])

@@ -16,7 +16,7 @@ ASSET_TYPES = {
     ".svg": "image/svg+xml",
 }
 
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "id": "weather-forecast",
     "name": "Weather Forecast",
     "version": "1.2.0",
@@ -58,7 +58,7 @@ WEATHER = {
     "components": [{"id": "weather-card", "name": "Weather card", "entry": "assets/weather-card.js"}],
     "assets": {"weather-card.js": "export default function WeatherCard(){return null}\n"},
 }
-CAMERA = {
+CAMERA: dict[str, Any] = {
     "id": "camera-stream",
     "name": "Camera Stream",
     "version": "0.4.1",

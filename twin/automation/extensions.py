@@ -58,7 +58,7 @@ class ExtensionRegistry:
         self.installed = world.store.collection("extensions")
         self.dropped_files = world.store.collection("extension_files")
         self.open_sessions: dict[str, PushSession] = {}
-        self.log: dict[str, deque[dict[str, Any]]] = {}
+        self.log: dict[str, deque[Mapping[str, Any]]] = {}
         """Recent log lines per extension (in memory, bounded)."""
         self.last_sync: dict[str, Any] | None = None
         for manifest in BUILTINS:

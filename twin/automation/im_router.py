@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from typing import TYPE_CHECKING
 
@@ -141,7 +142,7 @@ class ImRouter:
                 asyncio.get_running_loop().create_task(poller.aclose())
         for platform, key in wanted.items():
             if platform not in self.pollers:
-                poller = TelegramPoller(*key, self.queue.put, lambda name, p=platform: self._named(p, name))
+                poller = TelegramPoller(*key, self.queue.put, functools.partial(self._named, platform))
                 self.pollers[platform] = (key, poller)
                 poller.start()
 

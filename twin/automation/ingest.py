@@ -124,7 +124,7 @@ class Ingest:
         metrics = {k: v for k, v in data.items() if k != "timestamp"}
         stamp = data.get("timestamp")
         numeric = isinstance(stamp, int | float) and not isinstance(stamp, bool)
-        ts = float(stamp) if numeric else self.world.now()
+        ts = float(stamp) if numeric and stamp is not None else self.world.now()
         if self.devices.find_doc(device_id) is None:
             self._discover(device_id, metrics, ts, None, via="mqtt", topic=topic)
             return Ingested(device_id, len(metrics), draft=True)

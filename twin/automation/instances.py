@@ -75,7 +75,7 @@ class InstanceRegistry:
 
     def create_instance(self, name: str, url: str, api_key: str | None) -> Instance:
         key = self.world.streams.get("automation.instances").bytes(16)
-        doc = {
+        doc: dict[str, Any] = {
             "id": f"inst_{uuid.UUID(bytes=key, version=4).hex[:8]}",
             "name": name,
             "url": url,

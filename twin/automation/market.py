@@ -68,7 +68,9 @@ class Marketplace:
 
     def extension_index(self) -> tuple[str, list[Mapping[str, Any]]]:
         section = self._section("extensions")
-        items = [_public(e, "metadata", "readme", "manifest") for e in section["items"]]
+        items: list[Mapping[str, Any]] = [
+            _public(e, "metadata", "readme", "manifest") for e in section["items"]
+        ]
         return section["version"], items
 
     def extension_metadata(self, extension_id: str) -> Mapping[str, Any]:
@@ -108,7 +110,9 @@ class Marketplace:
         manifest = dict(item["manifest"])
         installed = {e.id for e in self.extensions.list_extensions()}
         if extension_id in installed:
-            if self.extensions.installed.get(extension_id)["manifest"].get("builtin"):
+            current = self.extensions.installed.get(extension_id)
+            assert current is not None  # listed as installed just above
+            if current["manifest"].get("builtin"):
                 manifest["builtin"] = True
             self.extensions.uninstall(extension_id)
         file_name = f"{extension_id}.json"

@@ -12,7 +12,7 @@ ALIASES = {
     "critical": "critical", "crit": "critical", "严重": "critical", "emergency": "emergency",
     "emerg": "emergency", "紧急": "emergency",
 }  # fmt: skip
-ACCEPT_ALL = {"source_types": [], "categories": [], "min_severity": None}
+ACCEPT_ALL: dict[str, Any] = {"source_types": [], "categories": [], "min_severity": None}
 
 
 def accepts(rule: Mapping[str, Any] | None, message: Mapping[str, Any]) -> bool:

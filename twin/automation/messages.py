@@ -69,7 +69,7 @@ class MessageCenter:
             raise InvalidInput(f"Invalid severity '{new.severity}'", field="severity")
         if not new.title:
             raise InvalidInput("title is required", field="title")
-        doc = {
+        doc: dict[str, Any] = {
             "id": self._uuid(),
             "category": new.category,
             "severity": new.severity,
@@ -223,7 +223,7 @@ class MessageCenter:
     def channel_schema(self, kind: str) -> dict[str, Any]:
         if kind not in CHANNEL_KINDS:
             raise NotFound(f"Channel type {kind} not found", resource="channel_type")
-        properties = {name: {"type": "string"} for name in REQUIRED[kind] + OPTIONAL[kind]}
+        properties: dict[str, Any] = {name: {"type": "string"} for name in REQUIRED[kind] + OPTIONAL[kind]}
         for name in ("smtp_port",):
             if name in properties:
                 properties[name] = {"type": "integer", "default": 25}
@@ -331,10 +331,10 @@ class MessageCenter:
         result = DeliveryResult(
             outcome.success, outcome.message, outcome.duration_ms, 1, outcome.status_code, self.world.now()
         )
-        doc = self.channels.get(name)
-        if doc is not None:  # recorded on the channel (unless it was deleted while the test ran)
-            doc["last_result"] = dataclasses.asdict(result)
-            self.channels.put(name, doc)
+        current = self.channels.get(name)
+        if current is not None:  # recorded on the channel (unless it was deleted while the test ran)
+            current["last_result"] = dataclasses.asdict(result)
+            self.channels.put(name, current)
         return result
 
     def list_channels(self) -> list[Channel]:

@@ -178,7 +178,7 @@ class TwinProvisioning:
         pairs = {(_debug(m["semantic_type"]), _debug(m["data_type"])) for m in found}
         category = device_gen.category_of([(m["path"], m["semantic_type"]) for m in found])
         exact = (self._signatures().get(signature(list(pairs), category)[0]) or {}).get("device_type")
-        rows = []
+        rows: list[dict[str, Any]] = []
         for t in automation_of(self.world).device_types.list():
             theirs = {(_debug(device_gen.semantic_of(m.name)), _debug(m.data_type.kind)) for m in t.metrics}
             rows.append({

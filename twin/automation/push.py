@@ -129,7 +129,8 @@ class DataPush:
             self._flush(doc["id"])
         elif len(batch) == 1:
             delay = float(doc["batch_config"]["batch_interval_ms"]) / 1000
-            self.world.env.timeout(delay).callbacks.append(lambda _ev, t=doc["id"]: self._flush(t))
+            target = doc["id"]
+            self.world.env.timeout(delay).callbacks.append(lambda _ev: self._flush(target))
 
     def _every(self, target_id: str, interval: float):
         try:

@@ -9,6 +9,7 @@ computed on the world clock: never seen → ``disconnected``; seen within the ef
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -75,7 +76,7 @@ class DeviceRegistry:
     # Lookup ----------------------------------------------------------------------------------
     def _sim_doc(self, device_id: str, overlay: dict[str, Any] | None) -> dict[str, Any]:
         fleet = self.sensor_of[device_id]
-        doc = {
+        doc: dict[str, Any] = {
             "device_id": device_id,
             "name": device_id,
             "device_type": fleet.group.device_type,
@@ -202,7 +203,7 @@ class DeviceRegistry:
             values,
         )
 
-    def _current_metrics(self, doc: dict[str, Any], dtype: DeviceType | None) -> list[CurrentMetric]:
+    def _current_metrics(self, doc: dict[str, Any], dtype: DeviceType | None) -> builtins.list[CurrentMetric]:
         device_id = doc["device_id"]
         values: dict[str, tuple[float, Any]] = {}
         if doc.get("simulated"):

@@ -84,7 +84,7 @@ def parse_condition(raw: Any, depth: int = 0) -> dict[str, Any]:
     if kind == "none" and depth == 0:
         return {"condition_type": "none"}
     if kind == "logical":
-        op = str(raw.get("operator", "")).lower()
+        op: str | None = str(raw.get("operator", "")).lower()
         children = raw.get("conditions")
         if op not in ("and", "or", "not") or not isinstance(children, list) or not children:
             raise bad("logical condition needs operator and|or|not and a non-empty conditions list")
@@ -151,7 +151,7 @@ def parse_action(raw: Any) -> dict[str, Any]:
             raise bad("a notify action needs a message", "message")
         if severity not in SEVERITIES:
             raise bad(f"Invalid severity {raw.get('severity')!r}", "severity")
-        out = {"type": "notify", "message": message, "severity": severity}
+        out: dict[str, Any] = {"type": "notify", "message": message, "severity": severity}
         if raw.get("channels") is not None:
             out["channels"] = [str(c) for c in raw["channels"]]
         return out

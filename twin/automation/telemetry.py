@@ -135,11 +135,11 @@ class Telemetry:
         self, src: TelemetrySource, metric: str, stored_metrics: set[str], policy: RetentionPolicy
     ) -> MetricSeries:
         stored = StoredSeries(self.world.store, src.device_id, metric)
-        simulated = src.fleet is not None and any(m.name == metric for m in src.fleet.group.metrics)
-        if not simulated:
+        fleet = src.fleet
+        if fleet is None or not any(m.name == metric for m in fleet.group.metrics):
             return stored
         since = self.retention.since(metric, policy)
-        proc = ProceduralSeries(src.fleet, src.device_id, metric, src.upto, since)
+        proc = ProceduralSeries(fleet, src.device_id, metric, src.upto, since)
         return MergedSeries(proc, stored) if metric in stored_metrics else proc
 
     def _window(self, start: float | None, end: float | None, hours: int | None) -> tuple[float, float]:
@@ -185,7 +185,7 @@ class Telemetry:
             out = tuple(
                 self._bucketed(m, s, lo, hi, q.limit, q.aggregate, totals[m]) for m, s in series.items()
             )
-        elif aggregated:
+        elif q.aggregate is not None:
             out = tuple(self._aggregate(m, s, lo, hi, q.aggregate, totals[m]) for m, s in series.items())
         else:
             out, next_cursor = self._raw(series, totals, lo, hi, q)
@@ -286,7 +286,7 @@ class Telemetry:
         stored_metrics = set(self.world.store.sample_metrics(device_id))
         s = self._series(src, q.metric, stored_metrics, self.retention.policy())
         total = s.count(lo, hi)
-        common = {
+        common: dict[str, Any] = {
             "source_id": q.source if transform else f"device:{device_id}",
             "source": q.source,
             "metric": q.metric,

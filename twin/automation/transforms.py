@@ -43,7 +43,8 @@ def _what(v: Any) -> str:
         return f"floating point `{v}`"
     if isinstance(v, str):
         return f'string "{v}"'
-    return {list: "sequence", dict: "map"}.get(type(v), "null")
+    kinds: dict[type, str] = {list: "sequence", dict: "map"}
+    return kinds.get(type(v), "null")
 
 
 def invalid_type(v: Any, expected: str) -> SpecError:

@@ -88,7 +88,7 @@ class Autofocus:
         self, job_id: int, operation: str, state: str, progress: float, busy: bool, started: float, **kw: Any
     ) -> AfStatus:
         self._af_started = started
-        base = {
+        base: dict[str, Any] = {
             "job_id": job_id,
             "operation": operation,
             "state": state,

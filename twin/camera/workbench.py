@@ -328,15 +328,15 @@ def _unpack(filename: str, data: bytes) -> list[tuple[str, bytes]]:
                 out = [(Workbench._rel(i.filename), zf.read(i)) for i in infos if not i.is_dir()]
         else:
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tf:
-                infos = tf.getmembers()
-                for info in infos:
-                    kind = "dir" if info.isdir() else "file" if info.isreg() else "link"
-                    members.append((info.name, kind, info.size))
+                entries = tf.getmembers()
+                for entry in entries:
+                    kind = "dir" if entry.isdir() else "file" if entry.isreg() else "link"
+                    members.append((entry.name, kind, entry.size))
                 _check(members)
-                for info in infos:
-                    if info.isreg():
-                        handle = tf.extractfile(info)
-                        out.append((Workbench._rel(info.name), handle.read() if handle else b""))
+                for entry in entries:
+                    if entry.isreg():
+                        handle = tf.extractfile(entry)
+                        out.append((Workbench._rel(entry.name), handle.read() if handle else b""))
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as err:
         raise InvalidInput("source must be a .zip, .tar or .tar.gz archive") from err
     if not out:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import Path, WebSocket
@@ -148,7 +149,7 @@ class _Session:
                     }
                 )
 
-    async def handle(self, message: dict[str, Any]) -> bool:
+    async def handle(self, message: Mapping[str, Any]) -> bool:
         """One client message; ``False`` when the connection should end."""
         if message.get("bytes") is not None:
             self.in_chunks += 1

@@ -1,6 +1,8 @@
 """MQTT administration (jwt-or-api-key): the broker in use, the server's own client's subscriptions,
 and the embedded broker's configuration, credentials and certificates. Enveloped."""
 
+from typing import Any
+
 from fastapi import APIRouter, Body, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
@@ -60,7 +62,10 @@ async def update_broker_config(body: wire.BrokerConfigRequest, backend: Backend)
     done = await backend.mqtt.update_broker_config(
         body.listen, body.port, body.auth_enabled, body.tls_enabled
     )
-    data = {"message": APPLIED if done.applied else NOT_APPLIED, "config": wire.config(done.config)}
+    data: dict[str, Any] = {
+        "message": APPLIED if done.applied else NOT_APPLIED,
+        "config": wire.config(done.config),
+    }
     if not done.applied:
         data["restart_required"] = True
     return ok(data, backend.clock.now())

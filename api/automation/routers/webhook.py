@@ -2,6 +2,8 @@
 by the backend. The token comes as ``Authorization: Bearer <t>`` or ``?token=``. Both routes share
 the API's rate limiter, keyed by client + ``:`` + device id (for the generic route, the body's)."""
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
@@ -15,7 +17,7 @@ router = APIRouter(tags=["webhook"])
 
 async def _payload(request: Request) -> schemas.WebhookPayload:
     content_type = request.headers.get("content-type", "")
-    form = None
+    form: dict[str, Any] | None = None
     if content_type.lower().startswith("multipart/form-data"):
         parsed = await request.form()
         form = {}

@@ -328,8 +328,12 @@ class _Connection:
             return
         session.playing = True
         self._pump = asyncio.create_task(session.pump(self.writer), name=f"{self.server.name}/rtsp-pump")
-        self._pump.add_done_callback(lambda task: task is self._pump and self.close())
+        self._pump.add_done_callback(self._pump_ended)
         self._fault_key = self.server.faults.open_stream(self.scope, self._drop)
+
+    def _pump_ended(self, task: asyncio.Task[None]) -> None:
+        if task is self._pump:
+            self.close()
 
     def _stop_playing(self) -> None:
         if self._pump is not None:

@@ -25,6 +25,8 @@ from twin.camera.video.scene import Scene, scene_of
 from twin.rng import hash_uniform
 
 if TYPE_CHECKING:
+    import simpy
+
     from twin.clock import SimClock
     from twin.world import World
 
@@ -108,7 +110,7 @@ class TwinGatewayAudio:
         self._world = world
         self._clock = clock
         self._id = camera_id
-        self._env = None
+        self._env: simpy.Environment | None = None
         self._reset()
 
     def _reset(self) -> None:

@@ -48,6 +48,8 @@ from twin.camera.video.stream import VideoStream, Viewer
 from twin.camera.wing import cameras_of
 
 if TYPE_CHECKING:
+    import simpy
+
     from twin.camera.camera import Camera
     from twin.clock import SimClock
     from twin.world import World
@@ -87,7 +89,7 @@ class TwinGatewayMedia(MediaConfiguration):
         self._world = world
         self._clock = clock
         self._id = camera_id
-        self._env = None
+        self._env: simpy.Environment | None = None
         self._streams: dict[str, VideoStream] = {}
         self._rtsp_port = cfg.RTSP_PORT
         self._settings = self._defaults()

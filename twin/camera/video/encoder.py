@@ -106,7 +106,9 @@ class H264Encoder:
         """Encode one BGR frame; returns the access unit(s) it produced (one with ``zerolatency``)."""
         # OpenCV converts to I420 (BT.601, video range) without holding the GIL; PyAV's own
         # bgr24 -> yuv420p conversion holds it and costs twice as much.
-        frame = av.VideoFrame.from_ndarray(cv2.cvtColor(image, cv2.COLOR_BGR2YUV_I420), format="yuv420p")
+        i420 = cv2.cvtColor(image, cv2.COLOR_BGR2YUV_I420)
+        # cv2 types its result as any numeric array; the I420 of a uint8 frame is uint8, as av requires
+        frame = av.VideoFrame.from_ndarray(i420, format="yuv420p")  # type: ignore[arg-type]
         frame.pts = self._index
         if self._force_key:
             frame.pict_type = av.video.frame.PictureType.I

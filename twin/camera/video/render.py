@@ -188,7 +188,7 @@ class Renderer:
         self._bg = _background(scene, self.pan_w, self.pan_h)
         self._cache_key: tuple | None = None
         self._cache: np.ndarray | None = None
-        self._colors: dict[int, tuple[int, int, int]] = {}
+        self._colors: dict[int, tuple[int, ...]] = {}
 
     def window(self, view: View) -> tuple[int, int, int, int]:
         """``(x0, y0, w, h)`` of the panorama the view shows."""

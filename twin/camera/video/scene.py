@@ -87,9 +87,12 @@ class Box:
 
 
 class _Object(Protocol):
-    object_id: int
-    label: str
-    color: tuple[int, int, int]
+    @property
+    def object_id(self) -> int: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def color(self) -> tuple[int, int, int]: ...
 
     def box(self, t: float) -> Box: ...
 

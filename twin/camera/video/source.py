@@ -93,7 +93,7 @@ class MediaSource:
         if cached is not None and cached[0] == serial:
             return cached[1].copy()
         if picture is None:
-            sized = np.zeros((height, width, 3), np.uint8)
+            sized: np.ndarray = np.zeros((height, width, 3), np.uint8)
         elif picture.shape[:2] == (height, width):
             sized = picture
         else:
