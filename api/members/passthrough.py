@@ -145,7 +145,10 @@ class Passthrough:
         try:
             upstream = await connect(
                 self.upstream.ws_url(_target(scope)),
-                additional_headers=_forwardable(scope["headers"], NOT_FORWARDED | WS_HANDSHAKE),
+                additional_headers=[
+                    (name.decode("latin-1"), value.decode("latin-1"))
+                    for name, value in _forwardable(scope["headers"], NOT_FORWARDED | WS_HANDSHAKE)
+                ],
                 subprotocols=scope.get("subprotocols") or None,
                 ssl=self.upstream.ws_tls(),
                 compression=None,
@@ -229,7 +232,7 @@ async def _relay(upstream: ClientConnection, receive: Receive, send: Send) -> No
                 await send({"type": "websocket.send", key: frame})
         except ConnectionClosed:
             pass
-        close = upstream.close_rcvd
+        close = upstream.protocol.close_rcvd
         code = close.code if close is not None and close.code not in UNSENDABLE_CLOSE else 1011
         if close is not None and close.code == 1005:
             code = 1000
