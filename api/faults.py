@@ -136,9 +136,6 @@ class FaultSet:
             del self.errors[0]
         self.errors.append(ErrorBurst(status, path_prefix, count))
 
-    def clear_errors(self) -> None:
-        self.errors.clear()
-
     def error_for(self, path: str) -> int | None:
         for burst in self.errors:
             if path.startswith(burst.path_prefix):

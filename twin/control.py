@@ -47,7 +47,7 @@ class LiveRuns(Protocol):
 
 
 class SessionGate(Protocol):
-    """A real member's passthrough (:class:`api.members.passthrough.Passthrough`)."""
+    """The gate in front of a real member (:class:`api.members.gates.Gate`)."""
 
     def expire_tokens(self) -> int:
         """End every session a client was seen using in front of the member."""
@@ -74,7 +74,7 @@ class TwinControl:
         """Each camera's gateway backend, the one its server serves (the console reads cameras
         through it and watches their streams on it)."""
         self.real = real or {}
-        """The real members' passthroughs by name, which end the sessions seen in front of them."""
+        """The gates in front of the real members by name, which end the sessions seen there."""
         for name, fault_set in self.faults.items():
             fault_set.seed = world.streams.key(f"faults.{name}")
         self._snapshots: OrderedDict[str, WorldSnapshot] = OrderedDict()

@@ -84,19 +84,12 @@ class Passthrough:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._stack(scope, receive, send)
 
-    def expire_tokens(self) -> int:
-        """End every session a client was seen using (the token-expiry fault); see :class:`Gate`."""
-        return self.gate.expire_tokens()
-
     async def probe(self, api_key: str | None = None) -> int | None:
         """The twin's own check that the real member answers (with its API key, that the key is
         accepted): the status, ``None`` if unreachable. The key is sent only on this request."""
         if api_key:
             return await self.upstream.probe(self.gate.keyed_probe_path, {"X-API-Key": api_key})
         return await self.upstream.probe(self.gate.probe_path)
-
-    async def aclose(self) -> None:
-        await self.upstream.aclose()
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):

@@ -377,7 +377,7 @@ async def record(
             server.should_exit = True
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(task, SHUTDOWN_GRACE_S + 5)
-            await app.aclose()
+            await app.upstream.aclose()
     s = writer.summary
     log.info(
         "twin: recorded %d answers, %d streams, %d frames (%d not recorded)",

@@ -3,8 +3,15 @@
 
 Simulated sensors behave like devices on the broker: their samples are published on their uplink
 topics, and a command published on a simulated sensor's downlink topic (``{"command", "params"?}``)
-is carried out by it; the result is a ``DeviceCommandResult`` event on the realtime channels. The
-broker itself is :mod:`api.realtime.broker`."""
+is carried out by it; the result is a ``DeviceCommandResult`` event on the realtime channels.
+
+The bridge is the live MQTT side the automation backend administers (:class:`hardware.ports.mqtt.MqttLink`):
+its own client, and the embedded broker (:mod:`api.realtime.broker`) when the twin runs one. The broker
+starts on the stored configuration when there is one (its bind, TLS, and the backend's authentication on
+every connection), else on the settings' bind. A configuration change restarts it on the new bind; the
+bridge follows (its next connection goes to the new address, over TLS when the broker listens with TLS,
+with the server's system login once authentication is on). The certificate material is written for the
+broker to a private directory of this process."""
 
 from __future__ import annotations
 
@@ -12,12 +19,16 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from amqtt.client import MQTTClient
 
-from api.realtime.broker import BRIDGE_CLIENT_ID
+from api.realtime.broker import BRIDGE_CLIENT_ID, EmbeddedBroker
 from api.tasks import first_failure
 from hardware.ports.automation import AutomationBackend
 from hardware.ports.device_topics import (
@@ -32,16 +43,18 @@ from hardware.ports.device_topics import (
 )
 from hardware.ports.errors import DomainError
 from hardware.ports.events import EventKind, Subscription
+from hardware.ports.mqtt import BrokerAuth, BrokerConfig, TlsPems
 
 log = logging.getLogger(__name__)
 
 
 DEVICE_FILTERS = {UPLINK_FILTER: 0, DOWNLINK_FILTER: 1}
 """The bridge's own subscriptions and their QoS."""
+WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
 
 class MqttBridge:
-    """The automation backend's side of the broker.
+    """The automation backend's side of the broker, and the embedded broker it runs, if any.
 
     Out: world telemetry as uplink messages, and commands for real devices on their downlink
     topics (QoS 1, not retained). In: uplinks on ``device/+/+/uplink`` (an unknown device becomes a
@@ -50,9 +63,20 @@ class MqttBridge:
     traffic, the bridge's own publications included, is that device's business). Reconnects with a short
     backoff when the broker goes away; outgoing events wait meanwhile in the bounded subscription
     queue (the oldest are dropped and counted).
+
+    ``listen`` is where the embedded broker listens without a stored configuration; ``external_url``
+    the broker in use when it is not the twin's own.
     """
 
-    def __init__(self, backend: AutomationBackend, url: str, *, queue: int = 10_000) -> None:
+    def __init__(
+        self,
+        backend: AutomationBackend,
+        url: str,
+        *,
+        queue: int = 10_000,
+        listen: tuple[str, int] = ("0.0.0.0", 1883),
+        external_url: str | None = None,
+    ) -> None:
         self.backend = backend
         self.url = url
         self.queue = queue
@@ -69,6 +93,12 @@ class MqttBridge:
         self.login: tuple[str, str] | None = None
         """The username and password presented on the next connection (none: anonymous)."""
         self._client: MQTTClient | None = None
+        self.listen = listen
+        self.external = urlsplit(external_url) if external_url else None
+        self._broker: EmbeddedBroker | None = None
+        self.current: Callable[[], EmbeddedBroker | None] = lambda: self._broker
+        """The broker now running (whoever replaces it says so here)."""
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
 
     async def run(self) -> None:
         kinds = frozenset({EventKind.DEVICE_TELEMETRY, EventKind.DEVICE_COMMAND_RESULT})
@@ -119,6 +149,71 @@ class MqttBridge:
         if client is not None and self.connected:
             await client.unsubscribe([topic])
 
+    # The embedded broker --------------------------------------------------------------------------
+    async def start_broker(
+        self, stored: BrokerConfig | None, tls: TlsPems | None, auth: BrokerAuth
+    ) -> EmbeddedBroker:
+        host, port = (stored.listen, stored.port) if stored else self.listen
+        files = self._files(tls) if stored and stored.tls_enabled and tls else None
+        self._broker = broker = EmbeddedBroker(host, port, auth=auth, tls=files)
+        await broker.start()
+        self._point_at(broker)
+        return broker
+
+    def _point_at(self, broker: EmbeddedBroker) -> None:
+        host = WILDCARDS.get(broker.host, broker.host)
+        host = f"[{host}]" if ":" in host else host
+        self.url = f"{'mqtts' if broker.tls else 'mqtt'}://{host}:{broker.port}"
+
+    def _files(self, tls: TlsPems) -> tuple[str, str]:
+        if self._dir is None:
+            self._dir = tempfile.TemporaryDirectory(prefix="twin-mqtt-tls-")
+        cert, key = Path(self._dir.name) / "mqtt-server.crt", Path(self._dir.name) / "mqtt-server.key"
+        cert.write_text(tls.cert)
+        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(tls.key)
+        return str(cert), str(key)
+
+    def address(self) -> tuple[str, int]:
+        if self.external is not None:
+            return self.external.hostname or "127.0.0.1", self.external.port or 1883
+        broker = self.current()
+        return (broker.host, broker.port) if broker is not None else self.listen
+
+    def embedded(self) -> bool:
+        return self.current() is not None
+
+    def clients(self) -> int | None:
+        broker = self.current()
+        if broker is None:
+            return None
+        sessions = getattr(broker.running, "_sessions", {})
+        return sum(
+            1
+            for client_id, (session, _) in list(sessions.items())
+            if client_id != BRIDGE_CLIENT_ID and session.transitions.is_connected()
+        )
+
+    def topics(self) -> dict[str, int]:
+        return dict(self.extra)
+
+    async def apply(self, config: BrokerConfig, tls: TlsPems | None) -> bool:
+        broker = self.current()
+        if broker is None:
+            return False
+        try:
+            await broker.rebind(config.listen, config.port, self._files(tls) if tls else None)
+        except OSError:
+            return False
+        finally:
+            self._point_at(broker)
+        return True
+
+    def use_login(self, login: tuple[str, str] | None) -> None:
+        self.login = login
+
+    # Traffic --------------------------------------------------------------------------------------
     async def _send(self, client: MQTTClient, sub: Subscription) -> None:
         while True:
             event = await sub.get()

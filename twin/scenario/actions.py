@@ -202,7 +202,7 @@ def _latency(c: Target, p: LatencyParams) -> Undo:
 def _errors(c: Target, p: ErrorParams) -> Undo:
     faults = c.fault_set(p.server)
     faults.add_errors(p.status, p.path_prefix, p.count)
-    return faults.clear_errors
+    return faults.errors.clear
 
 
 def _loss(c: Target, p: LossParams) -> Undo:
