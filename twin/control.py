@@ -19,7 +19,8 @@ from twin.automation.server import automation_of
 from twin.camera.wing import cameras_of
 from twin.clock import SimClock
 from twin.journal import RequestJournal
-from twin.scenario.actions import BrokerSwitch, Undo, check
+from twin.scenario.actions import BrokerSwitch, Undo
+from twin.scenario.catalog import ACTIONS
 from twin.sensors import sensors_of
 from twin.world import World, WorldSnapshot
 
@@ -97,9 +98,6 @@ class TwinControl:
         self.scenarios: LiveRuns | None = None
         """Scenarios the console runs on this world (set by ``twin run``: the scenario runner imports
         the composition root, so this module cannot build them)."""
-
-    def clock_state(self) -> ClockState:
-        return self.clock.state()
 
     def pause(self) -> ClockState:
         self.clock.pause()
@@ -192,7 +190,7 @@ class TwinControl:
     ) -> dict[str, Any]:
         """Run an action now; with ``for_seconds`` its undo runs that many world seconds later.
         Returns the action's id (for :meth:`undo_action`) and when it will be undone."""
-        action = check(name)
+        action = ACTIONS.check(name)
         try:
             parsed = action.params.model_validate(params)
         except ValidationError as err:
@@ -301,7 +299,7 @@ class TwinControl:
             "id": camera_id,
             "powered": camera.powered,
             "down_until": camera.power.down_until,
-            "uptime": camera.uptime() if camera.powered else None,
+            "uptime": camera.power.uptime() if camera.powered else None,
             "boot_count": camera.boot_count,
             "services": services,
         }

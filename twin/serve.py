@@ -49,7 +49,7 @@ from twin.fleet import WorldConfig, default_sensor_group
 from twin.journal import RequestJournal
 from twin.kinds import Kinds
 from twin.listeners import Listener
-from twin.scenario.actions import describe
+from twin.scenario.catalog import ACTIONS
 from twin.scenario.model import Scenario, load_scenario
 from twin.sensors import sensors_of
 from twin.serving import App, Served, Site
@@ -163,7 +163,7 @@ def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KIND
         world, clock, faults=faults, limiters=limiters, journal=journal, gateways=gateways,
         real={name: app.gate for name, app in passthroughs.items()},
     )  # fmt: skip
-    control_app = create_control_app(control, faults, limiters, journal=journal, actions=describe())
+    control_app = create_control_app(control, faults, limiters, journal=journal, actions=ACTIONS.describe())
     twin = Twin(
         settings, world, clock, control, served, faults, control_app,
         journal=journal, real=passthroughs, members=real,

@@ -14,9 +14,11 @@ from api.gateway.app import create_app as create_gateway_app
 from api.gateway.rtsp import RtspServer
 from api.gateway.storm import StormMiddleware
 from api.members.gates import AutomationGate, GatewayGate
+from twin.automation.actions import AUTOMATION_ACTIONS
 from twin.automation.backend import TwinAutomation
 from twin.automation.network import network_info
 from twin.automation.server import AUTOMATION, AutomationServer, automation_of
+from twin.camera.actions import CAMERA_ACTIONS
 from twin.camera.gateway import TwinGateway, close_host_hardware, host_hardware
 from twin.camera.wing import CAMERAS, CameraWing, cameras_of
 from twin.kinds import Kind, Kinds
@@ -97,7 +99,12 @@ KINDS = Kinds()
 (whose devices include the simulated sensors)."""
 
 KINDS.register(Kind(SENSORS, lambda world: SensorWing(world, world.config.sensors)))
-KINDS.register(Kind(CAMERAS, CameraWing, servers=camera_servers))
+KINDS.register(Kind(CAMERAS, CameraWing, servers=camera_servers, actions=CAMERA_ACTIONS))
 KINDS.register(
-    Kind(AUTOMATION, lambda world: AutomationServer(world, sensors_of(world)), servers=automation_servers)
+    Kind(
+        AUTOMATION,
+        lambda world: AutomationServer(world, sensors_of(world)),
+        servers=automation_servers,
+        actions=AUTOMATION_ACTIONS,
+    )
 )

@@ -137,7 +137,7 @@ def create_app(
 
     @app.get("/clock")
     async def clock(control: Control) -> dict:
-        return clock_json(control.clock_state())
+        return clock_json(control.clock.state())
 
     @app.post("/clock/pause")
     async def pause(control: Control) -> dict:

@@ -85,7 +85,7 @@ async def fleet(
     every camera with its power, services and current figures."""
     devices, total, series = control.sensors(page, limit, points)
     return {
-        "clock": clock_json(control.clock_state()),
+        "clock": clock_json(control.clock.state()),
         "sensors": {
             "page": page,
             "limit": limit,

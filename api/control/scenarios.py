@@ -71,7 +71,7 @@ def _live(control: ConsoleControl) -> Scenarios:
 def _status(control: ConsoleControl) -> dict[str, Any]:
     s = _live(control)
     out: dict[str, Any] = {
-        "clock": clock_json(control.clock_state()),
+        "clock": clock_json(control.clock.state()),
         "loaded": _scenario(s.loaded, s.source) if s.loaded is not None else None,
         "run": None,
     }

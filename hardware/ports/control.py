@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from hardware.ports.clock import Clock
 from hardware.ports.types import ClockState, SnapshotInfo
 
 
 @runtime_checkable
 class WorldControl(Protocol):
-    def clock_state(self) -> ClockState: ...
+    @property
+    def clock(self) -> Clock:
+        """The world clock; its ``state()`` is what the control plane reports."""
 
     def pause(self) -> ClockState: ...
 

@@ -42,7 +42,7 @@ from twin.fleet import (
     VideoSpec,
     WorldConfig,
 )
-from twin.scenario.actions import ACTIONS, check
+from twin.scenario.catalog import ACTIONS
 from twin.scenario.client import ClientSpec
 from twin.scenario.expectations import Expectation
 from twin.scenario.real import ENVIRON, RealCameraKeys, real_members, without_secrets
@@ -321,7 +321,7 @@ class Step(_Strict):
 
     at: float | None = Field(default=None, ge=0, description="sim seconds since the start")
     after: After | None = None
-    do: Annotated[str, Field(json_schema_extra={"enum": sorted(ACTIONS)})]
+    do: Annotated[str, Field(json_schema_extra=lambda schema: schema.update(enum=sorted(ACTIONS)))]
     params: dict[str, Any] = Field(default_factory=dict)
     for_: float | None = Field(default=None, alias="for", gt=0, description="undo after this many s")
 
@@ -330,7 +330,7 @@ class Step(_Strict):
         if (self.at is None) == (self.after is None):
             raise ValueError("give exactly one of 'at' and 'after'")
         if not (info.context or {}).get(ACTIONS_CHECKED):
-            action = check(self.do)
+            action = ACTIONS.check(self.do)
             action.params.model_validate(self.params)
         return self
 

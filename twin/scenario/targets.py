@@ -21,9 +21,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from hardware.ports.events import EventKind
-from twin.scenario.actions import ACTIONS, Action, CameraParams, SensorParams, ServerParams, SpikeParams
+from twin.scenario.actions import Action, CameraParams, Reach, SensorParams, ServerParams, SpikeParams
+from twin.scenario.catalog import ACTIONS
 from twin.scenario.expectations import Expectation
-from twin.scenario.reach import LAYER_ACTIONS, REACH, SIMULATED_ONLY, Reach, member
+from twin.scenario.reach import LAYER_ACTIONS, REACH, SIMULATED_ONLY, member
 from twin.settings import AUTOMATION, in_words, wall_clock_problem
 
 EVENT_KINDS = tuple(k.value for k in EventKind)

@@ -13,7 +13,8 @@ import httpx
 
 from tests.api.support import assert_error, data
 from tests.conftest import _client, admin_token
-from twin.scenario.actions import ACTIONS, NoParams
+from twin.scenario.actions import NoParams
+from twin.scenario.catalog import ACTIONS
 from twin.serve import Twin, build
 from twin.settings import Settings
 

@@ -17,7 +17,7 @@ from tests.conftest import SCENARIOS
 from tests.standin import standin_process
 from twin.cli import main
 from twin.scenario import ScenarioError, load_scenario
-from twin.scenario.actions import ACTIONS
+from twin.scenario.catalog import ACTIONS
 from twin.scenario.expectations import Outcome
 from twin.scenario.live import LiveScenarios
 from twin.scenario.model import parse_scenario
