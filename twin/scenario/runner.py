@@ -23,7 +23,6 @@ is not the one the scenario expects (``client.expect_exit``) or a timeline step 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import sys
@@ -37,6 +36,7 @@ from typing import Any
 from hardware.ports.events import Event, EventKind
 from hardware.ports.types import ClockMode
 from twin.camera.wing import cameras_of
+from twin.scenario.broker_switch import BrokerSwitch
 from twin.scenario.client import finish_client, start_client
 from twin.scenario.expectations import Outcome, RunRecord, Verdict, judge_all
 from twin.scenario.model import Scenario, Step, load_scenario
@@ -143,50 +143,6 @@ class _Recorder:
             self.world.observers.remove(self.observe)
 
 
-class BrokerSwitch:
-    """Stops the run's embedded MQTT broker and starts a new one where it listened, as it was
-    configured (its bind, TLS and authentication, whatever the API changed since the start); each
-    switch waits for the previous one (they run on the event loop, outside the world step)."""
-
-    def __init__(self, running) -> None:
-        self.running = running
-        self.port = running.broker.port
-        """Where the broker listened when it last went down (a broker bound to port 0 picked it)."""
-        self._last: asyncio.Future | None = None
-
-    def _then(self, make) -> None:
-        previous = self._last
-
-        async def chained() -> None:
-            if previous is not None:
-                with contextlib.suppress(Exception):
-                    await previous
-            await make()
-
-        self._last = asyncio.ensure_future(chained())
-
-    def down(self) -> None:
-        async def stop() -> None:
-            broker = self.running.broker
-            self.port = broker.port or self.port  # a stopped broker knows only the port it was given
-            await broker.stop()
-
-        self._then(stop)
-
-    def up(self) -> None:
-        async def start() -> None:
-            broker = self.running.broker.successor(self.port)
-            await broker.start()
-            self.running.broker = broker
-
-        self._then(start)
-
-    async def settle(self) -> None:
-        if self._last is not None:
-            with contextlib.suppress(Exception):
-                await self._last
-
-
 def schedule(scenario: Scenario, control, errors: list[str]) -> _Recorder:
     """Put the scenario's timeline on the world clock: ``at`` steps as SimPy processes, ``after``
     steps when their event is published. A step that fails is appended to ``errors`` (with its
@@ -270,9 +226,10 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
     if real and (problem := wall_clock_problem(real, bool(opts.step), opts.speed or 1.0)):
         raise ScenarioError(f"{source}: {problem}")
     twin = build(runner_settings(source, opts, scenario.servers.mqtt))
-    world, clock, control = twin.world, twin.clock, twin.control
+    world, clock, control, journal, bridge = twin.world, twin.clock, twin.control, twin.journal, twin.bridge
+    assert journal is not None and bridge is not None  # build() makes both
     if not scenario.servers.mqtt:
-        twin.bridge.run = _no_bridge  # type: ignore[method-assign]
+        bridge.run = _no_bridge  # type: ignore[method-assign]
     if opts.speed is not None and opts.step is None:
         clock.set_mode(ClockMode.REALTIME)
     step_mode = clock.mode is ClockMode.STEP
@@ -292,7 +249,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
             await stop(running)
             recorder.close()
             raise RealMemberRefused("; ".join(running.refused))
-        mqtt_log = running.broker.keep_sessions(twin.journal.now) if running.broker is not None else None
+        mqtt_log = running.broker.keep_sessions(journal.now) if running.broker is not None else None
         switch = control.broker = BrokerSwitch(running) if running.broker is not None else None
         control.settle = lambda: _listeners_settled(running)
         proc = None
@@ -334,7 +291,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
             log_text = log_path.read_text(errors="replace")
     wall = time.monotonic() - wall0
     record = RunRecord(
-        journal=list(twin.journal.entries),
+        journal=list(journal.entries),
         events=recorder.events,
         end=world.env.now,
         client_exit=client_exit,

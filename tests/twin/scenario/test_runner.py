@@ -146,7 +146,7 @@ async def test_broker_switch_takes_the_broker_down_and_back_on_its_port() -> Non
     from types import SimpleNamespace
 
     from api.realtime.broker import EmbeddedBroker
-    from twin.scenario.runner import BrokerSwitch
+    from twin.scenario.broker_switch import BrokerSwitch
 
     broker = EmbeddedBroker("127.0.0.1", 0)
     await broker.start()
@@ -204,7 +204,7 @@ async def test_broker_switch_brings_the_broker_back_as_the_api_left_it() -> None
     from types import SimpleNamespace
 
     from api.realtime.broker import EmbeddedBroker
-    from twin.scenario.runner import BrokerSwitch
+    from twin.scenario.broker_switch import BrokerSwitch
 
     broker = EmbeddedBroker("127.0.0.1", 0, auth=_OneLogin())
     await broker.start()
