@@ -60,7 +60,7 @@ def _figures(gateway: GatewayBackend) -> dict[str, float]:
         if npu is not None:
             out["npu_percent"] = npu.device_utilization
     with contextlib.suppress(DomainError):
-        for p in gateway.storage.partitions():
+        for p in gateway.storage.usage():
             if p.name in ("root", "data"):
                 out[f"{p.name}_percent"] = p.usage_percent
     return out
@@ -103,20 +103,20 @@ async def camera(camera_id: str, control: Console) -> dict:
     gateway = control.gateway(camera_id)
 
     def partitions() -> list[dict[str, Any]]:
-        found = gateway.storage.partitions()
+        found = gateway.storage.usage()
         return [{**plain(p), "free": p.free, "usage_percent": p.usage_percent} for p in found]
 
     areas: dict[str, Callable[[], Any]] = {
         "info": lambda: plain(gateway.system.info()),
         "device_time": lambda: plain(gateway.system.device_time()),
         "lens": lambda: plain(gateway.lens.status()),
-        "autofocus": lambda: plain(gateway.lens.af_status()),
+        "autofocus": lambda: plain(gateway.autofocus.af_status()),
         "peripherals": lambda: plain(gateway.peripherals.device_status()),
         "partitions": partitions,
         "apps": lambda: [plain(a) for a in gateway.apps.list()],
         "streams": lambda: [plain(s) for s in gateway.media.status()],
-        "ota": lambda: plain(gateway.system.ota_status()),
-        "os_upgrade": gateway.system.os_upgrade_status,
+        "ota": lambda: plain(gateway.ota.report()),
+        "os_upgrade": lambda: gateway.os_upgrade.report(),
     }
     return {"state": control.camera_state(camera_id)} | {name: _read(read) for name, read in areas.items()}
 
@@ -129,7 +129,7 @@ async def video(websocket: WebSocket, camera_id: str, stream_id: str) -> None:
     try:
         control: ConsoleControl = has(websocket.app.state.control, "camera_state", "console readings")
         gateway = control.gateway(camera_id)
-        if not gateway.system.reachable():
+        if not gateway.reachable():
             raise Unavailable(f"{camera_id} is down")
         viewer = gateway.media.open_viewer(stream_id)
     except DomainError as err:
@@ -137,9 +137,9 @@ async def video(websocket: WebSocket, camera_id: str, stream_id: str) -> None:
         return
     try:
         await websocket.accept()
-        await viewer.start()
+        await viewer.stream.primed()
         await websocket.send_bytes(pack(viewer.config_frame()))
-        viewer.request_keyframe()
+        viewer.stream.request_keyframe()
         await until_first_ends(websocket, _frames(websocket, viewer), drain(websocket))
     except (DomainError, WebSocketDisconnect):
         pass

@@ -1,5 +1,6 @@
 """A camera's RS485 on a real serial port: any pyserial URL (``/dev/ttyUSB0``, ``loop://``, a pty,
-``rfc2217://``...) behind the RS485 part of the gateway's peripherals port.
+``rfc2217://``...) as the camera's RS485 line (:class:`~hardware.ports.camera_hw.Rs485Line`), in
+place of the simulated one.
 
 ``rs485/init`` opens the port with the requested baud rate and ``config`` (data bits, parity, stop
 bits: ``8N1``, ``7E1``...; like the device's daemon, a config that is not three characters long
@@ -28,18 +29,7 @@ from typing import Any
 
 import serial
 
-from hardware.ports.camera_hw import (
-    HAL_EINVAL,
-    HAL_ENODEV,
-    AlarmOutputs,
-    DeviceStatus,
-    GatewayPeripherals,
-    GpioPin,
-    GpioRead,
-    HwStatus,
-    PtzCommand,
-    Switched,
-)
+from hardware.ports.camera_hw import HAL_EINVAL, HAL_ENODEV, HwStatus
 from hardware.ports.errors import InternalError
 
 log = logging.getLogger(__name__)
@@ -103,7 +93,7 @@ def check_url(url: str) -> None:
 
 
 class SerialRs485:
-    """One camera's RS485 over the pyserial URL ``url``; received frames go to ``on_rx``."""
+    """One camera's RS485 line over the pyserial URL ``url``; received frames go to ``on_rx``."""
 
     def __init__(self, name: str, url: str, on_rx: Callable[[bytes], None]) -> None:
         self.name = name
@@ -224,57 +214,3 @@ def _frame_gap(settings: dict[str, Any]) -> float:
     parity = 0 if settings["parity"] == serial.PARITY_NONE else 1
     bits = 1 + int(settings["bytesize"]) + parity + float(settings["stopbits"])
     return max(MIN_FRAME_GAP_S, 3.5 * bits / int(settings["baudrate"]))
-
-
-class SerialPeripherals:
-    """The gateway's peripherals area with its RS485 on a serial port: every other peripheral is
-    ``inner``'s (the simulated camera's)."""
-
-    def __init__(self, inner: GatewayPeripherals, rs485: SerialRs485) -> None:
-        self.inner = inner
-        self.rs485 = rs485
-
-    def device_status(self) -> DeviceStatus:
-        return self.inner.device_status()
-
-    def capabilities(self) -> dict[str, bool]:
-        return self.inner.capabilities()
-
-    def set_light(self, level: int) -> None:
-        self.inner.set_light(level)
-
-    def set_ir_led(self, level: int) -> None:
-        self.inner.set_ir_led(level)
-
-    def set_ir_cut(self, mode: str) -> None:
-        self.inner.set_ir_cut(mode)
-
-    def ptz(self, command: PtzCommand) -> None:
-        self.inner.ptz(command)
-
-    def gpio_read(self, pins: list[int] | None) -> GpioRead:
-        return self.inner.gpio_read(pins)
-
-    def gpio_pin(self, pin: int) -> GpioPin:
-        return self.inner.gpio_pin(pin)
-
-    def gpio_write(self, pin: int, value: bool) -> None:
-        self.inner.gpio_write(pin, value)
-
-    def switch(self, what: str, enabled: bool, channel: int = 0) -> Switched:
-        return self.inner.switch(what, enabled, channel)
-
-    def switched(self, what: str, channel: int = 0) -> Switched:
-        return self.inner.switched(what, channel)
-
-    def alarm_outputs(self) -> AlarmOutputs:
-        return self.inner.alarm_outputs()
-
-    def rs485_init(self, baudrate: int, config: str) -> HwStatus:
-        return self.rs485.rs485_init(baudrate, config)
-
-    def rs485_deinit(self) -> HwStatus:
-        return self.rs485.rs485_deinit()
-
-    def rs485_tx(self, data: bytes) -> HwStatus:
-        return self.rs485.rs485_tx(data)

@@ -305,11 +305,9 @@ class OsdImageFile:
 # Areas -----------------------------------------------------------------------------------------
 @runtime_checkable
 class GatewayLens(Protocol):
-    """Zoom, focus and iris motors and autofocus. Moves take time on the world clock."""
+    """Zoom, focus and iris motors. Moves take time on the world clock."""
 
     def status(self) -> LensStatus: ...
-
-    def af_status(self) -> AfStatus: ...
 
     def zoom(self, speed: int) -> None:
         """Run the zoom motor at ``speed`` (-100..100, negative = wide); 0 stops."""
@@ -319,16 +317,6 @@ class GatewayLens(Protocol):
 
     def set_autofocus(self, enable: bool) -> str:
         """Continuous autofocus: refocus after every zoom move. Answers the service's message."""
-
-    def oneshot_af(self) -> AfJob:
-        """Sweep focus and settle at the sharpest position; ``af_status`` shows progress. Not accepted
-        while another job runs."""
-
-    def cancel_af(self, job_id: int = 0) -> str:
-        """Cancel the running job (``job_id`` 0: whichever); refused for another job's id."""
-
-    def zoom_follow(self, ratio: float) -> AfJob:
-        """Zoom to ``ratio`` with focus tracking the zoom curve. ``InvalidInput`` unless ratio > 0."""
 
     def set_zoom_level(self, level: float) -> None:
         """Zoom as a fraction of the zoom limits (0.0 = widest, 1.0 = longest)."""
@@ -349,6 +337,23 @@ class GatewayLens(Protocol):
         """Reset both motors to zero, then return to the wide end in focus."""
 
     def goto(self, zoom_ratio: float, focus_distance_m: float) -> None: ...
+
+
+@runtime_checkable
+class GatewayAutofocus(Protocol):
+    """The lens's autofocus jobs, numbered from 1; one runs at a time."""
+
+    def af_status(self) -> AfStatus: ...
+
+    def oneshot_af(self) -> AfJob:
+        """Sweep focus and settle at the sharpest position; ``af_status`` shows progress. Not accepted
+        while another job runs."""
+
+    def cancel_af(self, job_id: int = 0) -> str:
+        """Cancel the running job (``job_id`` 0: whichever); refused for another job's id."""
+
+    def zoom_follow(self, ratio: float) -> AfJob:
+        """Zoom to ``ratio`` with focus tracking the zoom curve. ``InvalidInput`` unless ratio > 0."""
 
 
 @runtime_checkable
@@ -383,12 +388,19 @@ class GatewayPeripherals(Protocol):
 
     def alarm_outputs(self) -> AlarmOutputs: ...
 
-    def rs485_init(self, baudrate: int, config: str) -> HwStatus: ...
+
+@runtime_checkable
+class Rs485Line(Protocol):
+    """A camera's RS485 port: the simulated one, or a real serial port on this machine. Each call
+    answers the HAL's return code as the camera daemon does."""
+
+    def rs485_init(self, baudrate: int, config: str) -> HwStatus:
+        """``config``: data bits, parity, stop bits (``8N1``...); not three characters long: ``8N1``."""
 
     def rs485_deinit(self) -> HwStatus: ...
 
     def rs485_tx(self, data: bytes) -> HwStatus:
-        """A HAL error unless initialised; with loopback the bytes come back as an event."""
+        """A HAL error unless initialised; what comes back on the line becomes ``camera.rs485_rx``."""
 
 
 @runtime_checkable

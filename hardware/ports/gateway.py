@@ -1,7 +1,8 @@
 """What the edge gateway API needs from one camera (simulated, or a real device behind a passthrough).
 
-The gateway is split per area as later issues add them (system, ai, apps, containers, media,
-peripherals, files, logs, monitor, events); ``GatewayBackend`` composes the areas.
+The gateway is split per area (auth, system, power, time, media, picture, lens, autofocus,
+peripherals, RS485, audio, files, logs, shell, OTA, OS upgrade, ai, apps, containers, monitor,
+events...); ``GatewayBackend`` hands out the areas.
 """
 
 from __future__ import annotations
@@ -9,24 +10,31 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from hardware.ports.camera_audio import GatewayAudio
-from hardware.ports.camera_hw import GatewayLens, GatewayPeripherals, GatewayPicture
+from hardware.ports.camera_hw import (
+    GatewayAutofocus,
+    GatewayLens,
+    GatewayPeripherals,
+    GatewayPicture,
+    Rs485Line,
+)
 from hardware.ports.clock import Clock
 from hardware.ports.gateway_admin import GatewayAdmin, GatewayWorkbench
-from hardware.ports.gateway_apps import (
-    GatewayAi,
-    GatewayApps,
-    GatewayContainers,
-    GatewayEvents,
-    GatewayMonitor,
-    GatewayStorage,
+from hardware.ports.gateway_ai import GatewayAi
+from hardware.ports.gateway_apps import GatewayApps, GatewayContainers, GatewayEvents, GatewayLifecycle
+from hardware.ports.gateway_files import (
+    GatewayFiles,
+    GatewayLogs,
+    GatewayLogStream,
+    GatewayOsUpgrade,
+    GatewayOta,
+    GatewayShell,
 )
-from hardware.ports.gateway_files import GatewayFiles, GatewayLogs, GatewayShell, GatewayUpgrade
-from hardware.ports.media import GatewayMedia
+from hardware.ports.gateway_monitor import GatewayMonitor, GatewayStorage
+from hardware.ports.media import GatewayMedia, GatewayMediaConfig
 from hardware.ports.types import (
     ClientTimeSync,
     DeviceTime,
     GatewayInfo,
-    OtaStatus,
     PublicKey,
     SystemStats,
     TimeConfig,
@@ -58,46 +66,45 @@ class GatewayAuth(Protocol):
 class GatewaySystem(Protocol):
     def info(self) -> GatewayInfo: ...
 
-    def reachable(self) -> bool:
-        """False while the device is down (booting, powered off): the API then refuses connections."""
-
     def stats(self) -> SystemStats: ...
 
-    def change_password(self, old_password: str, new_password: str, timestamp: int) -> None:
+    def change_password(self, old: str, new: str, timestamp: int) -> None:
         """Both passwords RSA ciphertext or plaintext, like login. ``TimestampSkew`` for a stale
         non-zero timestamp; ``InvalidInput(resource="parameter")`` for a new password outside 8-32
         characters; ``InvalidInput`` for a wrong (non-empty) old password. Sessions end shortly after."""
 
-    def restart(self) -> None:
-        """Reboot the device: it goes down shortly after answering and is unreachable while booting."""
-
-    def ota_status(self) -> OtaStatus: ...
-
-    def os_upgrade_status(self) -> dict[str, object] | None:
-        """The current OS-upgrade job, or None when there is none."""
-
-    # Device time -------------------------------------------------------------------------------
     def device_time(self) -> DeviceTime:
         """The device's clock; every timestamp the device reports is on it."""
 
-    def set_time(self, datetime: str) -> None:
+
+@runtime_checkable
+class GatewayPower(Protocol):
+    def restart(self) -> None:
+        """Reboot the device: it goes down shortly after answering and is unreachable while booting."""
+
+
+@runtime_checkable
+class GatewayTime(Protocol):
+    """The device's clock settings: manual time, timezone, NTP."""
+
+    def set_time(self, datetime_: str) -> None:
         """RFC 3339; ``InvalidInput`` if malformed or while NTP is enabled."""
 
-    def sync_time_from_client(self, client_timestamp: int) -> ClientTimeSync: ...
+    def sync_from_client(self, client_timestamp: int) -> ClientTimeSync: ...
 
-    def time_config(self) -> TimeConfig: ...
+    def config(self) -> TimeConfig: ...
 
-    def save_time_config(
+    def save_config(
         self,
-        timezone: str,
+        timezone_: str,
         time_format: str,
         sync_mode: str,
         ntp_server: str,
         ntp_interval: int,
-        manual_datetime: str,
+        manual: str,
     ) -> None: ...
 
-    def set_timezone(self, timezone: str) -> None:
+    def set_timezone(self, name: str) -> None:
         """``InvalidInput`` for a name not in :meth:`timezones`."""
 
     def timezones(self) -> tuple[TimezoneInfo, ...]: ...
@@ -112,22 +119,63 @@ class GatewaySystem(Protocol):
 class GatewayBackend(Protocol):
     id: str
     clock: Clock
-    auth: GatewayAuth
-    system: GatewaySystem
-    media: GatewayMedia
-    lens: GatewayLens
-    peripherals: GatewayPeripherals
-    picture: GatewayPicture
-    audio: GatewayAudio
-    files: GatewayFiles
-    logs: GatewayLogs
-    shell: GatewayShell
-    upgrade: GatewayUpgrade
-    ai: GatewayAi
-    apps: GatewayApps
-    containers: GatewayContainers
-    events: GatewayEvents
-    storage: GatewayStorage
-    monitor: GatewayMonitor
-    admin: GatewayAdmin
-    workbench: GatewayWorkbench
+
+    def reachable(self) -> bool:
+        """False while the device is down (booting, powered off) or gone: the API then refuses
+        connections."""
+
+    @property
+    def auth(self) -> GatewayAuth: ...
+    @property
+    def system(self) -> GatewaySystem: ...
+    @property
+    def power(self) -> GatewayPower: ...
+    @property
+    def time(self) -> GatewayTime: ...
+    @property
+    def media(self) -> GatewayMedia: ...
+    @property
+    def media_config(self) -> GatewayMediaConfig: ...
+    @property
+    def picture(self) -> GatewayPicture: ...
+    @property
+    def lens(self) -> GatewayLens: ...
+    @property
+    def autofocus(self) -> GatewayAutofocus: ...
+    @property
+    def peripherals(self) -> GatewayPeripherals: ...
+    @property
+    def rs485(self) -> Rs485Line: ...
+    @property
+    def audio(self) -> GatewayAudio: ...
+    @property
+    def files(self) -> GatewayFiles: ...
+    @property
+    def logs(self) -> GatewayLogs: ...
+    @property
+    def log_stream(self) -> GatewayLogStream: ...
+    @property
+    def shell(self) -> GatewayShell: ...
+    @property
+    def ota(self) -> GatewayOta: ...
+    @property
+    def os_upgrade(self) -> GatewayOsUpgrade: ...
+
+    lifecycle: GatewayLifecycle
+
+    @property
+    def ai(self) -> GatewayAi: ...
+    @property
+    def apps(self) -> GatewayApps: ...
+    @property
+    def containers(self) -> GatewayContainers: ...
+    @property
+    def events(self) -> GatewayEvents: ...
+    @property
+    def storage(self) -> GatewayStorage: ...
+    @property
+    def monitor(self) -> GatewayMonitor: ...
+    @property
+    def admin(self) -> GatewayAdmin: ...
+    @property
+    def workbench(self) -> GatewayWorkbench: ...

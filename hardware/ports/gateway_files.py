@@ -13,6 +13,8 @@ import builtins
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from hardware.ports.types import OtaStatus
+
 
 # Files ------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
@@ -105,8 +107,6 @@ class GatewayLogs(Protocol):
 
     def download(self, kind: str, target: str) -> FileData: ...
 
-    def follow(self, kind: str, target: str) -> LogFollower: ...
-
     def debug_services(self) -> list[tuple[str, str]]:
         """(id, display name) of the systemd services a debug export can include."""
 
@@ -114,6 +114,13 @@ class GatewayLogs(Protocol):
 
     def debug_export(self, services: list[str], files: list[str], lines: int) -> list[FileData]:
         """The members of a debug-log archive: one journal per service, then the files."""
+
+
+@runtime_checkable
+class GatewayLogStream(Protocol):
+    def follow(self, kind: str, target: str) -> LogFollower:
+        """New lines of a service journal or a log file (``kind`` and ``target`` as in
+        :meth:`GatewayLogs.content`) as they are written."""
 
 
 # Shell: SSH settings and the web terminal -------------------------------------------------------
@@ -163,27 +170,40 @@ class FirmwareInfo:
 
 
 @runtime_checkable
-class GatewayUpgrade(Protocol):
-    def ota_detect(self) -> tuple[bool, str, str]:
+class GatewayOta(Protocol):
+    """Firmware (OTA) updates."""
+
+    def detect(self) -> tuple[bool, str, str]:
         """(update_available, version, changelog)."""
 
-    def ota_parse(self, filename: str, data: bytes) -> FirmwareInfo: ...
+    def parse(self, filename: str, data: bytes) -> FirmwareInfo: ...
 
-    def ota_install(self, filename: str, data: bytes) -> dict[str, Any]:
+    def install(self, filename: str, data: bytes) -> dict[str, Any]:
         """Start a firmware install from an upload; ``Conflict(resource="upgrade")`` while busy."""
 
-    def ota_install_from_path(self, path: str) -> dict[str, Any]:
+    def install_from_path(self, path: str) -> dict[str, Any]:
         """Start a firmware install from an absolute path on the device."""
 
-    def os_upload(self, filename: str, data: bytes, sha256: str) -> dict[str, Any]:
-        """Store an OS package (``.swu``) as a new job; ``Conflict`` while another job is active."""
+    def report(self) -> OtaStatus:
+        """The last install's status (the zero status with the current boot id if none ran)."""
 
-    def os_validate(self, job_id: str, sha256: str, allow_downgrade: bool) -> dict[str, Any]: ...
 
-    def os_install(self, job_id: str, strategy: str, update_mode: str) -> dict[str, Any]: ...
+@runtime_checkable
+class GatewayOsUpgrade(Protocol):
+    """OS upgrades (``.swu`` packages), one job at a time."""
 
-    def os_reboot(self, job_id: str) -> dict[str, Any]: ...
+    def upload(self, filename: str, data: bytes, sha256: str) -> dict[str, Any]:
+        """Store an OS package as a new job; ``Conflict`` while another job is active."""
 
-    def os_cancel(self, job_id: str) -> dict[str, Any]: ...
+    def validate(self, job_id: str, sha256: str, allow_downgrade: bool) -> dict[str, Any]: ...
 
-    def os_delete_package(self, job_id: str) -> dict[str, Any]: ...
+    def install(self, job_id: str, strategy: str, update_mode: str) -> dict[str, Any]: ...
+
+    def reboot(self, job_id: str) -> dict[str, Any]: ...
+
+    def cancel(self, job_id: str) -> dict[str, Any]: ...
+
+    def delete_package(self, job_id: str) -> dict[str, Any]: ...
+
+    def report(self) -> dict[str, Any] | None:
+        """The current job, or None when there is none."""

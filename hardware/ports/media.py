@@ -1,7 +1,8 @@
 """The edge gateway's media area: streams, encoders, media status and the live H.264 feed.
 
-A viewer of the live feed opens a :class:`MediaViewer` on one stream: it first takes the stream's
-cached parameter sets (:meth:`MediaViewer.config_frame`), then awaits access units one by one
+A viewer of the live feed opens a :class:`MediaViewer` on one stream: it waits until the stream is
+primed (:meth:`LiveStream.primed`), takes the stream's cached parameter sets
+(:meth:`MediaViewer.config_frame`), then awaits access units one by one
 (:meth:`MediaViewer.next_frame`). Payloads are AVCC (4-byte big-endian length + NAL, no start codes);
 timestamps are 90 kHz ticks (the encoder's nanoseconds divided by 11111, wrapped to u32).
 """
@@ -52,20 +53,29 @@ class MediaFrame:
 
 
 @runtime_checkable
+class LiveStream(Protocol):
+    """The encoder of one stream, shared by its viewers."""
+
+    def request_keyframe(self) -> None:
+        """Ask the encoder for an IDR as its next frame."""
+
+    async def primed(self) -> None:
+        """Wait until the stream's parameter sets exist (its first frame is encoded)."""
+
+
+@runtime_checkable
 class MediaViewer(Protocol):
     """One subscriber of a stream: a bounded queue of 60 frames; when full, non-key frames drop."""
 
     stream_id: str
     dropped: int
 
+    @property
+    def stream(self) -> LiveStream:
+        """The stream this viewer watches."""
+
     def config_frame(self) -> MediaFrame:
         """The cached SPS/PPS as one AVCC frame: not key, PTS/DTS 0."""
-
-    def request_keyframe(self) -> None:
-        """Ask the encoder for an IDR as its next frame."""
-
-    async def start(self) -> None:
-        """Wait until the stream's parameter sets exist (its first frame is encoded)."""
 
     async def next_frame(self) -> MediaFrame:
         """The next frame, waiting (in world time) until one is encoded; ``Unavailable`` once closed."""
@@ -88,7 +98,11 @@ class GatewayMedia(Protocol):
         """Start watching a stream; ``NotFound`` if no encoder of that id is configured,
         ``Unavailable`` if it is disabled."""
 
-    # The camera daemon's configuration -------------------------------------------------------------
+
+@runtime_checkable
+class GatewayMediaConfig(Protocol):
+    """The camera daemon's configuration: encoders, RTSP, profiles, the stream list."""
+
     def config(self) -> dict[str, Any]:
         """The whole configuration document: streams with encoders, image, transform, osd,
         privacy_mask, ai_overlay, rtsp, frontend, profile."""

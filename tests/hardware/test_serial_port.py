@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hardware.adapters.serial_port import SerialPeripherals, SerialPortError, SerialRs485
-from hardware.ports.camera_hw import GatewayPeripherals
+from hardware.adapters.serial_port import SerialPortError, SerialRs485
+from hardware.ports.camera_hw import Rs485Line
 from hardware.ports.events import EventKind
 from tests.conftest import SCENARIOS, gateway_token
 from tests.sockets import socket_settings
@@ -70,8 +70,8 @@ async def received(sub, length: int) -> bytes:
 # loop:// ------------------------------------------------------------------------------------------
 async def test_what_is_sent_on_loop_comes_back_as_an_event() -> None:
     twin = build(settings_with(rs485=("cam-01=loop://",)))
-    peripherals = twin.gateways["cam-01"].peripherals
-    assert isinstance(peripherals, SerialPeripherals) and isinstance(peripherals, GatewayPeripherals)
+    line = twin.gateways["cam-01"].rs485
+    assert isinstance(line, SerialRs485) and isinstance(line, Rs485Line)
     sub = twin.world.bus.subscribe([EventKind.CAMERA_RS485_RX])
     async with gateway_of(twin) as (gateway, auth):
         early = await post(gateway, auth, "/rs485/tx", tx(b"\x01"))
@@ -106,7 +106,7 @@ async def test_a_scenario_group_puts_its_cameras_rs485_on_a_serial_port(tmp_path
         assert (await post(gateway, auth, "/rs485/init", {"baudrate": 9600})).json()["data"]["success"]
         await post(gateway, auth, "/rs485/tx", tx(b"scenario"))
         assert await received(sub, 8) == b"scenario"
-    assert isinstance(twin.gateways["cam-01"].peripherals, SerialPeripherals)
+    assert isinstance(twin.gateways["cam-01"].rs485, SerialRs485)
 
 
 # A pty: the test is the device ----------------------------------------------------------------------
@@ -231,7 +231,7 @@ async def test_bad_values_answer_as_the_simulated_port_does() -> None:
         }
         bad_data = await post(real, auth, "/rs485/tx", {"data": "not base64!"})
         assert bad_data.status_code == 400 and bad_data.json()["code"] == 1001
-    assert serial_twin.gateways["cam-01"].peripherals.rs485._port is None  # nothing was opened
+    assert serial_twin.gateways["cam-01"].host_rs485._port is None  # nothing was opened
 
 
 @pytest.mark.parametrize("config", ["9N1", "8X1", "8N3", "8n0"])
@@ -329,7 +329,7 @@ async def test_a_started_twin_serves_the_port_and_stop_closes_it(tmp_path: Path)
     twin = build(socket_settings(rs485=("cam-01=loop://",), host_stats=("cam-01",)))
     sub = twin.world.bus.subscribe([EventKind.CAMERA_RS485_RX])
     running = await start(twin, tmp_path)
-    port = twin.gateways["cam-01"].peripherals.rs485
+    port = twin.gateways["cam-01"].host_rs485
     try:
         async with httpx.AsyncClient(base_url=running.url("cam-01/http"), timeout=30) as http:
             auth = {"Authorization": await gateway_token(http)}

@@ -8,14 +8,15 @@ stops the focus motor where it is. ``af/status`` reads the job's progress at any
 camera daemon, jobs are numbered from 1, a new one is not accepted while another runs (``autofocus
 operation already active``), and cancelling with no job running succeeds.
 
-:class:`Autofocus` is mixed into :class:`twin.camera.lens.Lens`, whose motors and optics it drives.
+:class:`Autofocus` is held by :class:`twin.camera.lens.Lens`; it drives the lens's zoom and focus
+motors and reads its optics (:class:`Optics`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import simpy
 
@@ -34,36 +35,42 @@ METRIC_WIDTH = 250.0
 """Focus steps over which the contrast metric falls to 1/e of its peak."""
 
 
-class Autofocus:
-    env: simpy.Environment
-    zoom_motor: Motor
-    focus_motor: Motor
+class Optics(Protocol):
+    """What the autofocus reads of its lens: where focus is sharp, the zoom ratio, and a combined
+    zoom-and-focus move along the zoom-follow curve."""
+
     distance_m: float
-    _key: int
-    _jobs: int
-    _af: simpy.Process | None
-    _af_status: AfStatus
-    _af_started: float
 
-    def ideal_focus(self) -> float:
-        raise NotImplementedError
+    def ideal_focus(self) -> float: ...
 
-    def zoom_ratio(self) -> float:
-        raise NotImplementedError
+    def zoom_ratio(self) -> float: ...
 
-    def zoom_position(self, ratio: float) -> float:
-        raise NotImplementedError
+    def zoom_position(self, ratio: float) -> float: ...
 
-    def _follow(self, zoom_target: float, distance_m: float) -> simpy.Event:
-        raise NotImplementedError
+    def follow(self, zoom_target: float, distance_m: float) -> simpy.Event: ...
 
     @staticmethod
-    def distance_of(zoom_pos: float, focus_pos: float) -> float:
-        raise NotImplementedError
+    def distance_of(zoom_pos: float, focus_pos: float) -> float: ...
+
+
+class Autofocus:
+    """One lens's autofocus jobs: one-shot and zoom-follow, one at a time, numbered from 1."""
+
+    def __init__(
+        self, env: simpy.Environment, key: int, zoom_motor: Motor, focus_motor: Motor, optics: Optics
+    ) -> None:
+        self.env = env
+        self._key = key
+        self.zoom_motor, self.focus_motor = zoom_motor, focus_motor
+        self.optics = optics
+        self._jobs = 0
+        self._af: simpy.Process | None = None
+        self._af_started = env.now
+        self._af_status = self._status_of(0, "none", "idle", 0.0, False, env.now)
 
     def metric(self, focus_pos: float, sample: int) -> float:
         """The contrast metric the AF reads at ``focus_pos``: a bell around sharp, seeded noise."""
-        bell = 1000.0 * math.exp(-(((focus_pos - self.ideal_focus()) / METRIC_WIDTH) ** 2))
+        bell = 1000.0 * math.exp(-(((focus_pos - self.optics.ideal_focus()) / METRIC_WIDTH) ** 2))
         noise = float(hash_uniform(self._key, 1000 + self._jobs * 64 + sample)) - 0.5
         return bell + 4.0 * noise
 
@@ -80,7 +87,7 @@ class Autofocus:
                 "elapsed_ms": elapsed,
                 "zoom_pos": round(self.zoom_motor.position()),
                 "focus_pos": round(self.focus_motor.position()),
-                "effective_ratio": round(self.zoom_ratio(), 3),
+                "effective_ratio": round(self.optics.zoom_ratio(), 3),
             }
         )
 
@@ -99,7 +106,7 @@ class Autofocus:
             "message": "",
             "anchor_valid": True,
             "requested_ratio": 0.0,
-            "effective_ratio": round(self.zoom_ratio(), 3),
+            "effective_ratio": round(self.optics.zoom_ratio(), 3),
             "zoom_pos": round(self.zoom_motor.position()),
             "focus_pos": round(self.focus_motor.position()),
             "best_focus": 0,
@@ -203,17 +210,17 @@ class Autofocus:
                 metric=round(metric, 2),
                 confidence=round(min(1.0, max(0.0, metric / 1000)), 3),
                 reproducibility=round(max(0.0, 1.0 - spread / step), 3),
-                estimated_distance_m=self.distance_of(self.zoom_motor.position(), target),
+                estimated_distance_m=self.optics.distance_of(self.zoom_motor.position(), target),
                 message="Autofocus completed",
             )
         except simpy.Interrupt:
             return
 
     def _zoom_follow(self, job_id: int, ratio: float) -> Generator[simpy.Event, Any, None]:
-        target = self.zoom_position(ratio)
+        target = self.optics.zoom_position(ratio)
         try:
             start = self.zoom_motor.position()
-            done = self._follow(target, self.distance_m)
+            done = self.optics.follow(target, self.optics.distance_m)
             while not done.triggered:
                 yield self.env.timeout(0.1)
                 span = abs(target - start)
@@ -223,7 +230,7 @@ class Autofocus:
             focus = self.focus_motor.position()
             self._finish(
                 best_focus=round(focus),
-                estimated_distance_m=round(self.distance_m, 2),
+                estimated_distance_m=round(self.optics.distance_m, 2),
                 message="Zoom follow completed",
             )
         except simpy.Interrupt:

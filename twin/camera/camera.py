@@ -16,13 +16,14 @@ from cryptography.hazmat.primitives.asymmetric import padding
 
 from hardware.ports.errors import InvalidInput, TimestampSkew, Unauthenticated
 from hardware.ports.events import EventKind
-from hardware.ports.types import DeviceTime, GatewayInfo, OtaStatus, PublicKey, SystemStats
+from hardware.ports.types import DeviceTime, GatewayInfo, PublicKey, SystemStats
 from twin.camera import platform_state
 from twin.camera.admin import DeviceAdmin
 from twin.camera.ai_runtime import AiRuntime
 from twin.camera.apps import AppManager
 from twin.camera.clock import DeviceClock
 from twin.camera.containers import ContainerRuntime
+from twin.camera.device_info import device_info
 from twin.camera.event_bus import DeviceEventBus
 from twin.camera.fs import seeded
 from twin.camera.lens import Lens
@@ -117,7 +118,9 @@ class Camera:
             world, camera_id, self.clock, self.power, self.storage, self.fs, self.logs
         )
         self.ai.model_users = self.apps.apps_using_model
-        self.containers.exit_listeners.append(self.apps.container_exited)
+        self.ai.durable = self.containers.durable = self.storage.durable = self.apps.durable
+        self.admin.device_info = lambda host: device_info(self, host)
+        self.containers.exit_listeners.append(self.apps.runtime.container_exited)
         self.power.on_down += [
             self.drop_sessions,
             lambda _: self.logs.power_down(),
@@ -203,29 +206,16 @@ class Camera:
     def boot_count(self) -> int:
         return self.power.boot_count
 
-    def restart(self, delay: float = RESTART_DELAY_S, reason: str = "reboot") -> None:
-        self.power.restart(delay, reason)
-
-    def uptime(self) -> float:
-        return self.power.uptime()
-
-    def boot_id(self) -> str:
-        return self.power.boot_id()
-
     # System --------------------------------------------------------------------------------
     def info(self) -> GatewayInfo:
         return GatewayInfo(version=FIRMWARE_VERSION, services=dict.fromkeys(SERVICES, True))
 
     def device_time(self) -> DeviceTime:
-        return self.clock.read(self.uptime())
+        return self.clock.read(self.power.uptime())
 
     def stats(self) -> SystemStats:
-        npu = accelerator_stats(self.world.seed, self.id, self.world.env.now, self.uptime())
+        npu = accelerator_stats(self.world.seed, self.id, self.world.env.now, self.power.uptime())
         return SystemStats(unix_timestamp=int(self.clock.now()), ai_runtime=npu)
-
-    def ota_status(self) -> OtaStatus:
-        """The zero status with the current boot id on a device that never ran an OTA."""
-        return self.ota.report()
 
     # Snapshot ------------------------------------------------------------------------------
     def _platform(self) -> Platform:

@@ -10,13 +10,27 @@ an available update (the handler hard-codes ``update_available: false``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from twin.camera.admin import MODEL
-from twin.camera.monitor import CORES, CPU_MHZ, CPU_MODEL, KERNEL, MEMORY_TOTAL
+from twin.camera.figures import CORES, CPU_MHZ, CPU_MODEL, KERNEL, MEMORY_TOTAL
 
 if TYPE_CHECKING:
-    from twin.camera.camera import Camera
+    from twin.camera.admin import DeviceAdmin
+    from twin.camera.monitor import Monitor
+    from twin.camera.os_upgrade import OsUpgrade
+    from twin.camera.ota import Ota
+    from twin.camera.power import Power
+
+
+class Camera(Protocol):
+    """The camera's parts the device information is composed from."""
+
+    admin: DeviceAdmin
+    ota: Ota
+    os_upgrade: OsUpgrade
+    monitor: Monitor
+    power: Power
 
 GIB = 1024**3
 BUILD_DATE = "2026-08-19T10:12:44+08:00"
@@ -43,10 +57,10 @@ def uptime_text(seconds: int) -> str:
 
 def device_info(camera: Camera, host: str) -> dict[str, object]:
     admin = camera.admin
-    factory = admin.factory_info()
+    factory = admin.factory()
     version = camera.ota.current_version()
-    used = camera.monitor.memory_used()
-    uptime = int(camera.uptime())
+    used = camera.monitor.simulated.memory_used()
+    uptime = int(camera.power.uptime())
     return {
         "device_name": admin.device_name,
         "model": MODEL,
@@ -67,7 +81,7 @@ def device_info(camera: Camera, host: str) -> dict[str, object]:
             "used_percent": 100.0 * used / MEMORY_TOTAL,
         },
         "camera_module": dict(SENSOR),
-        "mac_address": admin.interfaces["eth0"].mac or factory.get("mac_address", ""),
+        "mac_address": admin.interface("eth0").mac or factory.get("mac_address", ""),
         "ip_address": host[: host.rfind(":")] if ":" in host else host,
         "uptime": uptime,
         "uptime_formatted": uptime_text(uptime),

@@ -1,12 +1,13 @@
-"""The camera's field lines, mixed into :class:`twin.camera.peripherals.Peripherals`: Wiegand card
-reads (seeded SimPy arrivals that become events), the radar's targets (from the scene's ground truth) and
-the RS485 port (the HAL's return codes the camera daemon answers; with ``loopback`` in its config the sent
-bytes come back as an event)."""
+"""The camera's field lines, held by :class:`twin.camera.peripherals.Peripherals`: Wiegand card
+reads (seeded SimPy arrivals that become events) and the radar's targets (from the scene's ground
+truth) in :class:`FieldLines`, and the simulated RS485 port, :class:`SimulatedRs485` (the HAL's return
+codes the camera daemon answers; with ``loopback`` in its config the sent bytes come back as an
+event)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import simpy
@@ -23,22 +24,22 @@ BAUD_RATES = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200)
 
 
 class FieldLines:
-    world: SceneWorld
-    env: simpy.Environment
-    id: str
-    _key: int
-    scene: Scene
-    radar: bool
-    wiegand: dict[int, bool]
-    rs485: dict[str, Any] | None
+    """One camera's Wiegand readers and radar: which are enabled, the card reads, the targets."""
 
-    def pan_deg(self) -> float:
-        raise NotImplementedError
+    def __init__(
+        self, world: SceneWorld, camera_id: str, key: int, scene: Scene, pan_deg: Callable[[], float]
+    ) -> None:
+        self.world = world
+        self.env = world.env
+        self.id = camera_id
+        self._key = key
+        self.scene = scene
+        self._pan_deg = pan_deg
+        """Where the PTZ points, in degrees: the radar's angles are from the camera's axis."""
+        self.radar = False
+        self.wiegand = dict.fromkeys(CHANNELS, False)
 
-    def save(self) -> None:
-        raise NotImplementedError
-
-    def _cards(self) -> Generator[simpy.Event, Any, None]:
+    def cards(self) -> Generator[simpy.Event, Any, None]:
         """Card reads on enabled Wiegand channels: 26-bit frames (facility 8 bits, card 16 bits)."""
         n = 10_000
         while True:
@@ -65,32 +66,43 @@ class FieldLines:
                 {
                     "id": box.object_id,
                     "range_m": round(2.0 + 40.0 * (1.0 - foot), 2),
-                    "angle_deg": round((box.x + box.w / 2 - 0.5) * 60.0 + self.pan_deg(), 2),
+                    "angle_deg": round((box.x + box.w / 2 - 0.5) * 60.0 + self._pan_deg(), 2),
                 }
             )
         return out
 
-    # RS485 ---------------------------------------------------------------------------------------
+
+class SimulatedRs485:
+    """The simulated RS485 port: its setup (``None`` until ``rs485/init``) is part of the
+    peripherals' durable settings, written through ``saved``."""
+
+    def __init__(self, world: SceneWorld, camera_id: str, saved: Callable[[], None]) -> None:
+        self.world = world
+        self.env = world.env
+        self.id = camera_id
+        self._saved = saved
+        self.setup: dict[str, Any] | None = None
+
     def rs485_init(self, baudrate: int, config: str) -> HwStatus:
         """The daemon takes a 3-character ``config`` (``8N1``, ``7E1``…) and ``8N1`` otherwise; the twin
         also reads ``loopback`` in it (the sent bytes come back as an event)."""
         if baudrate not in BAUD_RATES:
             return HwStatus(HAL_EINVAL)
         frame = config if len(config) == 3 else "8N1"
-        self.rs485 = {"baudrate": baudrate, "config": frame, "loopback": "loopback" in config.lower()}
-        self.save()
+        self.setup = {"baudrate": baudrate, "config": frame, "loopback": "loopback" in config.lower()}
+        self._saved()
         return HwStatus()
 
     def rs485_deinit(self) -> HwStatus:
-        self.rs485 = None
-        self.save()
+        self.setup = None
+        self._saved()
         return HwStatus()
 
     def rs485_tx(self, data: bytes) -> HwStatus:
-        if self.rs485 is None:
+        if self.setup is None:
             return HwStatus(HAL_ENODEV)
-        if data and self.rs485["loopback"]:
-            seconds = len(data) * 10 / self.rs485["baudrate"]
+        if data and self.setup["loopback"]:
+            seconds = len(data) * 10 / self.setup["baudrate"]
             self.env.process(self._echo(data, seconds))
         return HwStatus()
 

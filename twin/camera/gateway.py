@@ -1,7 +1,8 @@
-"""The twin's implementation of the edge gateway port: one per simulated camera.
+"""The twin's edge gateway backend: one per simulated camera, handing out the camera's parts.
 
-Each call looks the camera up in the current world, so the same backend object keeps working
-across resets and restores.
+A reset or a restore rebuilds the world's cameras, so each part is looked up in the current world
+when it is asked for; the areas that keep state of their own across resets (media, audio) and the
+host's hardware put in place of a part (a serial RS485) belong to the gateway.
 """
 
 from __future__ import annotations
@@ -9,123 +10,142 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from hardware.adapters.host_stats import HostFigures, HostMonitor
-from hardware.adapters.serial_port import SerialPeripherals, SerialRs485
+from hardware.adapters.host_stats import HostFigures
+from hardware.adapters.serial_port import SerialRs485
+from hardware.ports.camera_hw import GatewayAutofocus, GatewayLens, GatewayPeripherals, Rs485Line
 from hardware.ports.events import EventKind
-from hardware.ports.types import (
-    ClientTimeSync,
-    DeviceTime,
-    GatewayInfo,
-    OtaStatus,
-    PublicKey,
-    SystemStats,
-    TimeConfig,
-    TimezoneInfo,
-)
-from twin.camera.area import CameraArea
-from twin.camera.gateway_apps import AppAreas
-from twin.camera.gateway_files import TwinGatewayFiles, TwinGatewayLogs, TwinGatewayShell, TwinGatewayUpgrade
-from twin.camera.gateway_hw import TwinGatewayLens, TwinGatewayPeripherals
+from hardware.ports.gateway import GatewayAuth, GatewayPower, GatewaySystem, GatewayTime
+from hardware.ports.gateway_admin import GatewayAdmin, GatewayWorkbench
+from hardware.ports.gateway_ai import GatewayAi
+from hardware.ports.gateway_apps import GatewayApps, GatewayContainers, GatewayEvents
+from hardware.ports.gateway_files import GatewayLogs, GatewayOsUpgrade, GatewayOta
+from hardware.ports.gateway_monitor import GatewayMonitor, GatewayStorage, MachineFigures
+from twin.camera.area import camera_of
+from twin.camera.gateway_files import LogStream, TwinGatewayFiles, TwinGatewayShell
+from twin.camera.lifecycle import Lifecycle
 from twin.camera.video.audio import TwinGatewayAudio
-from twin.camera.video.backend import TwinGatewayMedia
+from twin.camera.video.backend import CameraMedia
+from twin.camera.video.media_config import MediaConfiguration
 from twin.camera.wing import cameras_of
 from twin.clock import SimClock
 from twin.world import World
 
 if TYPE_CHECKING:
+    from twin.camera.camera import Camera
     from twin.settings import Settings
 
 
-class TwinGatewayAuth(CameraArea):
-    def public_key(self) -> PublicKey:
-        return self.camera.public_key()
-
-    def login(self, username: str, password: str, timestamp: int) -> str:
-        return self.camera.login(username, password, timestamp)
-
-    def logout(self, token: str) -> bool:
-        return self.camera.logout(token)
-
-    def check_token(self, token: str) -> str:
-        return self.camera.check_token(token)
-
-
-class TwinGatewaySystem(CameraArea):
-    def info(self) -> GatewayInfo:
-        return self.camera.info()
-
-    def reachable(self) -> bool:
-        camera = cameras_of(self._world).get(self._id)
-        return camera is not None and camera.powered
-
-    def stats(self) -> SystemStats:
-        return self.camera.stats()
-
-    def change_password(self, old_password: str, new_password: str, timestamp: int) -> None:
-        self.camera.change_password(old_password, new_password, timestamp)
-
-    def restart(self) -> None:
-        self.camera.restart()
-
-    def ota_status(self) -> OtaStatus:
-        return self.camera.ota_status()
-
-    def os_upgrade_status(self) -> dict[str, object] | None:
-        return self.camera.os_upgrade.report()
-
-    def device_time(self) -> DeviceTime:
-        return self.camera.device_time()
-
-    def set_time(self, datetime: str) -> None:
-        self.camera.clock.set_time(datetime)
-
-    def sync_time_from_client(self, client_timestamp: int) -> ClientTimeSync:
-        return self.camera.clock.sync_from_client(client_timestamp)
-
-    def time_config(self) -> TimeConfig:
-        return self.camera.clock.config()
-
-    def save_time_config(
-        self,
-        timezone: str,
-        time_format: str,
-        sync_mode: str,
-        ntp_server: str,
-        ntp_interval: int,
-        manual_datetime: str,
-    ) -> None:
-        self.camera.clock.save_config(
-            timezone, time_format, sync_mode, ntp_server, ntp_interval, manual_datetime
-        )
-
-    def set_timezone(self, timezone: str) -> None:
-        self.camera.clock.set_timezone(timezone)
-
-    def timezones(self) -> tuple[TimezoneInfo, ...]:
-        return self.camera.clock.timezones()
-
-    def set_ntp(self, enabled: bool | None, server: str, interval: int) -> None:
-        self.camera.clock.set_ntp(enabled, server, interval)
-
-    def sync_ntp(self) -> None:
-        self.camera.clock.sync_ntp()
-
-
 class TwinGateway:
+    """The gateway backend of camera ``camera_id``: the camera's parts, each looked up in the
+    current world (``Unavailable`` while the world has no such camera)."""
+
     def __init__(self, world: World, clock: SimClock, camera_id: str) -> None:
         self.id = camera_id
         self.clock = clock
-        self.auth = TwinGatewayAuth(world, camera_id)
-        self.system = TwinGatewaySystem(world, camera_id)
-        self.media = TwinGatewayMedia(world, clock, camera_id)
-        self.lens, self.picture = TwinGatewayLens(world, camera_id), self.media
-        self.peripherals = TwinGatewayPeripherals(world, camera_id)
+        self._world = world
+        self.host_rs485: SerialRs485 | None = None
+        """The RS485 on this machine's serial port in place of the simulated one (``host_hardware``)."""
+        self.media = CameraMedia(world, clock, camera_id)
+        self.picture = self.media
+        self.media_config = MediaConfiguration(self.media)
         self.audio = TwinGatewayAudio(world, clock, camera_id)
         self.files = TwinGatewayFiles(world, camera_id)
-        self.logs = TwinGatewayLogs(world, clock, camera_id)
+        self.log_stream = LogStream(world, clock, camera_id)
         self.shell = TwinGatewayShell(world, camera_id)
-        self.upgrade = TwinGatewayUpgrade(world, camera_id)
-        AppAreas(world, clock, camera_id).attach(self)
+        self.lifecycle = Lifecycle(world, clock, camera_id)
+        self.host_figures: MachineFigures | None = None
+        """This machine's figures behind the monitor, in place of the camera's (``host_hardware``)."""
+
+    @property
+    def camera(self) -> Camera:
+        return camera_of(self._world, self.id)
+
+    def reachable(self) -> bool:
+        camera = cameras_of(self._world).get(self.id)
+        return camera is not None and camera.powered
+
+    @property
+    def auth(self) -> GatewayAuth:
+        return self.camera
+
+    @property
+    def system(self) -> GatewaySystem:
+        return self.camera
+
+    @property
+    def power(self) -> GatewayPower:
+        return self.camera.power
+
+    @property
+    def time(self) -> GatewayTime:
+        return self.camera.clock
+
+    @property
+    def lens(self) -> GatewayLens:
+        return self.camera.lens
+
+    @property
+    def autofocus(self) -> GatewayAutofocus:
+        return self.camera.lens.autofocus
+
+    @property
+    def peripherals(self) -> GatewayPeripherals:
+        return self.camera.peripherals
+
+    @property
+    def rs485(self) -> Rs485Line:
+        if self.host_rs485 is not None:
+            return self.host_rs485
+        return self.camera.peripherals.rs485
+
+    @property
+    def logs(self) -> GatewayLogs:
+        return self.camera.logs
+
+    @property
+    def ota(self) -> GatewayOta:
+        return self.camera.ota
+
+    @property
+    def os_upgrade(self) -> GatewayOsUpgrade:
+        return self.camera.os_upgrade
+
+    @property
+    def ai(self) -> GatewayAi:
+        return self.camera.ai
+
+    @property
+    def apps(self) -> GatewayApps:
+        return self.camera.apps
+
+    @property
+    def containers(self) -> GatewayContainers:
+        return self.camera.containers
+
+    @property
+    def events(self) -> GatewayEvents:
+        return self.camera.events
+
+    @property
+    def storage(self) -> GatewayStorage:
+        return self.camera.storage
+
+    @property
+    def monitor(self) -> GatewayMonitor:
+        """The camera's monitor, on this machine's figures when ``host_figures`` is set (a camera
+        rebuilt by a reset or restore gets them again here)."""
+        monitor = self.camera.monitor
+        if self.host_figures is not None:
+            monitor.figures = self.host_figures
+        return monitor
+
+    @property
+    def admin(self) -> GatewayAdmin:
+        return self.camera.admin
+
+    @property
+    def workbench(self) -> GatewayWorkbench:
+        return self.camera.apps.workbench
 
 
 def host_hardware(
@@ -148,13 +168,13 @@ def host_hardware(
 
         port = SerialRs485(camera_id, url, on_rx)
         port.check()
-        gateways[camera_id].peripherals = SerialPeripherals(gateways[camera_id].peripherals, port)
+        gateways[camera_id].host_rs485 = port
     for camera_id in hosted:
-        gateways[camera_id].monitor = HostMonitor(gateways[camera_id].monitor, HostFigures())
+        gateways[camera_id].host_figures = HostFigures()
 
 
 def close_host_hardware(gateways: Iterable[TwinGateway]) -> None:
     """Close the serial ports :func:`host_hardware` put behind these gateways."""
     for gateway in gateways:
-        if isinstance(gateway.peripherals, SerialPeripherals):
-            gateway.peripherals.rs485.close()
+        if gateway.host_rs485 is not None:
+            gateway.host_rs485.close()

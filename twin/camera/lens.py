@@ -4,10 +4,11 @@ Motors (:class:`twin.camera.motor.Motor`) move at a fixed rate on the world cloc
 focus position :meth:`Lens.ideal_focus` for the current zoom (the zoom-follow curve at the scene's
 distance); the renderer blurs by the distance from it.
 
-Autofocus jobs are in :mod:`twin.camera.autofocus`. What the device-control service refuses is
-``InternalError`` (resource ``device``) with its message. Speeds beyond -100..100 are taken as the end of
-the range. As on the device, only the iris target is kept across a restart (its ``lens_config.json``): one
-store document per camera; the motors start at the wide end and the limits at their defaults.
+Autofocus jobs are the lens's :class:`twin.camera.autofocus.Autofocus`. What the device-control
+service refuses is ``InternalError`` (resource ``device``) with its message. Speeds beyond -100..100
+are taken as the end of the range. As on the device, only the iris target is kept across a restart
+(its ``lens_config.json``): one store document per camera; the motors start at the wide end and the
+limits at their defaults.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def refused(message: str) -> InternalError:
     return InternalError(message, resource="device")
 
 
-class Lens(Autofocus):
+class Lens:
+    """The lens port: zoom, focus and iris motors; its autofocus is :attr:`autofocus`."""
+
     def __init__(self, world: Engine, camera_id: str) -> None:
         self.world = world
         self.env = world.env
@@ -61,9 +64,7 @@ class Lens(Autofocus):
         self.autofocus_enabled = False
         self.zoom_rz_done = True
         self.focus_rz_done = True
-        self._jobs = 0
-        self._af: simpy.Process | None = None
-        self._af_status = self._status_of(0, "none", "idle", 0.0, False, self.env.now)
+        self.autofocus = Autofocus(self.env, self._key, self.zoom_motor, self.focus_motor, self)
 
     # Optics ----------------------------------------------------------------------------------
     @staticmethod
@@ -124,15 +125,15 @@ class Lens(Autofocus):
     def focus(self, speed: int) -> None:
         if self.autofocus_enabled and speed != 0:
             raise refused(MANUAL_FOCUS_OFF)
-        self.cancel_af()
+        self.autofocus.cancel_af()
         self.focus_motor.run(_speed(speed))
 
     def set_autofocus(self, enable: bool) -> str:
         """Enabling queues a one-shot job (refused while one runs); disabling cancels the running one."""
         if not enable:
             self.autofocus_enabled = False
-            return self.cancel_af()
-        job = self.oneshot_af()
+            return self.autofocus.cancel_af()
+        job = self.autofocus.oneshot_af()
         if not job.accepted:
             raise refused(job.message)
         self.autofocus_enabled = True
@@ -145,14 +146,14 @@ class Lens(Autofocus):
         target = round(limit.min_pos + level * (limit.max_pos - limit.min_pos))
         self.zoom_motor.move_to(target)
         if self.autofocus_enabled:
-            self._follow(target, self.distance_m)
+            self.follow(target, self.distance_m)
 
     def set_focus_level(self, level: float) -> None:
         if not 0.0 <= level <= 1.0:
             raise refused("Level must be 0.0-1.0")
         if self.autofocus_enabled:
             raise refused(MANUAL_FOCUS_OFF)
-        self.cancel_af()
+        self.autofocus.cancel_af()
         limit = self.focus_motor.limit
         self.focus_motor.move_to(round(limit.min_pos + level * (limit.max_pos - limit.min_pos)))
 
@@ -175,11 +176,11 @@ class Lens(Autofocus):
             self.focus_motor.set_limit(focus)
 
     def reset_zero(self, zoom: bool, focus: bool) -> None:
-        self.cancel_af()
+        self.autofocus.cancel_af()
         self.env.process(self._zeroed(self._start_reset(zoom, focus), zoom, focus))
 
     def init(self) -> None:
-        self.cancel_af()
+        self.autofocus.cancel_af()
         self.env.process(self._init(self._start_reset(True, True)))
 
     def goto(self, zoom_ratio: float, focus_distance_m: float) -> None:
@@ -187,12 +188,12 @@ class Lens(Autofocus):
             raise refused(f"zoom ratio {zoom_ratio:.2f} out of range [1.00, {MAX_RATIO:.2f}]")
         if focus_distance_m <= 0:
             raise refused(f"focus distance {focus_distance_m:.2f} m must be positive")
-        self.cancel_af()
+        self.autofocus.cancel_af()
         target = self.zoom_position(zoom_ratio)
         self.zoom_motor.move_to(target)
-        self._follow(target, focus_distance_m)
+        self.follow(target, focus_distance_m)
 
-    def _follow(self, zoom_target: float, distance_m: float) -> simpy.Event:
+    def follow(self, zoom_target: float, distance_m: float) -> simpy.Event:
         """Move zoom and focus together so focus stays on the curve: both arrive at once."""
         zoom_time = abs(zoom_target - self.zoom_motor.position()) / ZOOM_SPEED
         focus_target = self.curve(zoom_target, distance_m)
@@ -223,7 +224,7 @@ class Lens(Autofocus):
 
     def _init(self, moves: simpy.Event) -> Generator[simpy.Event, Any, None]:
         yield from self._zeroed(moves, True, True)
-        yield self._follow(self.zoom_motor.limit.min_pos, self.distance_m)
+        yield self.follow(self.zoom_motor.limit.min_pos, self.distance_m)
 
     # Snapshot --------------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import simpy
 
 from hardware.ports.errors import DomainError, InvalidInput, NotFound, Unavailable
+from hardware.ports.gateway_files import FileData, LogFile
 
 if TYPE_CHECKING:
     from twin.camera.clock import DeviceClock
@@ -50,6 +51,7 @@ SYSLOG = "/var/log/syslog"
 JOURNAL_LINES = 2000
 FILE_KEEP_BYTES = 256 * 1024
 DEFAULT_LINES, MAX_LINES = 500, 10000
+DEBUG_DEFAULT_LINES, DEBUG_MAX_LINES = 10000, 50000
 SERVICE_TARGET = re.compile(r"^[A-Za-z0-9.-]+$")
 CHATTER_MEAN_S = 8.0
 
@@ -67,6 +69,8 @@ _CHATTER = {
 
 
 class DeviceLogs:
+    """The logs port of one camera: its service journals and ``*.log`` files."""
+
     def __init__(
         self, world: Engine, camera_id: str, clock: DeviceClock, power: Power, fs: VirtualFS
     ) -> None:
@@ -152,7 +156,7 @@ class DeviceLogs:
             return list(self.journals[target])
         return self.fs.read(target).decode(errors="replace").splitlines()
 
-    def tail(self, kind: str, target: str, lines: int) -> tuple[int, str]:
+    def content(self, kind: str, target: str, lines: int) -> tuple[int, str]:
         """(the line count asked for, defaulted and capped; the text of the last that many lines)."""
         if lines <= 0:
             lines = DEFAULT_LINES
@@ -167,6 +171,43 @@ class DeviceLogs:
                 if name.endswith(".log") and node.kind == "-":
                     service = name.removesuffix(".log") if directory.endswith("aipc") else ""
                     out.append((f"{directory}/{name}", self.fs.size_of(node), node.mtime, service))
+        return out
+
+    def services(self) -> list[tuple[str, str]]:
+        return [(s, SERVICE_NAMES[s]) for s in SERVICES]
+
+    def files(self) -> list[LogFile]:
+        return [
+            LogFile(path, path.rsplit("/", 1)[-1], size, mtime, service)
+            for path, size, mtime, service in self.log_files()
+        ]
+
+    def download(self, kind: str, target: str) -> FileData:
+        body = "\n".join(self.lines(kind, target)) + "\n"
+        name = f"{target}.log" if kind == "service" else target.rsplit("/", 1)[-1]
+        return FileData(target, name, body.encode())
+
+    def debug_services(self) -> list[tuple[str, str]]:
+        return [(s, SERVICE_NAMES[s]) for s in SERVICES]
+
+    def debug_files(self) -> list[LogFile]:
+        return self.files()
+
+    def debug_export(self, services: list[str], files: list[str], lines: int) -> list[FileData]:
+        lines = lines or DEBUG_DEFAULT_LINES
+        if not 1 <= lines <= DEBUG_MAX_LINES:
+            raise InvalidInput(f"lines must be between 1 and {DEBUG_MAX_LINES}")
+        if not services and not files:
+            services = list(SERVICES)
+        out = []
+        for service in services:
+            if service not in SERVICES:
+                raise InvalidInput(f"unknown service: {service}")
+            _, text = self.content("service", service, lines)
+            out.append(FileData(service, f"journal/{service}.log", (text + "\n").encode()))
+        for path in files:
+            text = "\n".join(self.lines("file", path)[-lines:])
+            out.append(FileData(path, "files/" + path.rsplit("/", 1)[-1], (text + "\n").encode()))
         return out
 
     def follow(self, kind: str, target: str, wait: Callable[[simpy.Event], Awaitable[object]]) -> Follower:

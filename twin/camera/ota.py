@@ -127,6 +127,10 @@ class Ota:
         except NotFound:
             return ""
 
+    def detect(self) -> tuple[bool, str, str]:
+        """(update_available, version, changelog): the twin has no update server, so nothing."""
+        return False, "", ""
+
     def parse(self, filename: str, data: bytes) -> FirmwareInfo:
         if not data:
             raise InvalidInput("firmware file is required")
@@ -308,6 +312,8 @@ class Ota:
         )
 
     def report(self) -> OtaStatus:
+        """The last install's status; the zero status with the current boot id on a device that
+        never ran an OTA."""
         s = self.status
         if not s:
             return OtaStatus("", 0, "", "", "", 0, "", False, current_boot_id=self.power.boot_id())

@@ -1,6 +1,6 @@
 """A camera's peripherals: white light, IR LED and IR-cut filter, PTZ, GPIO, fan and heater (over
-:mod:`twin.camera.thermal`), radar, alarm outputs, Wiegand readers and the RS485 port (the last three
-in :mod:`twin.camera.field_lines`).
+:mod:`twin.camera.thermal`), radar, alarm outputs, Wiegand readers and the RS485 port (the radar, the
+Wiegand readers and the simulated RS485 port are collaborators from :mod:`twin.camera.field_lines`).
 
 Day and night follow the world clock (:func:`twin.camera.video.scene.daylight`); with the IR-cut filter in
 ``auto`` the camera switches to night (grayscale, IR-lit) below :data:`NIGHT_BELOW` daylight and emits
@@ -33,7 +33,7 @@ from hardware.ports.camera_hw import (
 )
 from hardware.ports.errors import InternalError
 from hardware.ports.events import EventKind
-from twin.camera.field_lines import CHANNELS, FieldLines, _exp
+from twin.camera.field_lines import CHANNELS, FieldLines, SimulatedRs485, _exp
 from twin.camera.motor import Motor
 from twin.camera.thermal import Thermal
 from twin.camera.video.scene import SceneWorld, daylight, scene_of
@@ -66,7 +66,9 @@ def refused(message: str) -> InternalError:
     return InternalError(message, resource="device")
 
 
-class Peripherals(FieldLines):
+class Peripherals:
+    """The peripherals port of one camera."""
+
     def __init__(self, world: SceneWorld, camera_id: str, lens: Lens, power: Power) -> None:
         self.world = world
         self.env = world.env
@@ -82,15 +84,14 @@ class Peripherals(FieldLines):
         self.tilt = Motor(self.env, 2 * TILT_RANGE, PTZ_SPEED, TILT_RANGE)
         self.presets: dict[int, tuple[float, float]] = {}
         self.gpio: dict[int, bool] = dict.fromkeys(INPUT_PINS + OUTPUT_PINS, False)
-        self.radar = False
+        self.field_lines = FieldLines(world, camera_id, self._key, self.scene, self.pan_deg)
         self.alarm_out = dict.fromkeys(CHANNELS, False)
-        self.wiegand = dict.fromkeys(CHANNELS, False)
-        self.rs485: dict[str, Any] | None = None
+        self.rs485 = SimulatedRs485(world, camera_id, self.save)
         self._docs = world.store.collection(PERIPHERALS_KIND)
         self._docs.get_as(camera_id, self._apply_settings)
         self._night = self.night()
         self.env.process(self._inputs())
-        self.env.process(self._cards())
+        self.env.process(self.field_lines.cards())
         self.env.process(self._day_night())
 
     # Light -------------------------------------------------------------------------------------
@@ -229,9 +230,9 @@ class Peripherals(FieldLines):
         elif what == "heat":
             self.thermal.set(heater=enabled)
         elif what == "radar":
-            self.radar = enabled
+            self.field_lines.radar = enabled
         elif what in ("alarm-out", "wiegand"):
-            table = self.alarm_out if what == "alarm-out" else self.wiegand
+            table = self.alarm_out if what == "alarm-out" else self.field_lines.wiegand
             if channel not in table:
                 return Switched(False, HAL_EINVAL)
             table[channel] = enabled
@@ -242,17 +243,18 @@ class Peripherals(FieldLines):
 
     def switched(self, what: str, channel: int = 0) -> Switched:
         if what in ("alarm-out", "wiegand"):
-            table = self.alarm_out if what == "alarm-out" else self.wiegand
+            table = self.alarm_out if what == "alarm-out" else self.field_lines.wiegand
             if channel not in table:
                 return Switched(False, HAL_EINVAL)
             enabled = table[channel]
         else:
-            enabled = {"fan": self.thermal.fan, "heat": self.thermal.heater, "radar": self.radar}[what]
+            thermal = self.thermal
+            enabled = {"fan": thermal.fan, "heat": thermal.heater, "radar": self.field_lines.radar}[what]
         return Switched(enabled)
 
     def alarm_outputs(self) -> AlarmOutputs:
         return AlarmOutputs(
-            tuple(self.alarm_out[c] for c in CHANNELS), tuple(self.wiegand[c] for c in CHANNELS)
+            tuple(self.alarm_out[c] for c in CHANNELS), tuple(self.field_lines.wiegand[c] for c in CHANNELS)
         )
 
     # Durable settings ------------------------------------------------------------------------
@@ -264,10 +266,10 @@ class Peripherals(FieldLines):
             "ircut": self.ircut_mode,
             "presets": {str(k): list(v) for k, v in self.presets.items()},
             "outputs": {str(p): self.gpio[p] for p in OUTPUT_PINS},
-            "radar": self.radar,
+            "radar": self.field_lines.radar,
             "alarm_out": {str(k): v for k, v in self.alarm_out.items()},
-            "wiegand": {str(k): v for k, v in self.wiegand.items()},
-            "rs485": dict(self.rs485) if self.rs485 is not None else None,
+            "wiegand": {str(k): v for k, v in self.field_lines.wiegand.items()},
+            "rs485": dict(self.rs485.setup) if self.rs485.setup is not None else None,
             "fan": self.thermal.fan,
             "heater": self.thermal.heater,
         }
@@ -277,10 +279,10 @@ class Peripherals(FieldLines):
         self.ircut_mode = str(doc["ircut"])
         self.presets = {int(k): (float(v[0]), float(v[1])) for k, v in doc["presets"].items()}
         self.gpio.update({int(k): bool(v) for k, v in doc["outputs"].items() if int(k) in OUTPUT_PINS})
-        self.radar = bool(doc["radar"])
+        self.field_lines.radar = bool(doc["radar"])
         self.alarm_out = {int(k): bool(v) for k, v in doc["alarm_out"].items()}
-        self.wiegand = {int(k): bool(v) for k, v in doc["wiegand"].items()}
-        self.rs485 = dict(doc["rs485"]) if doc["rs485"] is not None else None
+        self.field_lines.wiegand = {int(k): bool(v) for k, v in doc["wiegand"].items()}
+        self.rs485.setup = dict(doc["rs485"]) if doc["rs485"] is not None else None
         self.thermal.set(fan=bool(doc["fan"]), heater=bool(doc["heater"]))
 
     def save(self) -> None:

@@ -230,7 +230,7 @@ class Terminal:
         return self.camera.clock.local().strftime("%a %b %d %H:%M:%S %Z %Y") + "\n"
 
     def _cmd_uptime(self, args: list[str]) -> str:
-        return f"up {int(self.camera.uptime())} seconds\n"
+        return f"up {int(self.camera.power.uptime())} seconds\n"
 
     def _cmd_df(self, args: list[str]) -> str:
         rows = ["Filesystem     1B-blocks       Used  Available Use% Mounted on"]
@@ -274,7 +274,7 @@ class Terminal:
             count = int(args[args.index("-n") + 1])
         if not service:
             raise InvalidInput("usage: journalctl -u SERVICE [-n N]")
-        _, text = self.camera.logs.tail("service", service, count)
+        _, text = self.camera.logs.content("service", service, count)
         return text + "\n"
 
     def _cmd_stat(self, args: list[str]) -> str:

@@ -50,23 +50,23 @@ async def autofocus(request: Request, backend: Backend) -> JSONResponse:
 @router.post("/lens/oneshot-af")
 @router.post("/lens/af/oneshot")
 async def oneshot_af(backend: Backend) -> JSONResponse:
-    return _accepted(backend.lens.oneshot_af())
+    return _accepted(backend.autofocus.oneshot_af())
 
 
 @router.get("/lens/af/status")
 async def af_status(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.af_status(backend.lens.af_status()))
+    return schemas.ok(shapes.af_status(backend.autofocus.af_status()))
 
 
 @router.post("/lens/af/cancel")
 async def af_cancel(request: Request, backend: Backend) -> JSONResponse:
-    message = backend.lens.cancel_af(shapes.parse_cancel(await request.body()))
+    message = backend.autofocus.cancel_af(shapes.parse_cancel(await request.body()))
     return schemas.ok(shapes.status(True, message))
 
 
 @router.post("/lens/zoom-follow")
 async def zoom_follow(request: Request, backend: Backend) -> JSONResponse:
-    return _accepted(backend.lens.zoom_follow(shapes.parse_ratio(await request.body())))
+    return _accepted(backend.autofocus.zoom_follow(shapes.parse_ratio(await request.body())))
 
 
 @router.get("/lens/status")

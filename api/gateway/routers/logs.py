@@ -78,7 +78,7 @@ async def stream(websocket: WebSocket) -> None:
         return
     params = websocket.query_params
     try:
-        follower = backend.logs.follow(params.get("type", ""), params.get("target", ""))
+        follower = backend.log_stream.follow(params.get("type", ""), params.get("target", ""))
     except DomainError as err:
         code = errors.DOMAIN_CODES.get((err.code, err.resource)) or errors.DOMAIN_CODES[(err.code, None)]
         await deny(websocket, errors.fail(code, err.message))

@@ -121,12 +121,12 @@ async def h264(websocket: WebSocket, stream_id: str) -> None:
 
 
 async def _serve(websocket: WebSocket, viewer: MediaViewer, me: _Connection) -> None:
-    await viewer.start()
+    await viewer.stream.primed()
     try:
         await websocket.send_bytes(pack(viewer.config_frame()))
     except (WebSocketDisconnect, RuntimeError):
         return  # the viewer left before its first frame
-    viewer.request_keyframe()
+    viewer.stream.request_keyframe()
     sender = asyncio.create_task(_pump(websocket, viewer))
     receiver = asyncio.create_task(_drain(websocket))
     me.tasks = [sender, receiver]

@@ -41,14 +41,14 @@ def _uint(body: Body, name: str) -> int:
 
 @router.get("/config")
 async def get_config(backend: Backend) -> JSONResponse:
-    return schemas.ok(backend.media.config())
+    return schemas.ok(backend.media_config.config())
 
 
 @router.post("/config")
 async def set_config(request: Request, backend: Backend) -> JSONResponse:
     if not is_json(request):
         return errors.unsupported_media()
-    backend.media.set_config(Body(await request.body(), "Invalid request body").body)
+    backend.media_config.set_config(Body(await request.body(), "Invalid request body").body)
     await _rtsp_follows(request)
     return schemas.ok({"message": "Configuration saved and applied"})
 
@@ -58,7 +58,7 @@ async def get_field(request: Request, backend: Backend) -> JSONResponse:
     path = request.query_params.get("field_path", "")
     if not path:
         raise InvalidInput("field_path is required")
-    kind, value = backend.media.config_field(path)
+    kind, value = backend.media_config.config_field(path)
     return schemas.ok({"field_path": path, "type": kind, "type_name": FIELD_TYPES[kind], "value": value})
 
 
@@ -71,14 +71,14 @@ async def set_field(request: Request, backend: Backend) -> JSONResponse:
     kind = body.int("type")
     if kind not in FIELD_TYPES:
         raise InvalidInput("type must be between 0 and 4")
-    backend.media.set_config_field(path, kind, body.str("value", required=True))
+    backend.media_config.set_config_field(path, kind, body.str("value", required=True))
     await _rtsp_follows(request)
     return schemas.ok({"message": "Config field applied successfully"})
 
 
 @router.get("/config/export")
 async def export_config(backend: Backend) -> JSONResponse:
-    return schemas.ok(backend.media.export_config())
+    return schemas.ok(backend.media_config.export_config())
 
 
 @router.post("/config/import")
@@ -87,7 +87,7 @@ async def import_config(request: Request, backend: Backend) -> JSONResponse:
         return errors.unsupported_media()
     body = Body(await request.body())
     config = body.obj("config", required=True)
-    backend.media.import_config(
+    backend.media_config.import_config(
         body.str("schema", required=True), body.int("version", required=True), config or {}
     )
     await _rtsp_follows(request)
@@ -98,14 +98,16 @@ async def import_config(request: Request, backend: Backend) -> JSONResponse:
 async def set_encoder(request: Request, backend: Backend) -> JSONResponse:
     body = Body(await request.body())
     name = body.str("stream_name", required=True)
-    backend.media.set_encoder(name, _uint(body, "bitrate_bps"), _uint(body, "framerate"), _uint(body, "gop"))
+    backend.media_config.set_encoder(
+        name, _uint(body, "bitrate_bps"), _uint(body, "framerate"), _uint(body, "gop")
+    )
     return schemas.ok({"message": "Encoder config updated successfully", "stream": name})
 
 
 @router.put("/encoder/reconfig")
 async def reconfig_encoder(request: Request, backend: Backend) -> JSONResponse:
     body = Body(await request.body())
-    interrupt = backend.media.reconfigure_encoder(
+    interrupt = backend.media_config.reconfigure_encoder(
         body.str("stream_name", required=True),
         _uint(body, "width"),
         _uint(body, "height"),
@@ -121,19 +123,19 @@ async def reconfig_encoder(request: Request, backend: Backend) -> JSONResponse:
 async def set_rtsp(request: Request, backend: Backend) -> JSONResponse:
     """``enabled`` is a plain Go bool: absent (``{}``) binds as false, so the stream is disabled."""
     enabled = Body(await request.body(), "Invalid request body").bool("enabled")
-    backend.media.set_rtsp(enabled)
+    backend.media_config.set_rtsp(enabled)
     await _rtsp_follows(request)
     return schemas.ok({"message": "RTSP state updated successfully", "enabled": enabled})
 
 
 @router.get("/profile")
 async def get_profile(backend: Backend) -> JSONResponse:
-    return schemas.ok({"profile_name": backend.media.profile()["name"]})
+    return schemas.ok({"profile_name": backend.media_config.profile()["name"]})
 
 
 @router.get("/profiles")
 async def list_profiles(backend: Backend) -> JSONResponse:
-    rows = backend.media.profiles()
+    rows = backend.media_config.profiles()
     current = next((name for name, on in rows if on), "")
     return schemas.ok({"profiles": [name for name, _ in rows] or None, "current_profile": current})
 
@@ -146,7 +148,7 @@ async def switch_profile(request: Request, backend: Backend) -> JSONResponse:
     if not name:
         raise InvalidInput("profile_name is required", resource="parameter")
     try:
-        backend.media.switch_profile(name)
+        backend.media_config.switch_profile(name)
     except NotFound as err:
         detail = "Switch profile failed: rpc error: code = InvalidArgument desc = unknown profile"
         raise InternalError(detail, resource="camera") from err
@@ -167,13 +169,13 @@ async def backup_profile(request: Request, backend: Backend) -> JSONResponse:
     except InvalidInput:
         body = {}
     name = body.get("name") or PurePosixPath(body.get("path", "")).name
-    backend.media.backup_profile(name)
+    backend.media_config.backup_profile(name)
     return schemas.ok({"success": True, "message": "Profile backed up"})
 
 
 @router.post("/pipeline/reconfigure")
 async def reconfigure_pipeline(backend: Backend) -> JSONResponse:
-    interrupt = backend.media.reconfigure_pipeline()
+    interrupt = backend.media_config.reconfigure_pipeline()
     return schemas.ok({"message": "Pipeline reconfigured", "interrupt_ms": interrupt})
 
 
@@ -214,7 +216,7 @@ async def add_stream(request: Request, backend: Backend) -> JSONResponse:
         body.get("bitrate") or body.get("bitrate_bps") or 1_000_000,
         body.get("gop") or 50,
     )
-    backend.media.add_stream(config)
+    backend.media_config.add_stream(config)
     return schemas.ok({"message": "Stream added successfully", "stream_id": config.stream_id})
 
 
@@ -222,12 +224,12 @@ async def add_stream(request: Request, backend: Backend) -> JSONResponse:
 async def remove_stream(name: str, backend: Backend) -> JSONResponse:
     if name == "main":
         raise InvalidInput("Cannot remove main stream")
-    backend.media.remove_stream(name)
+    backend.media_config.remove_stream(name)
     return schemas.ok({"message": "Stream removed successfully", "stream": name})
 
 
 def _enabled(backend: GatewayBackend, name: str) -> bool:
-    row = next((s for s in backend.media.config()["streams"] if s["name"] == name), None)
+    row = next((s for s in backend.media_config.config()["streams"] if s["name"] == name), None)
     if row is None:
         raise NotFound(f"Stream not found in config: {name}")
     return bool(row["enabled"])
@@ -239,7 +241,7 @@ async def enable_stream(name: str, backend: Backend) -> JSONResponse:
         raise InvalidInput("Main stream is always enabled")
     if _enabled(backend, name):
         return schemas.ok({"message": "Stream is already enabled", "stream": name})
-    backend.media.enable_stream(name, True)
+    backend.media_config.enable_stream(name, True)
     text = "Stream enabled successfully (incremental, no interruption to other streams)"
     return schemas.ok({"message": text, "stream": name})
 
@@ -250,7 +252,7 @@ async def disable_stream(name: str, backend: Backend) -> JSONResponse:
         raise InvalidInput("Main stream cannot be disabled")
     if not _enabled(backend, name):
         return schemas.ok({"message": "Stream is already disabled", "stream": name})
-    backend.media.enable_stream(name, False)
+    backend.media_config.enable_stream(name, False)
     return schemas.ok(
         {"message": "Stream disabled successfully — parameters preserved in config", "stream": name}
     )

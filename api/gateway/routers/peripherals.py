@@ -153,15 +153,15 @@ async def alarm_outputs(backend: Backend) -> JSONResponse:
 @router.post("/rs485/init")
 async def rs485_init(request: Request, backend: Backend) -> JSONResponse:
     baudrate, config = shapes.parse_rs485_init(await request.body())
-    return schemas.ok(shapes.hw_status(backend.peripherals.rs485_init(baudrate, config)))
+    return schemas.ok(shapes.hw_status(backend.rs485.rs485_init(baudrate, config)))
 
 
 @router.post("/rs485/deinit")
 async def rs485_deinit(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.hw_status(backend.peripherals.rs485_deinit()))
+    return schemas.ok(shapes.hw_status(backend.rs485.rs485_deinit()))
 
 
 @router.post("/rs485/tx")
 async def rs485_tx(request: Request, backend: Backend) -> JSONResponse:
     data = shapes.parse_rs485_tx(await request.body())
-    return schemas.ok(shapes.hw_status(backend.peripherals.rs485_tx(data)))
+    return schemas.ok(shapes.hw_status(backend.rs485.rs485_tx(data)))

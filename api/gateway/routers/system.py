@@ -20,12 +20,12 @@ async def health(backend: Backend) -> JSONResponse:
 
 @public.get("/ota/status")
 async def ota_status(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.ota_status(backend.system.ota_status()))
+    return schemas.ok(shapes.ota_status(backend.ota.report()))
 
 
 @public.get("/os-upgrade/status")
 async def os_upgrade_status(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.os_upgrade_status(backend.system.os_upgrade_status()))
+    return schemas.ok(shapes.os_upgrade_status(backend.os_upgrade.report()))
 
 
 @router.get("/info")
@@ -51,7 +51,7 @@ async def change_password(request: Request, backend: Backend) -> JSONResponse:
 
 @router.post("/restart")
 async def restart(backend: Backend) -> JSONResponse:
-    backend.system.restart()
+    backend.power.restart()
     return schemas.ok(shapes.reboot_started())
 
 
@@ -62,45 +62,45 @@ async def get_time(backend: Backend) -> JSONResponse:
 
 @router.post("/time/set")
 async def set_time(request: Request, backend: Backend) -> JSONResponse:
-    backend.system.set_time(shapes.parse_set_time(await request.body()))
+    backend.time.set_time(shapes.parse_set_time(await request.body()))
     return shapes.ok_msg("Time updated successfully")
 
 
 @router.post("/time/sync-from-client")
 async def sync_from_client(request: Request, backend: Backend) -> JSONResponse:
-    result = backend.system.sync_time_from_client(shapes.parse_client_sync(await request.body()))
+    result = backend.time.sync_from_client(shapes.parse_client_sync(await request.body()))
     return schemas.ok(shapes.client_sync(result))
 
 
 @router.get("/time/config")
 async def get_time_config(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.time_config(backend.system.time_config()))
+    return schemas.ok(shapes.time_config(backend.time.config()))
 
 
 @router.put("/time/config")
 async def save_time_config(request: Request, backend: Backend) -> JSONResponse:
-    backend.system.save_time_config(*shapes.parse_time_config(await request.body()))
+    backend.time.save_config(*shapes.parse_time_config(await request.body()))
     return shapes.ok_msg("Time configuration saved")
 
 
 @router.put("/time/timezone")
 async def set_timezone(request: Request, backend: Backend) -> JSONResponse:
-    backend.system.set_timezone(shapes.parse_timezone(await request.body()))
+    backend.time.set_timezone(shapes.parse_timezone(await request.body()))
     return shapes.ok_msg("Timezone updated successfully")
 
 
 @router.get("/time/timezones")
 async def timezones(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.timezones(backend.system.timezones()))
+    return schemas.ok(shapes.timezones(backend.time.timezones()))
 
 
 @router.put("/time/ntp")
 async def set_ntp(request: Request, backend: Backend) -> JSONResponse:
-    backend.system.set_ntp(*shapes.parse_ntp(await request.body()))
+    backend.time.set_ntp(*shapes.parse_ntp(await request.body()))
     return shapes.ok_msg("NTP configuration updated")
 
 
 @router.post("/time/ntp/sync")
 async def sync_ntp(backend: Backend) -> JSONResponse:
-    backend.system.sync_ntp()
+    backend.time.sync_ntp()
     return shapes.ok_msg("NTP synchronization triggered")

@@ -17,27 +17,27 @@ router = APIRouter(prefix="/api/v1/system", tags=["system"], dependencies=[Depen
 # Firmware OTA ------------------------------------------------------------------------------------
 @router.get("/ota/detect")
 async def ota_detect(backend: Backend) -> JSONResponse:
-    available, version, changelog = backend.upgrade.ota_detect()
+    available, version, changelog = backend.ota.detect()
     return schemas.ok({"update_available": available, "version": version, "changelog": changelog})
 
 
 @router.post("/ota/parse")
 async def ota_parse(request: Request, backend: Backend) -> JSONResponse:
     filename, data = (await shapes.read_form(request)).file("firmware")
-    return schemas.ok(shapes.firmware(backend.upgrade.ota_parse(filename, data)))
+    return schemas.ok(shapes.firmware(backend.ota.parse(filename, data)))
 
 
 @router.post("/ota/install")
 async def ota_install(request: Request, backend: Backend) -> JSONResponse:
     filename, data = (await shapes.read_form(request)).file("firmware")
-    return schemas.ok(backend.upgrade.ota_install(filename, data))
+    return schemas.ok(backend.ota.install(filename, data))
 
 
 @router.post("/ota/install-from-path")
 async def ota_install_from_path(request: Request, backend: Backend) -> JSONResponse:
     body = shapes.json_object(await request.body())
     path = shapes.field(body, "path", str, required=True)
-    return schemas.ok(backend.upgrade.ota_install_from_path(path))
+    return schemas.ok(backend.ota.install_from_path(path))
 
 
 # A/B OS upgrade ----------------------------------------------------------------------------------
@@ -45,13 +45,13 @@ async def ota_install_from_path(request: Request, backend: Backend) -> JSONRespo
 async def os_upload(request: Request, backend: Backend) -> JSONResponse:
     filename, data = (await shapes.read_form(request)).file("package", "firmware")
     sha256 = request.headers.get("x-content-sha256", "")
-    return schemas.ok(backend.upgrade.os_upload(filename, data, sha256))
+    return schemas.ok(backend.os_upgrade.upload(filename, data, sha256))
 
 
 @router.post("/os-upgrade/validate")
 async def os_validate(request: Request, backend: Backend) -> JSONResponse:
     body = shapes.os_job_request(await request.body())
-    job = backend.upgrade.os_validate(
+    job = backend.os_upgrade.validate(
         shapes.field(body, "job_id", str),
         shapes.field(body, "sha256", str),
         shapes.field(body, "allow_downgrade", bool),
@@ -62,7 +62,7 @@ async def os_validate(request: Request, backend: Backend) -> JSONResponse:
 @router.post("/os-upgrade/install")
 async def os_install(request: Request, backend: Backend) -> JSONResponse:
     body = shapes.os_job_request(await request.body())
-    result = backend.upgrade.os_install(
+    result = backend.os_upgrade.install(
         shapes.field(body, "job_id", str),
         shapes.field(body, "upgrade_strategy", str),
         shapes.field(body, "update_mode", str),
@@ -73,16 +73,16 @@ async def os_install(request: Request, backend: Backend) -> JSONResponse:
 @router.post("/os-upgrade/reboot")
 async def os_reboot(request: Request, backend: Backend) -> JSONResponse:
     body = shapes.os_job_request(await request.body())
-    return schemas.ok(backend.upgrade.os_reboot(shapes.field(body, "job_id", str)))
+    return schemas.ok(backend.os_upgrade.reboot(shapes.field(body, "job_id", str)))
 
 
 @router.post("/os-upgrade/cancel")
 async def os_cancel(request: Request, backend: Backend) -> JSONResponse:
     body = shapes.os_job_request(await request.body())
-    return schemas.ok(backend.upgrade.os_cancel(shapes.field(body, "job_id", str)))
+    return schemas.ok(backend.os_upgrade.cancel(shapes.field(body, "job_id", str)))
 
 
 @router.delete("/os-upgrade/package")
 async def os_delete_package(request: Request, backend: Backend) -> JSONResponse:
     body = shapes.os_job_request(await request.body())
-    return schemas.ok(backend.upgrade.os_delete_package(shapes.field(body, "job_id", str)))
+    return schemas.ok(backend.os_upgrade.delete_package(shapes.field(body, "job_id", str)))

@@ -111,13 +111,13 @@ class RtspServer:
             await self._close()
 
     def _wanted(self) -> int | None:
-        if not self.backend.system.reachable():
+        if not self.backend.reachable():
             return None
-        rtsp = self.backend.media.config().get("rtsp", {})
+        rtsp = self.backend.media_config.config().get("rtsp", {})
         return int(rtsp.get("port", self.port)) if rtsp.get("enabled", True) else None
 
     def stream_on(self, stream_id: str) -> bool:
-        streams = self.backend.media.config().get("streams", [])
+        streams = self.backend.media_config.config().get("streams", [])
         return any(s.get("name") == stream_id and s.get("enabled", True) for s in streams)
 
     def reap(self) -> int:
@@ -317,13 +317,13 @@ class _Connection:
         viewer = self.server.backend.media.open_viewer(name)
         self.held = (name, viewer)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(viewer.start(), PRIME_TIMEOUT_S)
+            await asyncio.wait_for(viewer.stream.primed(), PRIME_TIMEOUT_S)
         return viewer
 
     def _play(self) -> None:
         session = self.session
         assert session is not None
-        session.viewer.request_keyframe()
+        session.viewer.stream.request_keyframe()
         if session.playing:
             return
         session.playing = True

@@ -232,29 +232,31 @@ async def test_the_rtsp_port_follows_the_port_served_now_and_an_unreadable_docum
 ) -> None:
     first = build(durable)
     media = first.gateways["cam-01"].media
+    media_config = first.gateways["cam-01"].media_config
     media.use_rtsp_port(20000)
-    media.set_rtsp(False)
-    assert media.config()["rtsp"] == {"enabled": False, "port": 20000}
+    media_config.set_rtsp(False)
+    assert media_config.config()["rtsp"] == {"enabled": False, "port": 20000}
     first.world.store.close()
 
     again = build(durable)
     media = again.gateways["cam-01"].media
+    media_config = again.gateways["cam-01"].media_config
     media.use_rtsp_port(21000)  # this start's server got another port
-    assert media.config()["rtsp"] == {"enabled": False, "port": 21000}
+    assert media_config.config()["rtsp"] == {"enabled": False, "port": 21000}
     broken = {"config": {"streams": []}, "profiles": {}, "rtsp_served": 21000}
     again.world.store.collection(MEDIA_KIND).put("cam-01", broken)
     again.world.store.close()
 
     third = build(durable)
-    assert third.gateways["cam-01"].media.config()["rtsp"]["enabled"] is True  # the defaults
+    assert third.gateways["cam-01"].media_config.config()["rtsp"]["enabled"] is True  # the defaults
     assert (MEDIA_KIND, "cam-01") in third.world.store.unreadable
     third.world.store.close()
 
 
 async def test_an_older_document_without_the_device_profiles_gains_them(durable: Settings) -> None:
     first = build(durable)
-    media = first.gateways["cam-01"].media
-    media.set_rtsp(False)  # writes the document
+    media_config = first.gateways["cam-01"].media_config
+    media_config.set_rtsp(False)  # writes the document
     doc = first.world.store.collection(MEDIA_KIND).get("cam-01")
     old = {**doc["config"], "profile": "default"}
     first.world.store.collection(MEDIA_KIND).put(
@@ -263,8 +265,8 @@ async def test_an_older_document_without_the_device_profiles_gains_them(durable:
     first.world.store.close()
 
     again = build(durable)
-    media = again.gateways["cam-01"].media
-    names = [name for name, _ in media.profiles()]
+    media_config = again.gateways["cam-01"].media_config
+    names = [name for name, _ in media_config.profiles()]
     assert names == [
         "Daylight_Basic",
         "High_Dynamic_Range_Basic",
@@ -273,9 +275,9 @@ async def test_an_older_document_without_the_device_profiles_gains_them(durable:
         "AI_ISP_Gen3_Basic",
         "default",
     ]
-    assert media.profile()["name"] == "default" and media.config()["rtsp"]["enabled"] is False
-    media.switch_profile("AI_ISP_Gen3_Basic")
-    assert media.profile()["name"] == "AI_ISP_Gen3_Basic"
+    assert media_config.profile()["name"] == "default" and media_config.config()["rtsp"]["enabled"] is False
+    media_config.switch_profile("AI_ISP_Gen3_Basic")
+    assert media_config.profile()["name"] == "AI_ISP_Gen3_Basic"
     again.world.store.close()
 
 
@@ -314,7 +316,7 @@ async def test_peripheral_settings_and_the_iris_target_survive_a_restart(durable
             gpio = (await read_all(gw, auth, ("/device/gpio/22",)))[0]
             lens = (await read_all(gw, auth, ("/device/lens/status",)))[0]
         camera = cameras_of(twin.world)["cam-01"]
-        assert camera.peripherals.rs485 == {"baudrate": 19200, "config": "7E1", "loopback": False}
+        assert camera.peripherals.rs485.setup == {"baudrate": 19200, "config": "7E1", "loopback": False}
         assert 4 in camera.peripherals.presets
     finally:
         twin.world.store.close()

@@ -345,7 +345,7 @@ async def test_a_reboot_ends_the_terminal_session(device) -> None:
         await read_until(ws, "Password: ")
         await type_line(ws, "password")
         await read_until(ws, "# ")
-        cameras_of(twin.world)["cam-01"].restart()
+        cameras_of(twin.world)["cam-01"].power.restart()
         twin.clock.advance(RESTART_DELAY_S + 1.5)
         with pytest.raises(ConnectionClosed):
             while True:

@@ -130,7 +130,7 @@ async def test_encoder_update_and_reconfigure_interrupts_briefly(gateway, auth, 
     row = await status_of(gateway, auth, "sub")
     assert (row["bitrate_bps"], row["fps"], row["gop"]) == (1_000_000, 20, 40)
     viewer = twin.gateways["cam-01"].media.open_viewer("main")
-    await viewer.start()
+    await viewer.stream.primed()
     body = {"stream_name": "main", "width": 320, "height": 180, "fps": 10}
     answer = await data(await gateway.put(MEDIA + "/encoder/reconfig", json=body, headers=auth))
     assert answer == {"message": "Encoder reconfigured", "interrupt_ms": 200}

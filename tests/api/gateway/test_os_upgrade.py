@@ -70,7 +70,7 @@ async def test_happy_path_with_the_public_status_throughout(
     rebooting = await gateway.post(BASE + "/reboot", json={"job_id": job["job_id"]}, headers=auth)
     assert rebooting.json()["data"] == {"job_id": job["job_id"], "status": "rebooting"}
     twin.clock.advance(RESTART_DELAY_S + 1)
-    assert not twin.gateways["cam-01"].system.reachable()
+    assert not twin.gateways["cam-01"].reachable()
     assert (await status(gateway))["status"] == "rebooting"
     twin.clock.advance(BOOT_S + 1)
     assert (await status(gateway))["status"] == "verifying"

@@ -67,7 +67,7 @@ async def test_happy_path_polled_without_a_token_through_the_reboot(
     assert "reboot_confirmed" not in done and "error" in done and done["error"] == ""
     assert (await gateway.get("/api/v1/system/info", headers=auth)).status_code == 200
     twin.clock.advance(ota_module.REBOOT_AFTER_S)
-    assert not twin.gateways["cam-01"].system.reachable()
+    assert not twin.gateways["cam-01"].reachable()
     down = await status(gateway)
     assert down["status"] == "success"
     assert (await gateway.get("/api/v1/system/os-upgrade/status")).json()["data"] == {"status": "idle"}

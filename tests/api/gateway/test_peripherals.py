@@ -162,7 +162,7 @@ async def test_radar_alarm_outputs_and_wiegand_events(gateway, auth, twin: Twin)
     await gateway.post(DEV + "/radar", json={"enable": True}, headers=auth)
     radar = await data(await gateway.get(DEV + "/radar", headers=auth))
     assert radar == {"success": True, "enabled": True, "message": "OK"}
-    targets = cameras_of(twin.world)["cam-01"].peripherals.radar_targets()
+    targets = cameras_of(twin.world)["cam-01"].peripherals.field_lines.radar_targets()
     assert len(targets) == 4 and all(2 <= t["range_m"] <= 42 for t in targets)
 
     await gateway.post(DEV + "/alarm-out", json={"channel": 1, "enable": True}, headers=auth)

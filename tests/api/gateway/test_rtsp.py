@@ -258,7 +258,7 @@ async def test_rtsp_and_streams_follow_the_media_configuration(camera) -> None:
     (await Client.open(server.url("main"))).close()
     assert (await http.get("/api/v1/media/config")).json()["data"]["rtsp"]["port"] == port
 
-    cameras_of(twin.world)["cam-01"].restart(delay=0)
+    cameras_of(twin.world)["cam-01"].power.restart(delay=0)
     twin.clock.advance(0.1)
     await until(lambda: not server.serving)
     twin.clock.advance(60)

@@ -241,7 +241,7 @@ async def test_restart_drops_sessions_and_reboots(twin: Twin, gateway: httpx.Asy
     camera = cameras_of(twin.world)["cam-01"]
     assert camera.powered
     twin.clock.advance(RESTART_DELAY_S)
-    assert not camera.powered and not twin.gateways["cam-01"].system.reachable()
+    assert not camera.powered and not twin.gateways["cam-01"].reachable()
     assert (await gateway.get("/api/v1/system/info", headers=auth)).status_code == 401
     twin.clock.advance(BOOT_S)
     assert camera.powered
@@ -256,7 +256,7 @@ async def test_restart_drops_sessions_and_reboots(twin: Twin, gateway: httpx.Asy
 
 async def test_restart_survives_snapshot_restore(twin: Twin) -> None:
     camera = cameras_of(twin.world)["cam-01"]
-    camera.restart()
+    camera.power.restart()
     twin.clock.advance(RESTART_DELAY_S + 1)
     snap = twin.world.snapshot()
     twin.world.restore(snap)
@@ -315,7 +315,7 @@ async def test_the_time_area_survives_a_restart_with_a_state_dir(settings: Setti
         "ntp.example",
     )
     third.world.store.close()
-    assert build(settings).cameras_of(world)["cam-01"].clock.timezone == "UTC"  # no state dir, no memory
+    assert cameras_of(build(settings).world)["cam-01"].clock.timezone == "UTC"  # no state dir, no memory
 
 
 async def test_device_name_settings_and_network_survive_a_restart_with_a_state_dir(

@@ -138,7 +138,7 @@ async def test_streams_run_at_the_profiles_size_and_rate(tmp_path: Path, monkeyp
     main = media.stream("main").config
     assert (main.width, main.height, main.fps) == (160, 90, 15)
     viewer = media.open_viewer("main")
-    await viewer.start()
+    await viewer.stream.primed()
     first = await viewer.next_frame()
     twin.clock.advance(1)
     await media.stream("main").settle()
@@ -169,8 +169,8 @@ async def test_an_empty_scene_has_no_ground_truth_and_no_detections(tmp_path: Pa
     for t in range(0, 3600, 7):
         assert scene_of(world, "cam-01").boxes(float(t)) == []
     assert media.detections() == []
-    camera.peripherals.radar = True
-    assert camera.peripherals.radar_targets() == []
+    camera.peripherals.field_lines.radar = True
+    assert camera.peripherals.field_lines.radar_targets() == []
 
 
 def test_the_scene_kinds_have_their_mix() -> None:

@@ -55,7 +55,7 @@ def test_ota_happy_path_stage_by_stage_then_reboot(world: World, camera: Camera)
     data = camera.storage.partition("data")
     before = data.used
     token = camera.login("admin", "password", 0)
-    boot_id = camera.boot_id()
+    boot_id = camera.power.boot_id()
     package = firmware()
     camera.ota.install("fw.tar.gz", package)
     seen = []

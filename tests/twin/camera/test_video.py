@@ -14,7 +14,7 @@ from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
 from twin.camera.detections import MISS_RATE, Detector
 from twin.camera.video import stream as video_stream
-from twin.camera.video.backend import TwinGatewayMedia
+from twin.camera.video.backend import CameraMedia
 from twin.camera.video.encoder import H264Encoder, avcc_to_annexb
 from twin.camera.video.render import Renderer, View
 from twin.camera.video.scene import Scene
@@ -151,11 +151,11 @@ def test_encoder_output_is_avcc_and_decodes_to_the_configured_size() -> None:
 
 
 @pytest.fixture
-def media(monkeypatch: pytest.MonkeyPatch) -> tuple[TwinGatewayMedia, SimClock]:
+def media(monkeypatch: pytest.MonkeyPatch) -> tuple[CameraMedia, SimClock]:
     monkeypatch.setattr(video_stream, "RESOLUTION_SCALE", 0.125)
     world = World(WorldConfig(seed=3, cameras=CameraSpec(1)), kinds=KINDS)
     clock = SimClock(world, mode=ClockMode.STEP)
-    return TwinGatewayMedia(world, clock, "cam-01"), clock
+    return CameraMedia(world, clock, "cam-01"), clock
 
 
 async def test_frames_come_only_while_watched_and_only_as_world_time_moves(media) -> None:
@@ -166,7 +166,7 @@ async def test_frames_come_only_while_watched_and_only_as_world_time_moves(media
     status = {s.config.stream_id: s for s in gm.status()}
     assert status["main"].status == "active" and status["main"].ms_since_last_frame is not None
     viewer = gm.open_viewer("main")
-    await viewer.start()
+    await viewer.stream.primed()
     assert viewer.config_frame().payload and viewer.config_frame().pts == 0
     first = await viewer.next_frame()
     assert first.key and viewer.pending() == 0
@@ -224,7 +224,7 @@ async def test_detections_follow_ground_truth_feed_the_bus_and_stop_without_the_
 async def test_a_frame_that_fails_to_render_is_skipped_and_the_stream_goes_on(media, monkeypatch) -> None:
     gm, clock = media
     viewer = gm.open_viewer("main")
-    await viewer.start()
+    await viewer.stream.primed()
     original, calls = Renderer.render, []
 
     def flaky(self, t, view):
@@ -242,12 +242,12 @@ async def test_a_frame_that_fails_to_render_is_skipped_and_the_stream_goes_on(me
 async def test_a_viewer_joining_while_the_clock_is_paused_gets_the_current_picture_at_once(media) -> None:
     gm, clock = media
     first = gm.open_viewer("main")
-    await first.start()
+    await first.stream.primed()
     clock.advance(1)
     await gm.stream("main").settle()
     frames_before = gm.stream("main").frames
     late = gm.open_viewer("main")  # the clock stays where it is
-    await late.start()
+    await late.stream.primed()
     await gm.stream("main").settle()
     snapshot = await late.next_frame()
     assert snapshot.key and snapshot.pts == video_stream.ticks_90k(1.0)
@@ -267,10 +267,10 @@ async def test_a_viewer_joining_while_the_clock_is_paused_gets_the_current_pictu
 async def test_a_stream_stopped_and_started_again_before_the_clock_moves_keeps_running(media) -> None:
     gm, clock = media
     gone = gm.open_viewer("main")
-    await gone.start()
+    await gone.stream.primed()
     gone.close()  # the stream stops; its world process has not even begun (the clock is paused)
     viewer = gm.open_viewer("main")
-    await viewer.start()
+    await viewer.stream.primed()
     clock.advance(1)
     await gm.stream("main").settle()
     assert gm.stream("main").running() and viewer.pending() == 31

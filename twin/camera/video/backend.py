@@ -1,4 +1,4 @@
-"""The twin's implementation of the gateway's media area and picture settings, over one camera.
+"""The twin's media area and picture settings of the gateway, over one camera.
 
 Streams and the camera daemon's configuration belong to the world's current SimPy environment:
 after a reset or restore (a new environment) the old streams' viewers are closed and fresh
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
+import simpy
 
 from hardware.ports.camera_hw import (
     AiOverlay,
@@ -40,7 +41,6 @@ from twin.camera.area import camera_of
 from twin.camera.detections import Detector
 from twin.camera.video import config as cfg
 from twin.camera.video import stream as _stream
-from twin.camera.video.media_config import MediaConfiguration
 from twin.camera.video.render import Renderer, View, default_osd
 from twin.camera.video.scene import Scene, scene_of
 from twin.camera.video.source import source_of
@@ -84,7 +84,11 @@ def _move_rtsp_port(settings: cfg.MediaSettings, old: int, new: int) -> None:
             doc["rtsp"]["port"] = new
 
 
-class TwinGatewayMedia(MediaConfiguration):
+class CameraMedia:
+    """The media and picture ports of one camera: its streams and the picture settings they are
+    rendered with; the camera daemon's configuration operations are its
+    :class:`~twin.camera.video.media_config.MediaConfiguration`."""
+
     def __init__(self, world: World, clock: SimClock, camera_id: str) -> None:
         self._world = world
         self._clock = clock
@@ -179,11 +183,11 @@ class TwinGatewayMedia(MediaConfiguration):
     def _new_stream(self, config: StreamConfig) -> VideoStream:
         return VideoStream(self._world, self._id, config, self._scene, self._view, self.source)
 
-    def _settings_now(self) -> cfg.MediaSettings:
+    def settings(self) -> cfg.MediaSettings:
         self._current()
         return self._settings
 
-    def _sync(self) -> None:
+    def sync(self) -> None:
         """Make the running streams match the settings: new ones, changed ones, removed ones."""
         streams = self._current()
         wanted = {c.stream_id: c for c in self._settings.streams}
@@ -200,6 +204,10 @@ class TwinGatewayMedia(MediaConfiguration):
                     viewer.close()
         self._streams = {name: streams[name] for name in wanted}
         self._save()
+
+    def reinit_streams(self) -> None:
+        for stream in self._current().values():
+            stream.reconfigure(stream.config)
 
     def _camera(self) -> Camera:
         return camera_of(self._world, self._id)
@@ -322,26 +330,26 @@ class TwinGatewayMedia(MediaConfiguration):
 
     # Picture -----------------------------------------------------------------------------------
     def image(self) -> ImageSettings:
-        return self._settings_now().image
+        return self.settings().image
 
     def set_image(self, settings: ImageSettings) -> None:
         for k in ("brightness", "contrast", "saturation", "sharpness"):
             if not -100 <= getattr(settings, k) <= 100:
                 raise InvalidInput(f"{k} must be between -100 and 100")
-        self._settings_now().image = settings
+        self.settings().image = settings
         self._save()
 
     def transform(self) -> Transform:
-        return self._settings_now().transform
+        return self.settings().transform
 
     def set_transform(self, transform: Transform) -> None:
         if transform.rotation not in cfg.ROTATIONS:
             raise InvalidInput("rotation must be 0, 90, 180 or 270")
-        self._settings_now().transform = transform
+        self.settings().transform = transform
         self._save()
 
     def osd(self) -> tuple[OsdStream, ...]:
-        s = self._settings_now()
+        s = self.settings()
         out = []
         for c in s.streams:
             current = s.osd.get(c.stream_id)
@@ -353,13 +361,13 @@ class TwinGatewayMedia(MediaConfiguration):
 
     def set_osd(self, streams: tuple[OsdStream, ...]) -> None:
         """As the daemon does, a stream it has no encoder for is skipped."""
-        s = self._settings_now()
+        s = self.settings()
         for o in streams:
             if s.stream(o.stream_name) is not None:
                 s.osd[o.stream_name] = o
         self._save()
 
-    def _check_osd_streams(self) -> None:
+    def drop_orphan_osd(self) -> None:
         s = self._settings
         for name in list(s.osd):
             if s.stream(name) is None:
@@ -398,17 +406,17 @@ class TwinGatewayMedia(MediaConfiguration):
         return file
 
     def privacy_masks(self) -> PrivacyMaskConfig:
-        return self._settings_now().privacy
+        return self.settings().privacy
 
     def set_privacy_masks(self, config: PrivacyMaskConfig) -> None:
-        self._settings_now().privacy = config
+        self.settings().privacy = config
         self._save()
 
     def ai_overlay(self) -> AiOverlay:
-        return self._settings_now().overlay
+        return self.settings().overlay
 
     def set_ai_overlay(self, overlay: AiOverlay) -> None:
-        s = self._settings_now()
+        s = self.settings()
         was = s.overlay.enabled
         s.overlay = dataclasses.replace(overlay)
         self._save()

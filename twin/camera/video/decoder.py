@@ -71,7 +71,6 @@ class Decoder:
         self._last_at = 0.0
         self._asked_at = 0.0
         self._thread: threading.Thread | None = None
-        self._closed = threading.Event()
         self._ended = False
         """A file that does not loop played to its end: its last picture stays."""
 
@@ -80,8 +79,7 @@ class Decoder:
         now = time.monotonic()
         with self._lock:
             self._asked_at = now
-            stopped = self._closed.is_set() or self._ended
-            if not stopped and (self._thread is None or not self._thread.is_alive()):
+            if not self._ended and (self._thread is None or not self._thread.is_alive()):
                 self._thread = threading.Thread(target=self._run, name="video-decoder", daemon=True)
                 self._thread.start()
             return self._serial, self._picture
@@ -95,11 +93,8 @@ class Decoder:
             running = self._thread is not None and self._thread.is_alive()
             return self.media.live and running and time.monotonic() - self._last_at > STALL_S
 
-    def close(self) -> None:
-        self._closed.set()
-
     def _idle(self) -> bool:
-        return self._closed.is_set() or time.monotonic() - self._asked_at > IDLE_S
+        return time.monotonic() - self._asked_at > IDLE_S
 
     def _run(self) -> None:
         with self._lock:
@@ -127,7 +122,7 @@ class Decoder:
         if error != self.error:
             log.warning("video source: %s", error)
         self.error = error
-        self._closed.wait(RETRY_S)
+        time.sleep(RETRY_S)  # the reader thread's own pace on the wall clock, not the world's
 
     def _play(self, container: av.container.InputContainer) -> bool:
         """Decode until the end (True) or until nobody asks (False); a file at its own pace."""
@@ -140,8 +135,8 @@ class Decoder:
             if not self.media.live and frame.time is not None:
                 first = frame.time if first is None else first
                 wait = started + (frame.time - first) - time.monotonic()
-                if wait > 0 and self._closed.wait(wait):
-                    return False
+                if wait > 0:
+                    time.sleep(wait)
             picture = frame.to_ndarray(format="bgr24")
             with self._lock:
                 self._picture, self._serial, self._last_at = picture, self._serial + 1, time.monotonic()

@@ -96,13 +96,6 @@ class Viewer:
     def config_frame(self) -> MediaFrame:
         return MediaFrame(False, 0, 0, self.stream.parameter_sets)
 
-    def request_keyframe(self) -> None:
-        self.stream.request_keyframe()
-
-    async def start(self) -> None:
-        """Wait until the stream has its parameter sets (its first frame is encoded)."""
-        await self.stream.primed()
-
     def push(self, frame: MediaFrame) -> None:
         if self.closed:
             return
