@@ -118,7 +118,9 @@ class GatewayTime(Protocol):
 @runtime_checkable
 class GatewayBackend(Protocol):
     id: str
-    clock: Clock
+
+    @property
+    def clock(self) -> Clock: ...
 
     def reachable(self) -> bool:
         """False while the device is down (booting, powered off) or gone: the API then refuses
@@ -161,7 +163,8 @@ class GatewayBackend(Protocol):
     @property
     def os_upgrade(self) -> GatewayOsUpgrade: ...
 
-    lifecycle: GatewayLifecycle
+    @property
+    def lifecycle(self) -> GatewayLifecycle: ...
 
     @property
     def ai(self) -> GatewayAi: ...
