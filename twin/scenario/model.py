@@ -12,10 +12,11 @@ simulated sensors and their metrics, world event kinds; see :mod:`twin.scenario.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,14 +25,12 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 
-from hardware.adapters.serial_port import check_url
-from twin.camera.video.config import PROFILES
-from twin.camera.video.scene import MAX_OBJECTS, SCENES
-from twin.camera.video.source import media_of
+from twin.camera.scenario import MAX_CAMERAS, Cameras, one_group_or_many
 from twin.fleet import (
     DEFAULT_EPOCH,
     CameraSpec,
@@ -39,17 +38,17 @@ from twin.fleet import (
     SensorGroup,
     SignalKind,
     SignalSpec,
-    VideoSpec,
     WorldConfig,
 )
 from twin.scenario.catalog import ACTIONS
 from twin.scenario.client import ClientSpec
 from twin.scenario.expectations import Expectation
-from twin.scenario.real import ENVIRON, RealCameraKeys, real_members, without_secrets
-from twin.scenario.replay import ReplayCameraKeys, ReplayServerKeys, numbered, replays
+from twin.scenario.real import ENVIRON, real_members, without_secrets
+from twin.scenario.replay import ReplayServerKeys, numbered, replays
 from twin.scenario.source import Document, ScenarioError, read
 from twin.scenario.targets import Names, target_problems
 from twin.settings import AUTOMATION, RealMember
+from twin.wings import KINDS
 
 ACTIONS_CHECKED = "actions_checked"
 """Validation context key: the timeline's actions and parameters were checked already (by
@@ -152,105 +151,13 @@ class Sensors(_Strict):
     metrics: dict[str, Signal] = Field(min_length=1)
 
 
-MAX_CAMERAS = 254
-"""Cameras in a world at the most (their addresses end in 1..254)."""
-
-
-SerialUrl = Annotated[str, BeforeValidator(lambda v: check_url(v) or v if isinstance(v, str) else v)]
-"""A pyserial URL (a device path, ``loop://``...); the options in it are read when it opens."""
-
-
-class Video(_Strict):
-    source: str = Field(
-        min_length=1,
-        description="real video in place of the synthetic scene: a file path (relative to the working "
-        "directory), an rtsp://, http:// or https:// URL, or a V4L2 device /dev/videoN",
-    )
-    loop: bool = Field(default=True, description="a file starts over at its end (else its last frame stays)")
-
-    @field_validator("source")
-    @classmethod
-    def _known_kind(cls, value: str) -> str:
-        media_of(value)
-        return value
-
-    def spec(self) -> VideoSpec:
-        return VideoSpec(self.source, self.loop)
-
-
-class Cameras(RealCameraKeys, ReplayCameraKeys):
-    count: int = Field(default=1, ge=0, le=MAX_CAMERAS)
-    profile: str = Field(
-        default="default",
-        description="the media profile every camera boots with (GET /media/profile)",
-        json_schema_extra={"enum": list(PROFILES)},
-    )
-    scene: str = Field(
-        default="street",
-        description="the synthetic scene every camera sees: street (people and vehicles), empty "
-        "(background only), parking (parked vehicles, rarely moving), crowd (many people)",
-        json_schema_extra={"enum": list(SCENES)},
-    )
-    objects: int | None = Field(
-        default=None,
-        ge=0,
-        le=MAX_OBJECTS,
-        description="objects in each camera's scene (default: the scene's own count)",
-    )
-    ai_overlay: bool = Field(
-        default=False,
-        description="boot with the AI overlay on: the model's detections drawn on the video",
-    )
-    apps: tuple[str, ...] = Field(
-        default=(),
-        description="app packages under assets/apps/ installed and started on each camera at boot",
-    )
-    rs485: SerialUrl | None = Field(
-        default=None,
-        description="each camera's RS485 on a real serial port: a pyserial URL (/dev/ttyUSB0, loop://, "
-        "rfc2217://host:port; default: the simulated port)",
-    )
-    host_stats: bool = Field(
-        default=False,
-        description="each camera's CPU, memory, disk and network figures (monitor/*) are this host's, "
-        "read from /proc",
-    )
-    video: Video | None = Field(
-        default=None,
-        description="each camera's video source (default: the synthetic scene); OSD, privacy masks "
-        "and the AI overlay are drawn on it as on the scene",
-    )
-
-    SIMULATED_KEYS: ClassVar = ("profile", "scene", "objects", "ai_overlay", "apps", "video", "replay")
-
-    @field_validator("profile", "scene")
-    @classmethod
-    def _known(cls, value: str, info: ValidationInfo) -> str:
-        known = PROFILES if info.field_name == "profile" else SCENES
-        if value not in known:
-            raise ValueError(f"unknown {info.field_name} {value!r}; known: {', '.join(known)}")
-        return value
-
-    @model_validator(mode="after")
-    def _objects_fit_the_scene(self) -> Cameras:
-        if self.scene == "empty" and self.objects:
-            raise ValueError("scene 'empty' has no objects: drop 'objects' or choose another scene")
-        return self
-
-
-def _one_group_or_many(schema: dict) -> None:
-    """Editors: ``cameras`` is one group (a mapping) or a list of groups."""
-    many = {key: schema.pop(key) for key in ("type", "items", "minItems") if key in schema}
-    schema["anyOf"] = [many["items"], many]
-
-
 class Fleet(_Strict):
     sensors: list[Sensors] = Field(default_factory=list)
     cameras: Annotated[list[Cameras], BeforeValidator(lambda v: [v] if isinstance(v, dict) else v)] = Field(
         default_factory=lambda: [Cameras()],
         min_length=1,
         description="one group of cameras, or a list of groups (numbered on: cam-01, cam-02, ...)",
-        json_schema_extra=_one_group_or_many,
+        json_schema_extra=one_group_or_many,
     )
 
     @field_validator("cameras")
@@ -284,6 +191,14 @@ class Fleet(_Strict):
     def real_cameras(self) -> dict[str, Cameras]:
         """The real cameras by id (each a group of one), numbered with the simulated ones."""
         return {ids[0]: g for g, ids in numbered(self.cameras, self.names().cameras) if g.real is not None}
+
+    def entries(self) -> tuple[tuple[str, Any], ...]:
+        """The registered kinds' entries this fleet has, as the world config carries them."""
+        return tuple(
+            (kind.name, kind.fleet.spec(value))
+            for kind in KINDS
+            if kind.fleet is not None and (value := getattr(self, kind.fleet.key, None)) is not None
+        )
 
     def names(self) -> Names:
         """The cameras and simulated sensors (with their metrics) this fleet has."""
@@ -416,7 +331,32 @@ class Scenario(_Strict):
             sensors=self.fleet.sensor_groups(),
             cameras=first,
             camera_groups=tuple(more),
+            entries=self.fleet.entries(),
         )
+
+
+@functools.cache
+def _models(version: int) -> tuple[type[Fleet], type[Scenario]]:
+    fields: dict[str, Any] = {
+        kind.fleet.key: (kind.fleet.model | None, Field(default=None, description=kind.fleet.description))
+        for kind in KINDS
+        if kind.fleet is not None
+    }
+    if not fields:
+        return Fleet, Scenario
+    fleet = create_model("Fleet", __base__=Fleet, **fields)
+    scenario = create_model("Scenario", __base__=Scenario, fleet=(fleet, Field(default_factory=fleet)))
+    return fleet, scenario
+
+
+def fleet_model() -> type[Fleet]:
+    """The fleet schema: the cameras and sensors, and an entry per registered kind that brings one."""
+    return _models(KINDS.version)[0]
+
+
+def scenario_model() -> type[Scenario]:
+    """The scenario schema with :func:`fleet_model` as its fleet."""
+    return _models(KINDS.version)[1]
 
 
 def _precheck(doc: Document) -> list[tuple[int, str]]:
@@ -454,7 +394,7 @@ def _names(doc: Document, scenario: Scenario | None) -> Names | None:
         fleet, servers = scenario.fleet, scenario.servers
     else:
         try:
-            fleet = Fleet.model_validate(without_secrets(doc.data.get("fleet") or {}))
+            fleet = fleet_model().model_validate(without_secrets(doc.data.get("fleet") or {}))
         except ValidationError:
             return None  # the fleet's own problems are reported by the schema
         try:
@@ -480,7 +420,7 @@ def parse_scenario(
     scenario = None
     context = {ACTIONS_CHECKED: True, ENVIRON: os.environ if environ is None else environ}
     try:
-        scenario = Scenario.model_validate(doc.data, context=context)
+        scenario = scenario_model().model_validate(doc.data, context=context)
     except ValidationError as err:
         problems += [doc.problem(doc.known_path(tuple(e["loc"])), _message(e)) for e in err.errors()]
     problems += [doc.problem(path, why) for path, why in target_problems(doc.data, _names(doc, scenario))]

@@ -7,13 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from twin.scenario.model import Scenario
+from twin.scenario.model import scenario_model
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent.parent / "scenarios" / "schema.json"
 
 
 def schema_text() -> str:
-    schema = Scenario.model_json_schema()
+    schema = scenario_model().model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "Twin scenario"
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
