@@ -205,3 +205,222 @@ def test_twin_root_holds_only_the_core_and_the_composition_root() -> None:
 def test_the_rule_is_checked_on_real_files() -> None:
     assert len(files("api")) > 5 and len(files("hardware")) > 3
     assert len(import_graph()) > 150
+
+
+# Concepts, not cuts: no class leans on a base that reads what only its host defines ----------------
+class ClassFacts:
+    """What the source says about one class: its bases (resolved to dotted names where the module's
+    imports allow), what it defines (methods, class-level names, ``self.x = ...`` in any method) and
+    which ``self.x`` its methods read. A bare annotation (``env: Environment``) defines a field of
+    a dataclass or a member of a Protocol; in any other class it only declares what a host sets."""
+
+    def __init__(self, module: str, node: ast.ClassDef, names: dict[str, str]) -> None:
+        self.name = f"{module}.{node.name}"
+        self.bases = [_dotted(base, names) for base in node.bases]
+        self.defined: set[str] = set()
+        self.read: set[str] = set()
+        self.open = False  # attributes it may define dynamically (setattr, __dict__, __getattr__)
+        decorators = {_dotted(d.func if isinstance(d, ast.Call) else d, names) for d in node.decorator_list}
+        declares = "dataclasses.dataclass" in decorators or "typing.Protocol" in self.bases
+        self.stubs: set[str] = set()
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and _stub(stmt) and not declares:
+                self.stubs.add(stmt.name)
+                continue
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self.defined.add(stmt.name)
+                self.open |= stmt.name in ("__getattr__", "__getattribute__")
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is None and not declares:
+                continue
+            elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                self.defined |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and _reads_self(stmt):
+                self._method(stmt, stmt.args.args[0].arg)
+
+    def _method(self, func: ast.FunctionDef | ast.AsyncFunctionDef, me: str) -> None:
+        for node in ast.walk(func):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == me:
+                if isinstance(node.ctx, ast.Store | ast.Del):
+                    self.defined.add(node.attr)
+                elif node.attr == "__dict__":
+                    self.open = True
+                else:
+                    self.read.add(node.attr)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("setattr", "vars")
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id == me
+            ):
+                self.open = True
+
+
+def _stub(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A method that only says a host defines it: its body (after a docstring) is ``...``, ``pass``
+    or ``raise NotImplementedError``, and it is not an ``@abstractmethod`` of an abstract base."""
+    body = [s for s in func.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    marked = any(
+        isinstance(d, ast.Name | ast.Attribute) and "abstractmethod" in ast.unparse(d)
+        for d in func.decorator_list
+    )
+    return not marked and all(
+        isinstance(s, ast.Pass)
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is ...)
+        or (isinstance(s, ast.Raise) and s.exc is not None and "NotImplementedError" in ast.unparse(s.exc))
+        for s in body
+    )
+
+
+def _reads_self(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """An instance method (it has a ``self``): not a static or class method."""
+    plain = not any(ast.unparse(d) in ("staticmethod", "classmethod") for d in func.decorator_list)
+    return plain and bool(func.args.args)
+
+
+def _dotted(node: ast.expr, names: dict[str, str]) -> str:
+    """A base class expression as a dotted name: ``Generic[T]`` → ``typing.Generic``; ``m.C`` with
+    ``import a.m as m`` → ``a.m.C``; a name of the module itself → ``module.Name``."""
+    if isinstance(node, ast.Subscript):
+        return _dotted(node.value, names)
+    if isinstance(node, ast.Name):
+        return names.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value, names)}.{node.attr}"
+    return ast.dump(node)
+
+
+def project_classes() -> dict[str, ClassFacts]:
+    classes: dict[str, ClassFacts] = {}
+    for package in PACKAGES:
+        for path in files(package):
+            module = module_name(path)
+            tree = ast.parse(path.read_text(), str(path))
+            names = {}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names |= {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
+                elif isinstance(node, ast.Import):
+                    names |= {a.asname or a.name: a.name for a in node.names if a.asname}
+            names |= {n.name: f"{module}.{n.name}" for n in tree.body if isinstance(n, ast.ClassDef)}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef):
+                    facts = ClassFacts(module, node, names)
+                    classes.setdefault(facts.name, facts)
+    return classes
+
+
+PLAIN_BASES = {"object", "typing.Generic", "typing.Protocol", "abc.ABC", "typing_extensions.Protocol"}
+"""Bases that define no instance attributes a subclass's methods could read."""
+
+
+def host_reads(classes: dict[str, ClassFacts]) -> dict[str, set[str]]:
+    """Each project class whose methods read what only a host defines, with those names: an
+    attribute that neither it nor its bases set or define (a bare annotation declares, it does not
+    define), or, in a class without a constructor of its own, a method it leaves to its host (a
+    stub). A class with a base from outside the project (an exception, a model, a route) may
+    inherit the attributes it reads and is left out."""
+
+    def chain(name: str) -> tuple[set[str], set[str]] | None:
+        """(defined, stubs) over ``name`` and its bases; None when that is not known."""
+        facts = classes[name]
+        if facts.open:
+            return None
+        defined, stubs = set(facts.defined), set(facts.stubs)
+        for base in facts.bases:
+            if base in classes:
+                inherited = chain(base)
+                if inherited is None:
+                    return None
+                defined |= inherited[0]
+                stubs |= inherited[1]
+            elif base not in PLAIN_BASES:
+                return None
+        return defined, stubs
+
+    found = {}
+    for name, facts in classes.items():
+        known = chain(name)
+        if known is None:
+            continue
+        defined, stubs = known
+        if "__init__" in defined:
+            defined |= stubs
+        missing = {a for a in facts.read - defined if not a.startswith("__")}
+        if missing:
+            found[name] = missing
+    return found
+
+
+def test_no_class_inherits_from_a_mixin_that_reads_its_hosts_attributes() -> None:
+    classes = project_classes()
+    leaning = host_reads(classes)
+    found = {
+        f"{host}({base.rsplit('.', 1)[1]})": sorted(leaning[base])
+        for host, facts in classes.items()
+        for base in facts.bases
+        if base in leaning
+    }
+    assert found == {}
+
+
+def test_the_mixin_check_tells_a_mixin_from_an_ordinary_base() -> None:
+    source = '''
+from dataclasses import dataclass
+from typing import Protocol
+
+class Port(Protocol):
+    size: int
+    def area(self) -> int: return self.size * self.size
+
+class Base:
+    kind = "base"
+    def __init__(self) -> None: self.ready = True
+    def describe(self) -> str: return f"{self.kind} {self.ready} {self.name}"
+    @property
+    def name(self) -> str: return "b"
+
+@dataclass
+class Point:
+    x: int
+    def norm(self) -> int: return abs(self.x)
+
+class Failure(Exception):
+    def text(self) -> str: return str(self.args)
+
+class Focus:
+    motor: object
+    def refocus(self) -> None: self.position = self.motor.home
+
+class Lens(Focus, Base, Port):
+    def __init__(self) -> None: self.motor = object()
+
+class Square(Base, Port):
+    size = 2
+
+class Gate:
+    def __init__(self) -> None: self.seen = 0
+    def token(self) -> str: raise NotImplementedError
+    def check(self) -> bool: return self.token() == "ok"
+
+class OpenGate(Gate):
+    def token(self) -> str: return "ok"
+
+class Settings:
+    def _sync(self) -> None:
+        """Written by the host."""
+        raise NotImplementedError
+    def apply(self) -> None: self._sync()
+
+class Media(Settings):
+    def _sync(self) -> None: pass
+
+class Tagged(Point, Failure): pass
+'''
+    tree = ast.parse(source)
+    names = {n.name: f"m.{n.name}" for n in tree.body if isinstance(n, ast.ClassDef)}
+    names |= {"Protocol": "typing.Protocol", "dataclass": "dataclasses.dataclass"}
+    classes = {f"m.{n.name}": ClassFacts("m", n, names) for n in tree.body if isinstance(n, ast.ClassDef)}
+    assert host_reads(classes) == {"m.Focus": {"motor"}, "m.Settings": {"_sync"}}
