@@ -39,6 +39,8 @@ TWIN_ROOT = {
     "control",
     "serve",
     "cli",
+    "listeners",
+    "serving",
     "wings",
 }
 TWIN_WINGS = {"automation", "camera", "scenario"}

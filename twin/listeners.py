@@ -8,17 +8,20 @@ import contextlib
 import logging
 import socket
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 
 from api import ws_denial
 from api.members.passthrough import Passthrough
-from twin.serving import App
 
 log = logging.getLogger("twin")
 
 SHUTDOWN_GRACE_S = 2  # uvicorn's graceful shutdown: open connections get this long, then are closed
 START_TIMEOUT_S = 10
+
+Tls = tuple[str, str]
+"""A certificate file and its key file."""
 
 
 class _Server(uvicorn.Server):
@@ -56,7 +59,9 @@ class Listener:
         return self.task is not None and not self.task.done()
 
 
-def server(app: App, host: str, port: int, **ssl: str) -> _Server:
+def server(app: Any, host: str, port: int, tls: Tls | None = None) -> _Server:
+    """A uvicorn server for ``app`` (a member's app, or one already tracking its WebSocket denials)
+    on ``host:port``; with ``tls`` (certificate and key files), over HTTPS."""
     own = not isinstance(app, Passthrough)  # a real member's Date and Server headers are its own
     config = uvicorn.Config(
         ws_denial.tracking_denials(app),
@@ -70,7 +75,8 @@ def server(app: App, host: str, port: int, **ssl: str) -> _Server:
         ws_per_message_deflate=False,  # as the automation server (tungstenite has none); saves zlib per frame
         server_header=own,
         date_header=own,
-        **ssl,
+        ssl_certfile=tls[0] if tls else None,
+        ssl_keyfile=tls[1] if tls else None,
     )
     return _Server(config)
 
@@ -116,7 +122,7 @@ def launch(listener: Listener, sock: socket.socket) -> None:
 async def serving(listener: Listener) -> bool:
     """Wait for a launched listener to serve: ``False`` if it ended or did not start in time."""
     for _ in range(int(START_TIMEOUT_S / 0.005)):
-        if listener.server.started or listener.task.done():
+        if listener.server.started or listener.task is None or listener.task.done():
             break
         await asyncio.sleep(0.005)
     return listener.server.started
@@ -124,22 +130,23 @@ async def serving(listener: Listener) -> bool:
 
 async def power(listener: Listener, up: bool) -> None:
     """Open a listener that is closed while its member is up, close one that serves while it is down."""
-    if up and not listener.serving:
+    task = listener.task if listener.serving else None
+    if up and task is None:
         try:
             await reopen(listener)
         except OSError as err:  # the port was taken meanwhile: stay down, retry on the next event
             log.warning("twin: %s", err)
-    elif not up and listener.serving:
+    elif not up and task is not None:
         listener.server.should_exit = True
-        await finish(listener.task)
+        await finish(task)
         log.info("twin: %s closed while its camera is down", listener.name)
 
 
 async def reopen(listener: Listener) -> None:
     old = listener.server.config
     host, port = listener.address
-    ssl = {"ssl_certfile": old.ssl_certfile, "ssl_keyfile": old.ssl_keyfile} if old.ssl_certfile else {}
-    listener.server = server(old.app, host, port, **ssl)
+    tls = (str(old.ssl_certfile), str(old.ssl_keyfile)) if old.ssl_certfile else None
+    listener.server = server(old.app, host, port, tls)
     launch(listener, bind(listener))
     await serving(listener)
     log.info("twin: %s listening again", listener.name)
@@ -154,7 +161,8 @@ async def finish(task: asyncio.Task) -> None:
         with contextlib.suppress(BaseException):
             await task
     except BaseException:  # the task's own failure: it is finished either way
-        if asyncio.current_task().cancelling():  # unless we were cancelled while waiting
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():  # unless we were cancelled while waiting
             raise
 
 

@@ -71,7 +71,7 @@ class Twin:
     """Every member the wings expose, by name, in start order."""
     faults: dict[str, FaultSet]
     control_app: FastAPI
-    bridge: MqttBridge | None = None
+    bridge: MqttBridge
     publisher: FleetPublisher | None = None
     journal: RequestJournal | None = None
     real: dict[str, Passthrough] = field(default_factory=dict)
@@ -164,16 +164,16 @@ def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KIND
         real={name: app.gate for name, app in passthroughs.items()},
     )  # fmt: skip
     control_app = create_control_app(control, faults, limiters, journal=journal, actions=ACTIONS.describe())
-    twin = Twin(
-        settings, world, clock, control, served, faults, control_app,
-        journal=journal, real=passthroughs, members=real,
-    )  # fmt: skip
-    automation = twin.automation
+    automation: TwinAutomation = served[AUTOMATION].backend
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
     listen = (settings.mqtt_host, settings.mqtt_port)
-    twin.bridge = bridge = MqttBridge(automation, mqtt_url, listen=listen, external_url=settings.mqtt_url)
+    bridge = MqttBridge(automation, mqtt_url, listen=listen, external_url=settings.mqtt_url)
     automation.mqtt_ready = lambda: bridge.connected
     automation.mqtt.attach(bridge, DEVICE_FILTERS)
+    twin = Twin(
+        settings, world, clock, control, served, faults, control_app, bridge,
+        journal=journal, real=passthroughs, members=real,
+    )  # fmt: skip
     if (out := settings.publish_fleet) is not None:  # the simulated sensors on an outside broker
         twin.publisher = FleetPublisher(automation, out.url, out.login, buffer=out.buffer, seed=world.seed)
         twin.control_app.state.publisher = twin.publisher
@@ -224,12 +224,12 @@ async def _start(running: Running, cert_dir: Path) -> None:
     addresses = [a for m in twin.served.values() for a in m.addresses]
     hosts = {"localhost", "127.0.0.1", *(a.host for a in addresses if a.tls)}
     cert, key = write_self_signed(cert_dir, sorted(hosts))
-    tls = {"ssl_certfile": str(cert), "ssl_keyfile": str(key)}
+    tls = (str(cert), str(key))
     control = Listener("control", http.server(twin.control_app, s.control_host, s.control_port))
     listeners = []
     for member in twin.served.values():
         for a in member.addresses:
-            server = http.server(member.app, a.host, a.port, **(tls if a.tls else {}))
+            server = http.server(member.app, a.host, a.port, tls if a.tls else None)
             listeners.append(Listener(a.name, server, scheme="https" if a.tls else "http"))
         if member.rank == 0 and control not in listeners:
             listeners.append(control)

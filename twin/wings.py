@@ -8,6 +8,8 @@ and actions are read off it, so a new kind is one ``KINDS.register(...)`` call.
 
 from __future__ import annotations
 
+import functools
+
 from api.automation.app import create_app as create_automation_app
 from api.automation.ratelimit import RateLimiter
 from api.gateway.app import create_app as create_gateway_app
@@ -34,8 +36,8 @@ def automation_servers(site: Site) -> list[Served]:
     limiter = RateLimiter(site.base_limit, site.clock.now)
     if s.api_key:
         automation_of(site.world).api_keys.ensure_default(s.api_key)
-    app = create_automation_app(backend, release=s.release, limiter=limiter, network=network_info(s))
-    app = site.member(AUTOMATION, app, AutomationGate(limiter, s.release))
+    simulated = create_automation_app(backend, release=s.release, limiter=limiter, network=network_info(s))
+    app = site.member(AUTOMATION, simulated, AutomationGate(limiter, s.release))
     address = Address(AUTOMATION, s.host, s.port, path="/api")
     return [Served(AUTOMATION, AUTOMATION, backend, app, (address,), "automation API", limiter, rank=0)]
 
@@ -64,7 +66,8 @@ def camera_servers(site: Site) -> list[Served]:
     out = []
     for camera_id, camera in cameras.items():
         gateway = gateways[camera_id]
-        app = site.member(camera_id, create_gateway_app(gateway), GatewayGate())
+        simulated = create_gateway_app(gateway)
+        app = site.member(camera_id, simulated, GatewayGate())
         limiter = RateLimiter(site.base_limit, site.clock.now)
         app.add_middleware(StormMiddleware, limiter=limiter)
         host, http, https = gateway_address(s, camera.index)
@@ -74,17 +77,19 @@ def camera_servers(site: Site) -> list[Served]:
         )
         served = Served(
             camera_id, CAMERAS, gateway, app, addresses, f"{camera_id} gateway", limiter,
-            close=lambda gateway=gateway: close_host_hardware([gateway]),
+            close=functools.partial(close_host_hardware, [gateway]),
         )  # fmt: skip
         if camera_id not in site.real:  # a real camera powers itself and serves its own RTSP
-            served.powered = lambda camera_id=camera_id: _powered(site, camera_id)
+            served.powered = functools.partial(_powered, site, camera_id)
             rtsp_host, rtsp_port = rtsp_address(s, camera.index)
             served.rtsp = RtspServer(
                 gateway, site.fault_set(camera_id), name=camera_id, host=rtsp_host, port=rtsp_port,
                 sleep=site.clock.sleep, udp=s.rtsp_udp, journal=site.journal,
             )  # fmt: skip
             served.rtsp_port = gateway.media.use_rtsp_port
-            app.state.rtsp = served.rtsp  # the media configuration routes reconcile it
+            simulated.state.rtsp = (
+                served.rtsp
+            )  # the media configuration routes reconcile it (a replay shares it)
         out.append(served)
     return out
 

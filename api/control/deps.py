@@ -101,7 +101,9 @@ class ConsoleControl(WorldControl, ActionControl, Protocol):
 
 class JournalView(Protocol):
     dropped: int
-    last_seq: int
+
+    @property
+    def last_seq(self) -> int: ...
 
     def __len__(self) -> int: ...
 

@@ -17,9 +17,14 @@ from api.members.upstream import Upstream
 class Endpoint(Protocol):
     """A real member's address (:class:`twin.settings.RealMember` is one)."""
 
-    name: str
-    url: str
-    insecure: bool
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def insecure(self) -> bool: ...
 
 
 def member_app(

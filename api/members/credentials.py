@@ -71,8 +71,11 @@ async def credential_check(
 class Credentials(Protocol):
     """What the twin was given to check a real member with (``twin.settings.RealMember``)."""
 
-    api_key: str | None
-    login: tuple[str, str] | None
+    @property
+    def api_key(self) -> str | None: ...
+
+    @property
+    def login(self) -> tuple[str, str] | None: ...
 
 
 async def refused_credentials(apps: Mapping[str, Passthrough], given: Mapping[str, Credentials]) -> list[str]:

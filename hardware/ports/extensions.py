@@ -96,7 +96,10 @@ class StreamSession(Protocol):
     """A push session: frames arrive from the world; ``close`` ends it."""
 
     session_id: str
-    dropped: int
+
+    @property
+    def dropped(self) -> int:
+        """Frames dropped because the reader fell behind."""
 
     async def next_frame(self) -> PushFrame: ...
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hardware.ports.admin import ServerLogs
 from hardware.ports.automation import EventSource
+from hardware.ports.data import Images, TelemetryStatistics
+from hardware.ports.devices import AutomationDevices, DeviceIngest, DeviceTelemetry, DeviceTypes
 from hardware.ports.events import EventKind
+from hardware.ports.im_bridges import ImBridges
+from hardware.ports.mqtt import MqttCredentials
 from hardware.ports.types import Readiness
 from hardware.ports.users import ApiKeys, Users
 from twin.automation.agents import AgentRegistry
@@ -18,9 +23,8 @@ from twin.automation.components import ComponentStore
 from twin.automation.config_io import TwinConfig
 from twin.automation.dashboards import DashboardRegistry
 from twin.automation.data_catalog import TwinData
-from twin.automation.devices import TwinDevices
 from twin.automation.extensions import ExtensionRegistry
-from twin.automation.im_router import TwinImBridges, im_front
+from twin.automation.im_router import ImRouter
 from twin.automation.instances import InstanceRegistry
 from twin.automation.llm import ModelBackendRegistry
 from twin.automation.market import Marketplace
@@ -43,7 +47,6 @@ class TwinAutomation:
     def __init__(self, world: World, clock: SimClock) -> None:
         self.world = world
         self.clock = clock
-        self.devices = TwinDevices(world)
         self.system = TwinSystem(world)
         self.chat = TwinChat(lambda: automation_of(self.world).chat, clock)
         self.onboarding = TwinOnboarding(world)
@@ -55,7 +58,35 @@ class TwinAutomation:
         self.mqtt_ready: Callable[[], bool] = lambda: False
         """Whether the MQTT side is connected; the composition root wires it to the bridge."""
         self.mqtt = TwinMqtt(world)
-        self._im_bridges: TwinImBridges | None = None
+        self._im_router: ImRouter | None = None
+
+    @property
+    def devices(self) -> AutomationDevices:
+        return automation_of(self.world).devices
+
+    @property
+    def device_types(self) -> DeviceTypes:
+        return automation_of(self.world).device_types
+
+    @property
+    def ingest(self) -> DeviceIngest:
+        return automation_of(self.world).ingest
+
+    @property
+    def telemetry(self) -> DeviceTelemetry:
+        return automation_of(self.world).telemetry
+
+    @property
+    def telemetry_stats(self) -> TelemetryStatistics:
+        return automation_of(self.world).telemetry_stats
+
+    @property
+    def images(self) -> Images:
+        return automation_of(self.world).images
+
+    @property
+    def server_log(self) -> ServerLogs:
+        return automation_of(self.world).server_log
 
     @property
     def rules(self) -> RuleEngine:
@@ -115,9 +146,18 @@ class TwinAutomation:
         return automation_of(self.world).brokers
 
     @property
-    def im_bridges(self) -> TwinImBridges:
-        self._im_bridges = im_front(self._im_bridges, automation_of(self.world).im_bridges, self.chat)
-        return self._im_bridges
+    def mqtt_credentials(self) -> MqttCredentials:
+        return self.mqtt.settings
+
+    @property
+    def im_router(self) -> ImRouter:
+        """The router following the current world's IM bridges (a rebuilt world gets a new one)."""
+        self._im_router = ImRouter.following(self._im_router, automation_of(self.world).im_bridges, self.chat)
+        return self._im_router
+
+    @property
+    def im_bridges(self) -> ImBridges:
+        return self.im_router.registry
 
     @property
     def users(self) -> Users:

@@ -32,7 +32,6 @@ from hardware.ports.devices import (
 from hardware.ports.errors import InternalError, InvalidInput, NotFound
 from hardware.ports.events import EventKind
 from twin.automation.device_types import render_payload
-from twin.sensors import sensors_of
 
 if TYPE_CHECKING:
     from twin.automation.device_types import DeviceTypeRegistry
