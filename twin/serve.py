@@ -37,9 +37,6 @@ from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
 from twin import listeners as http
 from twin.automation.backend import TwinAutomation
-from twin.automation.delivery import run_worker
-from twin.automation.links import run_links
-from twin.automation.server import automation_of
 from twin.camera.gateway import TwinGateway
 from twin.camera.video.source import parse_video_sources
 from twin.camera.wing import CAMERAS, cameras_of
@@ -219,8 +216,9 @@ async def _start(running: Running, cert_dir: Path) -> None:
     running.spawn(twin.bridge.run(), "mqtt-bridge")
     if twin.publisher is not None:
         running.spawn(twin.publisher.run(), "fleet-publisher")
-    running.spawn(run_worker(lambda: automation_of(twin.world)), "delivery")
-    running.spawn(run_links(lambda: automation_of(twin.world), lambda: twin.automation.im_router), "links")
+    for member in twin.served.values():
+        for name, work in member.tasks:
+            running.spawn(work(), name)
     addresses = [a for m in twin.served.values() for a in m.addresses]
     hosts = {"localhost", "127.0.0.1", *(a.host for a in addresses if a.tls)}
     cert, key = write_self_signed(cert_dir, sorted(hosts))

@@ -3,7 +3,7 @@ listens), made by each registered kind's ``servers`` (:mod:`twin.kinds`) on a :c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,8 @@ class Served:
     """Told the port its RTSP server got at start."""
     close: Callable[[], None] | None = None
     """Releases what the member holds on this machine (serial ports), at stop."""
+    tasks: tuple[tuple[str, Callable[[], Coroutine[Any, Any, None]]], ...] = ()
+    """Its background work, by name: started with the listeners, cancelled at stop."""
 
 
 @dataclass

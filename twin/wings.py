@@ -18,6 +18,8 @@ from api.gateway.storm import StormMiddleware
 from api.members.gates import AutomationGate, GatewayGate
 from twin.automation.actions import AUTOMATION_ACTIONS
 from twin.automation.backend import TwinAutomation
+from twin.automation.delivery import run_worker
+from twin.automation.links import run_links
 from twin.automation.network import network_info
 from twin.automation.server import AUTOMATION, AutomationServer, automation_of
 from twin.camera.actions import CAMERA_ACTIONS
@@ -39,7 +41,16 @@ def automation_servers(site: Site) -> list[Served]:
     simulated = create_automation_app(backend, release=s.release, limiter=limiter, network=network_info(s))
     app = site.member(AUTOMATION, simulated, AutomationGate(limiter, s.release))
     address = Address(AUTOMATION, s.host, s.port, path="/api")
-    return [Served(AUTOMATION, AUTOMATION, backend, app, (address,), "automation API", limiter, rank=0)]
+    world = site.world
+    tasks = (
+        ("delivery", lambda: run_worker(lambda: automation_of(world))),
+        ("links", lambda: run_links(lambda: automation_of(world), lambda: backend.im_router)),
+    )
+    return [
+        Served(
+            AUTOMATION, AUTOMATION, backend, app, (address,), "automation API", limiter, rank=0, tasks=tasks
+        )
+    ]
 
 
 def gateway_address(settings: Settings, index: int) -> tuple[str, int, int]:
