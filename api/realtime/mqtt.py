@@ -250,7 +250,7 @@ class MqttBridge:
                 self.rejected += 1
                 continue
             try:
-                if self.backend.devices.mqtt_uplink(device_id, data, message.topic) is not None:
+                if self.backend.ingest.uplink(device_id, data, message.topic) is not None:
                     self.received += 1
             except DomainError:
                 self.rejected += 1
@@ -259,7 +259,7 @@ class MqttBridge:
         """A command on a downlink topic: a simulated sensor carries it out (the world emits its
         result); other devices' downlinks are left alone."""
         try:
-            simulated = self.backend.devices.get_device(device_id).device.simulated
+            simulated = self.backend.devices.detail(device_id).device.simulated
         except DomainError:
             self.rejected += 1
             return
