@@ -24,6 +24,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
