@@ -263,7 +263,9 @@ class FleetPublisher:
     # The broker's side ---------------------------------------------------------------------------
     async def run(self) -> None:
         """Publish until cancelled; the counters go to the log when it ends."""
-        self._sub = sub = self.backend.bus.subscribe(frozenset({EventKind.DEVICE_TELEMETRY}), maxlen=self.buffer)
+        self._sub = sub = self.backend.bus.subscribe(
+            frozenset({EventKind.DEVICE_TELEMETRY}), maxlen=self.buffer
+        )
         pump = asyncio.create_task(self._pump(sub), name="fleet-publisher-pump")
         failures = 0
         try:

@@ -21,6 +21,7 @@ from fastapi.routing import APIRoute
 from api.automation import limits
 from api.body_limit import Limit
 from api.gateway import errors as gateway_errors
+from tests.api.gateway.test_property import DOCUMENTED_5XX
 from tests.api.lists import (
     CORE_LISTS,
     Api,
@@ -31,7 +32,6 @@ from tests.api.lists import (
     failing_lists,
     write_routes,
 )
-from tests.api.gateway.test_property import DOCUMENTED_5XX
 
 MiB = 1024 * 1024
 DEEP = b"[" * 200 + b"]" * 200

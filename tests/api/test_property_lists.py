@@ -19,6 +19,7 @@ import pytest
 import schemathesis
 
 from api.routing import shape_of
+from tests.api.gateway.test_property import DOCUMENTED_5XX
 from tests.api.generated import examples, request_of
 from tests.api.lists import (
     CORE_LISTS,
@@ -30,7 +31,6 @@ from tests.api.lists import (
     failing_after_restart,
     failing_lists,
 )
-from tests.api.gateway.test_property import DOCUMENTED_5XX
 from twin.serve import Twin
 
 DOCUMENTS = {"automation": ("/api/docs/openapi.json", ""), "gateway": ("/api/v1/swagger.yaml", "/api/v1")}

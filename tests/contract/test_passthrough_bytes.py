@@ -8,9 +8,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.api.members.test_passthrough import REQUEST_ID
 from tests.contract.backends import TWIN_API_KEY, TWIN_GATEWAY_PASSWORD, Camera, Server
 from tests.standin import StandIn
-from tests.api.members.test_passthrough import REQUEST_ID
 from twin.serve import Running
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.socket]

@@ -34,7 +34,9 @@ def test_adding_a_device_changes_no_other_device(world_config: WorldConfig) -> N
     bigger = dataclasses.replace(world_config, sensors=(default_sensor_group(9),))
     small, large = World(world_config, kinds=KINDS), World(bigger, kinds=KINDS)
     for device_id in sensors_of(small).by_device:
-        assert sensors_of(small).by_device[device_id].current(device_id) == sensors_of(large).by_device[device_id].current(device_id)
+        assert sensors_of(small).by_device[device_id].current(device_id) == sensors_of(large).by_device[
+            device_id
+        ].current(device_id)
 
 
 def test_telemetry_falls_on_the_sampling_period(world: World) -> None:
@@ -48,7 +50,9 @@ def test_signals_are_random_access(world: World) -> None:
     fleet = sensors_of(world).groups["env_sensor"]
     late = fleet.values(86_400.0 * 30)
     fresh = World(world.config, kinds=KINDS)
-    assert all(np.array_equal(late[m], sensors_of(fresh).groups["env_sensor"].values(86_400.0 * 30)[m]) for m in late)
+    assert all(
+        np.array_equal(late[m], sensors_of(fresh).groups["env_sensor"].values(86_400.0 * 30)[m]) for m in late
+    )
 
 
 def test_bus_queues_are_bounded_and_count_drops(world: World) -> None:

@@ -32,6 +32,7 @@ class Camera(Protocol):
     monitor: Monitor
     power: Power
 
+
 GIB = 1024**3
 BUILD_DATE = "2026-08-19T10:12:44+08:00"
 GIT_COMMIT = "04fc28cb"

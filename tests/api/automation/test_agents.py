@@ -216,7 +216,9 @@ async def test_messages_memory_resources_and_llm_check(
     run = automation_of(twin.world).agents.executions(agent_id)[0]
     assert memory_events.get_nowait().data["execution_id"] == run.id
     assert run.status == "completed"
-    chat = automation_of(twin.world).agents.context.for_prompt(automation_of(twin.world).agents.docs.get(agent_id))
+    chat = automation_of(twin.world).agents.context.for_prompt(
+        automation_of(twin.world).agents.docs.get(agent_id)
+    )
     assert chat == ["[instruction] Prefer Celsius"]
 
     memory = (await automation.get(f"{base}/memory", headers=auth)).json()["data"]

@@ -237,7 +237,10 @@ async def test_brokers_are_kept_and_reconnected_when_the_server_starts_again(
         await http.post("/api/brokers", json=off)
     async with running_twin(tmp_path, state_dir=state) as (twin, _, http):
         await until(
-            lambda: "ext" in automation_of(twin.world).brokers.sessions and automation_of(twin.world).brokers.sessions["ext"].connected
+            lambda: (
+                "ext" in automation_of(twin.world).brokers.sessions
+                and automation_of(twin.world).brokers.sessions["ext"].connected
+            )
         )
         brokers = {b["id"]: b for b in (await http.get("/api/brokers")).json()["data"]["brokers"]}
         assert (brokers["ext"]["connected"], brokers["off"]["connected"]) == (True, False)

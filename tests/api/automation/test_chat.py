@@ -167,7 +167,9 @@ async def test_a_command_and_a_rule_act_on_the_world(live) -> None:
     tools = [(f["tool"], f["success"]) for f in frames if f["type"] == "ToolCallEnd"]
     assert tools == [("get_device", True), ("send_device_command", True)]
     assert "I sent identify to env_sensor-0003" in text(frames)
-    assert automation_of(twin.world).devices.command_history("env_sensor-0003", 10)[0].command_name == "identify"
+    assert (
+        automation_of(twin.world).devices.command_history("env_sensor-0003", 10)[0].command_name == "identify"
+    )
 
     await ws.send(
         json.dumps({"message": "Create a rule that alerts when humidity on env_sensor-0002 is above 70"})

@@ -91,11 +91,17 @@ async def test_three_failures_then_success_shows_four_attempts_and_loses_nothing
         )
         for wait, expected in ((5, 2), (10, 3), (20, 4)):  # backoff 5 s, doubling, in sim time
             twin.clock.advance(wait - 0.1)
-            assert automation_of(twin.world).outbox.take() == []  # not due yet: the worker has nothing to send
+            assert (
+                automation_of(twin.world).outbox.take() == []
+            )  # not due yet: the worker has nothing to send
             twin.clock.advance(0.1)
             await until(lambda n=expected: len(lake.requests) == n)
             # the outcome is back (so the next wait starts from here)
-            await until(lambda n=expected: automation_of(twin.world).outbox.stats("push", [target_id])[0].attempts == n)
+            await until(
+                lambda n=expected: (
+                    automation_of(twin.world).outbox.stats("push", [target_id])[0].attempts == n
+                )
+            )
         await until(lambda: automation_of(twin.world).outbox.pending() == 0)
         (entry,) = await logs(automation, auth, target_id)
     assert entry["status"] == "success" and entry["attempts"] == 4 and entry["error"] is None
@@ -196,7 +202,9 @@ async def test_mqtt_target_publishes_on_a_real_broker(
         assert tested["success"] is True and tested["log"]["attempts"] == 1
         msg = await client.deliver_message(timeout_duration=10)
         assert json.loads(bytes(msg.data))["test"] is True
-        assert automation_of(twin.world).outbox.links[("push", target_id)].transports["mqtt"].client is session  # reused
+        assert (
+            automation_of(twin.world).outbox.links[("push", target_id)].transports["mqtt"].client is session
+        )  # reused
         entries = await logs(automation, auth, target_id)
         assert [e["status"] for e in entries] == ["success", "success"]
     finally:
@@ -351,7 +359,11 @@ async def test_a_dead_target_opens_its_circuit_then_delivers_everything_once_bac
     target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
     for value in range(FAILURES_TO_OPEN + 1):
         await co2(automation, auth, value)
-    await until(lambda: automation_of(twin.world).outbox.stats("push", [target_id])[0].attempts == FAILURES_TO_OPEN + 1)
+    await until(
+        lambda: (
+            automation_of(twin.world).outbox.stats("push", [target_id])[0].attempts == FAILURES_TO_OPEN + 1
+        )
+    )
     figures = await delivery_metrics(automation, target_id)
     assert figures["circuit"] == "open" and figures["attempts_total"] == str(FAILURES_TO_OPEN + 1)
     twin.clock.advance(COOL_DOWN_S * (1 - JITTER) - 1)  # every retry came due: none went out
@@ -412,7 +424,10 @@ async def test_deleting_a_dead_target_closes_its_link_and_forgets_its_deliveries
     client = automation_of(twin.world).outbox.links[("push", target_id)].transports["http"].client
     assert (await automation.delete(f"/api/data-push/{target_id}", headers=auth)).status_code == 200
     await until(lambda: client.is_closed)
-    assert automation_of(twin.world).outbox.pending() == 0 and ("push", target_id) not in automation_of(twin.world).outbox.links
+    assert (
+        automation_of(twin.world).outbox.pending() == 0
+        and ("push", target_id) not in automation_of(twin.world).outbox.links
+    )
     assert "neomind_delivery_" not in (await automation.get("/api/metrics")).text
 
 
@@ -429,7 +444,9 @@ async def test_a_dead_target_pointed_at_a_working_address_gets_its_backlog_there
         assert (
             await automation.put(f"/api/data-push/{target_id}", json=moved, headers=auth)
         ).status_code == 200
-        assert automation_of(twin.world).outbox.stats("push", [target_id])[0].circuit == "closed"  # a new address
+        assert (
+            automation_of(twin.world).outbox.stats("push", [target_id])[0].circuit == "closed"
+        )  # a new address
         twin.clock.advance(5)  # the retries come due and go where the target points now
         await until(lambda: automation_of(twin.world).outbox.pending() == 0)
     assert [r.path for r in lake.requests] == ["/moved"] * FAILURES_TO_OPEN

@@ -354,7 +354,9 @@ async def test_a_dead_channel_opens_its_circuit_and_a_passing_test_releases_its_
     async with HttpReceiver(port=port) as hook:
         tested = (await automation.post("/api/messages/channels/dead/test", headers=auth)).json()["data"]
         assert tested["success"] is True  # the channel is back: its circuit closes...
-        assert await automation_of(twin.world).outbox.flush() == FAILURES_TO_OPEN + 1  # ...and the messages go out
+        assert (
+            await automation_of(twin.world).outbox.flush() == FAILURES_TO_OPEN + 1
+        )  # ...and the messages go out
     assert sorted(r.json()["id"] for r in hook.requests[1:]) == sorted(ids)
     assert circuit_of((await automation.get("/api/metrics")).text, "dead") == "closed"
     detail = (await automation.get("/api/messages/channels/dead", headers=auth)).json()["data"]

@@ -120,10 +120,13 @@ def test_a_focused_agent_may_only_send_its_bound_commands(world: World) -> None:
 def test_executions_are_deterministic_for_a_seed(world_config: WorldConfig) -> None:
     def history() -> list[tuple]:
         w = World(world_config, kinds=KINDS)
-        agent = automation_of(w).agents.create_agent(spec(resources=bound(min(sensors_of(w).by_device)), execution_mode="focused"))
+        agent = automation_of(w).agents.create_agent(
+            spec(resources=bound(min(sensors_of(w).by_device)), execution_mode="focused")
+        )
         SimClock(w, mode=ClockMode.STEP).advance(HOUR)
         return [
-            (r.id, r.duration_ms, r.decision_process["conclusion"]) for r in automation_of(w).agents.executions(agent.id)
+            (r.id, r.duration_ms, r.decision_process["conclusion"])
+            for r in automation_of(w).agents.executions(agent.id)
         ]
 
     first = history()
@@ -131,7 +134,9 @@ def test_executions_are_deterministic_for_a_seed(world_config: WorldConfig) -> N
 
 
 def test_event_schedule_runs_once_per_second_with_matching_events(world: World, clock: SimClock) -> None:
-    agent = automation_of(world).agents.create_agent(spec(Schedule("event", event_filter="camera.detections")))
+    agent = automation_of(world).agents.create_agent(
+        spec(Schedule("event", event_filter="camera.detections"))
+    )
     clock.advance(5)
     assert automation_of(world).agents.executions(agent.id) == []
     world.emit(EventKind.CAMERA_DETECTIONS, "cam-01", count=2)

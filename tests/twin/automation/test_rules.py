@@ -89,7 +89,9 @@ def test_rule_events_and_execute_action(twin: Twin) -> None:
     assert len(commands) == 1 and "command='reboot'" in commands[0]
     evaluated = [line for _, line in kinds(twin, EventKind.RULE_EVALUATED)]
     assert len(evaluated) == 1 and "condition_met=True" in evaluated[0]
-    assert automation_of(twin.world).rules.rule_history(created.id)[0].actions_executed == (f"execute:{SENSOR}:reboot",)
+    assert automation_of(twin.world).rules.rule_history(created.id)[0].actions_executed == (
+        f"execute:{SENSOR}:reboot",
+    )
 
 
 def test_pushed_metrics_are_evaluated_too(twin: Twin) -> None:
@@ -192,7 +194,9 @@ def test_bad_definitions(definition: dict, fragment: str) -> None:
 
 def test_unknown_resources_are_refused(twin: Twin) -> None:
     with pytest.raises(InvalidInput, match="unavailable resources"):
-        automation_of(twin.world).rules.create_rule(rule(condition={**DRY, "source": "device:ghost:humidity"}))
+        automation_of(twin.world).rules.create_rule(
+            rule(condition={**DRY, "source": "device:ghost:humidity"})
+        )
 
 
 def test_cron_next_times() -> None:
@@ -236,7 +240,9 @@ def test_rules_and_pending_deliveries_survive_snapshot_and_restore(twin: Twin) -
     assert automation_of(twin.world).outbox.pending("channel") == 1
     snap = twin.world.snapshot()
     twin.world.restore(snap)
-    assert len(automation_of(twin.world).outbox.take()) == 1  # the queued delivery is due again after the restore
+    assert (
+        len(automation_of(twin.world).outbox.take()) == 1
+    )  # the queued delivery is due again after the restore
 
 
 class FakeAgents:
@@ -261,7 +267,9 @@ def test_trigger_agent_starts_a_run(twin: Twin, monkeypatch: pytest.MonkeyPatch)
         automation_of(twin.world).rules.create_rule(rule(actions=[{**action, "agent_id": "ghost"}]))
     twin.clock.advance(80)
     assert agents.runs == [("a1", "rule", {"rule_id": created.id, "value": 37.09, "input": "check the air"})]
-    assert automation_of(twin.world).rules.rule_history(created.id)[0].actions_executed == ("trigger_agent:a1",)
+    assert automation_of(twin.world).rules.rule_history(created.id)[0].actions_executed == (
+        "trigger_agent:a1",
+    )
 
 
 def test_trigger_agent_without_agents_is_recorded_as_an_event(
@@ -288,9 +296,15 @@ def test_cooldown_outlives_a_restore(twin: Twin) -> None:
 
 def test_notify_can_name_its_channels(twin: Twin) -> None:
     for name in ("ops", "oncall"):
-        automation_of(twin.world).messages.create_channel(name, "webhook", {"url": f"http://127.0.0.1:9/{name}"})
-    automation_of(twin.world).rules.create_rule(rule(actions=[{"type": "notify", "message": "m", "channels": ["oncall"]}]))
-    automation_of(twin.world).rules.create_rule(rule(name="all", actions=[{"type": "notify", "message": "m"}]))
+        automation_of(twin.world).messages.create_channel(
+            name, "webhook", {"url": f"http://127.0.0.1:9/{name}"}
+        )
+    automation_of(twin.world).rules.create_rule(
+        rule(actions=[{"type": "notify", "message": "m", "channels": ["oncall"]}])
+    )
+    automation_of(twin.world).rules.create_rule(
+        rule(name="all", actions=[{"type": "notify", "message": "m"}])
+    )
     twin.clock.advance(80)
     jobs = automation_of(twin.world).outbox.take()
     assert sorted(j["owner_id"] for j in jobs) == ["oncall", "oncall", "ops"]

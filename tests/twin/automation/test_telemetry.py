@@ -75,7 +75,9 @@ def test_limits_are_domain_errors(world: World) -> None:
         with pytest.raises(InvalidInput):
             automation_of(world).telemetry.query("env_sensor-0001", query)
     with pytest.raises(InvalidInput):
-        automation_of(world).telemetry.query_source(SourceQuery("env_sensor-0001", "humidity", aggregate="median"))
+        automation_of(world).telemetry.query_source(
+            SourceQuery("env_sensor-0001", "humidity", aggregate="median")
+        )
 
 
 @pytest.mark.parametrize(
@@ -88,8 +90,12 @@ def test_bucket_count_never_exceeds_limit(span: float, limit: int) -> None:
 
 def test_thirty_days_at_one_hertz_buckets_in_chunks() -> None:
     group = SensorGroup("probe", 1, (MetricSpec("v", SignalSpec(mean=1.0)),), 1.0)
-    fast = World(WorldConfig(sensors=(group,)), initial_time=30 * 86_400, kinds=KINDS)  # history: computed on demand
-    page = automation_of(fast).telemetry.query("probe-0001", TelemetryQuery(hours=720, bucketed=True, limit=30))
+    fast = World(
+        WorldConfig(sensors=(group,)), initial_time=30 * 86_400, kinds=KINDS
+    )  # history: computed on demand
+    page = automation_of(fast).telemetry.query(
+        "probe-0001", TelemetryQuery(hours=720, bucketed=True, limit=30)
+    )
     (s,) = page.series
     assert len(s) <= 30 and sum(s.counts) == page.total == 30 * 86_400 + 1
 
