@@ -19,7 +19,6 @@ skipped, never fatal to a listing or to start-up: it is logged once and counted 
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -27,9 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-import orjson
-
-from hardware.ports.errors import InvalidInput
+from twin.documents import check_text, from_json, to_json
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -63,38 +60,6 @@ Sample = tuple[float, Any, float | None]
 
 _I64 = range(-(2**63), 2**63)
 """SQLite's integers."""
-_JSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
-
-
-def to_json(value: Any, what: str = "value") -> bytes:
-    """Compact JSON with sorted keys, or ``InvalidInput`` if a JSON client could not read it back."""
-    try:
-        return orjson.dumps(value, option=_JSON_OPTIONS)
-    except orjson.JSONEncodeError as err:
-        raise InvalidInput(f"{what} cannot be stored as JSON: {err}") from err
-
-
-def from_json(raw: bytes | str) -> Any:
-    """A stored JSON text; ``ValueError`` if it is damaged or no JSON client could read it again.
-    Older versions wrote with the standard library, which also wrote ``NaN`` and ``Infinity``."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        value = json.loads(raw)
-        orjson.dumps(value, option=_JSON_OPTIONS)  # a lone surrogate or an oversized integer
-    except (ValueError, TypeError, RecursionError) as err:
-        raise ValueError(str(err)) from err
-    return value
-
-
-def _check_text(*texts: str) -> None:
-    for text in texts:
-        try:
-            text.encode()
-        except UnicodeEncodeError as err:
-            raise InvalidInput(f"{text!r} is not valid text: {err.reason}") from err
 
 
 def _real(bound: float) -> float:
@@ -235,7 +200,7 @@ class Store:
     # Telemetry samples -----------------------------------------------------------------------
     def put_samples(self, device_id: str, rows: list[tuple[str, float, Any, float | None]]) -> None:
         """Store ``(metric, ts, value, quality)`` rows in one transaction; same (metric, ts) replaces."""
-        _check_text(device_id, *(m for m, _, _, _ in rows))
+        check_text(device_id, *(m for m, _, _, _ in rows))
         encoded = [(device_id, m, ts, *_encode(v), q) for m, ts, v, q in rows]
         self._latest.pop(device_id, None)
         with self.atomic():
@@ -327,7 +292,7 @@ class Store:
 
     # Collection primitives -------------------------------------------------------------------
     def _put(self, kind: str, id_: str, doc: dict[str, Any]) -> None:
-        _check_text(kind, id_)
+        check_text(kind, id_)
         text = to_json(doc, f"{kind} {id_!r}")
         self._seq += 1
         self._docs.pop((kind, id_), None)  # a failed write must not leave the new text behind
