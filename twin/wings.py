@@ -9,6 +9,7 @@ and actions are read off it, so a new kind is one ``KINDS.register(...)`` call.
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection, Iterable, Mapping
 
 from api.automation.app import create_app as create_automation_app
 from api.automation.ratelimit import RateLimiter
@@ -16,6 +17,9 @@ from api.gateway.app import create_app as create_gateway_app
 from api.gateway.rtsp import RtspServer
 from api.gateway.storm import StormMiddleware
 from api.members.gates import AutomationGate, GatewayGate
+from hardware.adapters.host_stats import HostFigures
+from hardware.adapters.serial_port import SerialRs485
+from hardware.ports.events import EventKind
 from twin.automation.actions import AUTOMATION_ACTIONS
 from twin.automation.backend import TwinAutomation
 from twin.automation.delivery import run_worker
@@ -23,12 +27,13 @@ from twin.automation.links import run_links
 from twin.automation.network import network_info
 from twin.automation.server import AUTOMATION, AutomationServer, automation_of
 from twin.camera.actions import CAMERA_ACTIONS
-from twin.camera.gateway import TwinGateway, close_host_hardware, host_hardware
+from twin.camera.gateway import TwinGateway
 from twin.camera.wing import CAMERAS, CameraWing, cameras_of
 from twin.kinds import Kind, Kinds
 from twin.sensors import SENSORS, SensorWing, sensors_of
 from twin.serving import Address, Served, Site
 from twin.settings import Settings
+from twin.world import World
 
 
 def automation_servers(site: Site) -> list[Served]:
@@ -103,6 +108,38 @@ def camera_servers(site: Site) -> list[Served]:
             )  # the media configuration routes reconcile it (a replay shares it)
         out.append(served)
     return out
+
+
+def host_hardware(
+    settings: Settings, world: World, gateways: Mapping[str, TwinGateway], real: Collection[str]
+) -> None:
+    """Simulated cameras' parts on this machine's hardware in place of the world's, as the settings
+    and the scenario's camera groups say: the RS485 on a serial port (what it receives becomes
+    ``camera.rs485_rx``), the monitor's figures from ``/proc``. Each serial port is opened once
+    here, so a wrong one stops the start (``SerialPortError``, an ``OSError``)."""
+    specs = world.config.spec_by_camera()
+    serial, hosted = settings.host_hardware(
+        {camera_id: spec.rs485 for camera_id, spec in specs.items()},
+        {camera_id: spec.host_stats for camera_id, spec in specs.items()},
+        real,
+    )
+    for camera_id, url in serial.items():
+
+        def on_rx(frame: bytes, camera_id: str = camera_id) -> None:
+            world.emit(EventKind.CAMERA_RS485_RX, camera_id, data=frame.hex())
+
+        port = SerialRs485(camera_id, url, on_rx)
+        port.check()
+        gateways[camera_id].host_rs485 = port
+    for camera_id in hosted:
+        gateways[camera_id].host_figures = HostFigures()
+
+
+def close_host_hardware(gateways: Iterable[TwinGateway]) -> None:
+    """Close the serial ports :func:`host_hardware` put behind these gateways."""
+    for gateway in gateways:
+        if isinstance(gateway.host_rs485, SerialRs485):
+            gateway.host_rs485.close()
 
 
 def _powered(site: Site, camera_id: str) -> bool | None:

@@ -21,12 +21,12 @@ from hardware.ports.camera_hw import Rs485Line
 from hardware.ports.events import EventKind
 from tests.conftest import SCENARIOS, gateway_token
 from tests.sockets import socket_settings
-from twin.camera.gateway import close_host_hardware
 from twin.camera.wing import cameras_of
 from twin.cli import main
 from twin.scenario.model import ScenarioError, load_scenario
 from twin.serve import Twin, build, start, stop
 from twin.settings import RealMemberError, Settings, parse
+from twin.wings import close_host_hardware
 
 DEV = "/api/v1/device"
 RX_TIMEOUT_S = 20.0

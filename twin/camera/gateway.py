@@ -2,18 +2,15 @@
 
 A reset or a restore rebuilds the world's cameras, so each part is looked up in the current world
 when it is asked for; the areas that keep state of their own across resets (media, audio) and the
-host's hardware put in place of a part (a serial RS485) belong to the gateway.
+host's hardware put in place of a part (a serial RS485, this machine's figures) belong to the
+gateway, where the composition root puts it (:func:`twin.wings.host_hardware`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from hardware.adapters.host_stats import HostFigures
-from hardware.adapters.serial_port import SerialRs485
 from hardware.ports.camera_hw import GatewayAutofocus, GatewayLens, GatewayPeripherals, Rs485Line
-from hardware.ports.events import EventKind
 from hardware.ports.gateway import GatewayAuth, GatewayPower, GatewaySystem, GatewayTime
 from hardware.ports.gateway_admin import GatewayAdmin, GatewayWorkbench
 from hardware.ports.gateway_ai import GatewayAi
@@ -32,7 +29,6 @@ from twin.world import World
 
 if TYPE_CHECKING:
     from twin.camera.camera import Camera
-    from twin.settings import Settings
 
 
 class TwinGateway:
@@ -43,8 +39,9 @@ class TwinGateway:
         self.id = camera_id
         self.clock = clock
         self._world = world
-        self.host_rs485: SerialRs485 | None = None
-        """The RS485 on this machine's serial port in place of the simulated one (``host_hardware``)."""
+        self.host_rs485: Rs485Line | None = None
+        """The RS485 on this machine's serial port in place of the simulated one (put here by
+        :func:`twin.wings.host_hardware`)."""
         self.media = CameraMedia(world, clock, camera_id)
         self.picture = self.media
         self.media_config = MediaConfiguration(self.media)
@@ -54,7 +51,8 @@ class TwinGateway:
         self.shell = TwinGatewayShell(world, camera_id)
         self.lifecycle = Lifecycle(world, clock, camera_id)
         self.host_figures: MachineFigures | None = None
-        """This machine's figures behind the monitor, in place of the camera's (``host_hardware``)."""
+        """This machine's figures behind the monitor, in place of the camera's (put here by
+        :func:`twin.wings.host_hardware`)."""
 
     @property
     def camera(self) -> Camera:
@@ -146,35 +144,3 @@ class TwinGateway:
     @property
     def workbench(self) -> GatewayWorkbench:
         return self.camera.apps.workbench
-
-
-def host_hardware(
-    settings: Settings, world: World, gateways: Mapping[str, TwinGateway], real: Collection[str]
-) -> None:
-    """Simulated cameras' parts on this machine's hardware in place of the world's, as the settings
-    and the scenario's camera groups say: the RS485 on a serial port (what it receives becomes
-    ``camera.rs485_rx``), the monitor's figures from ``/proc``. Each serial port is opened once
-    here, so a wrong one stops the start (``SerialPortError``, an ``OSError``)."""
-    specs = world.config.spec_by_camera()
-    serial, hosted = settings.host_hardware(
-        {camera_id: spec.rs485 for camera_id, spec in specs.items()},
-        {camera_id: spec.host_stats for camera_id, spec in specs.items()},
-        real,
-    )
-    for camera_id, url in serial.items():
-
-        def on_rx(frame: bytes, camera_id: str = camera_id) -> None:
-            world.emit(EventKind.CAMERA_RS485_RX, camera_id, data=frame.hex())
-
-        port = SerialRs485(camera_id, url, on_rx)
-        port.check()
-        gateways[camera_id].host_rs485 = port
-    for camera_id in hosted:
-        gateways[camera_id].host_figures = HostFigures()
-
-
-def close_host_hardware(gateways: Iterable[TwinGateway]) -> None:
-    """Close the serial ports :func:`host_hardware` put behind these gateways."""
-    for gateway in gateways:
-        if gateway.host_rs485 is not None:
-            gateway.host_rs485.close()

@@ -91,7 +91,7 @@ class Monitor:
         self.simulated = CameraFigures(world, camera_id, power, storage, self)
         self.figures: MachineFigures = self.simulated
         """Where the machine's figures come from; the local host's when the gateway runs on real
-        hardware (set by :func:`twin.camera.gateway.host_hardware`)."""
+        hardware (set by :func:`twin.wings.host_hardware`)."""
 
     # What runs -----------------------------------------------------------------------------
     def services(self) -> list[Service]:
