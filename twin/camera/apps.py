@@ -166,13 +166,19 @@ class AppManager:
         if not manifest_path:
             raise InvalidInput("manifest_path is required")
         self._purge_tasks()
-        task_id = uuid.UUID(
-            int=int(self.world.streams.get(f"{self.camera_id}/tasks").integers(0, 2**63))
-        ).hex[:8]
+        task_id = self._task_id()
         task = Task(task_id, self.env.now)
         self.tasks[task_id] = task
         self.env.process(self._install(task, manifest_path, image_path, force))
         return task_id
+
+    def _task_id(self) -> str:
+        """The first 8 hex digits of a fresh random UUID (drawn again if a kept task has them)."""
+        stream = self.world.streams.get(f"{self.camera_id}/tasks")
+        while True:
+            task_id = uuid.UUID(bytes=stream.bytes(16), version=4).hex[:8]
+            if task_id not in self.tasks:
+                return task_id
 
     def install_progress(self, task_id: str) -> InstallTask:
         self._purge_tasks()

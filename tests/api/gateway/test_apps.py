@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable
 
 import httpx
@@ -223,6 +224,16 @@ async def test_an_existing_app_needs_force(
     task = await install(gateway, twin, auth)
     assert task["phase"] == "error" and "already installed" in task["error"]
     assert task["message"].startswith("Installation failed: ")
+
+
+async def test_each_install_has_its_own_task(
+    gateway: httpx.AsyncClient, twin: Twin, auth: dict[str, str]
+) -> None:
+    first = await install(gateway, twin, auth)
+    second = await install(gateway, twin, auth)
+    assert re.fullmatch(r"[0-9a-f]{8}", first["task_id"]) and first["task_id"] != second["task_id"]
+    kept = await gateway.get(f"/api/v1/apps/install-progress/{first['task_id']}", headers=auth)
+    assert kept.status_code == 200 and kept.json()["data"]["phase"] == "complete"
 
 
 @pytest.mark.parametrize(
