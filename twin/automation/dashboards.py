@@ -115,8 +115,9 @@ class DashboardRegistry:
         if not name.strip():
             raise InvalidInput("name must not be empty", field="name")
         now = self.world.now()
+        drawn = uuid.UUID(bytes=self.world.streams.get("automation.dashboards").bytes(16), version=4)
         doc: dict[str, Any] = {
-            "id": str(uuid.UUID(bytes=self.world.streams.get("automation.dashboards").bytes(16), version=4)),
+            "id": f"dashboard_{drawn}",  # as the handler names them
             "name": name,
             "description": description,
             "layout": _check_layout(layout or {}),

@@ -40,6 +40,14 @@ async def create(client: httpx.AsyncClient, auth: dict, **extra) -> dict:
     return resp.json()["data"]
 
 
+async def test_ids_are_named_as_the_handler_names_them(automation: httpx.AsyncClient, auth: dict) -> None:
+    board = await create(automation, auth)
+    uuid4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+    assert re.fullmatch("dashboard_" + uuid4, board["id"])
+    got = await automation.get(f"/api/dashboards/{board['id']}", headers=auth)
+    assert got.status_code == 200 and got.json()["data"]["id"] == board["id"]
+
+
 async def test_crud_with_layout(automation: httpx.AsyncClient, auth: dict, twin: Twin) -> None:
     board = await create(automation, auth)
     assert board["layout"] == {
