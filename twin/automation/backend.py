@@ -35,7 +35,7 @@ from twin.automation.onboarding import TwinOnboarding
 from twin.automation.provisioning import TwinProvisioning
 from twin.automation.push import DataPush
 from twin.automation.rules import RuleEngine
-from twin.automation.server import automation_of
+from twin.automation.server import AutomationServer, automation_of
 from twin.automation.skills import SkillRegistry
 from twin.automation.suggestions import TwinSuggestions
 from twin.automation.system import TwinSystem
@@ -48,7 +48,7 @@ class TwinAutomation:
         self.world = world
         self.clock = clock
         self.system = TwinSystem(world)
-        self.chat = TwinChat(lambda: automation_of(self.world).chat, clock)
+        self.chat = TwinChat(lambda: self._server.chat, clock)
         self.onboarding = TwinOnboarding(world)
         self.suggestions = TwinSuggestions(world)
         self.admin = TwinConfig(world, self.onboarding)
@@ -61,89 +61,93 @@ class TwinAutomation:
         self._im_router: ImRouter | None = None
 
     @property
+    def _server(self) -> AutomationServer:
+        """The current world's automation server (a reset or restore builds a new one)."""
+        return automation_of(self.world)
+
+    @property
     def devices(self) -> AutomationDevices:
-        return automation_of(self.world).devices
+        return self._server.devices
 
     @property
     def device_types(self) -> DeviceTypes:
-        return automation_of(self.world).device_types
+        return self._server.device_types
 
     @property
     def ingest(self) -> DeviceIngest:
-        return automation_of(self.world).ingest
+        return self._server.ingest
 
     @property
     def telemetry(self) -> DeviceTelemetry:
-        return automation_of(self.world).telemetry
+        return self._server.telemetry
 
     @property
     def telemetry_stats(self) -> TelemetryStatistics:
-        return automation_of(self.world).telemetry_stats
+        return self._server.telemetry_stats
 
     @property
     def images(self) -> Images:
-        return automation_of(self.world).images
+        return self._server.images
 
     @property
     def server_log(self) -> ServerLogs:
-        return automation_of(self.world).server_log
+        return self._server.server_log
 
     @property
     def rules(self) -> RuleEngine:
-        return automation_of(self.world).rules
+        return self._server.rules
 
     @property
     def messages(self) -> MessageCenter:
-        return automation_of(self.world).messages
+        return self._server.messages
 
     @property
     def push(self) -> DataPush:
-        return automation_of(self.world).push
+        return self._server.push
 
-    # The acting areas are the world's registries, looked up on each access (reset rebuilds them).
     @property
     def agents(self) -> AgentRegistry:
-        return automation_of(self.world).agents
+        return self._server.agents
 
     @property
     def llm_backends(self) -> ModelBackendRegistry:
-        return automation_of(self.world).llm
+        return self._server.llm
 
     @property
     def dashboards(self) -> DashboardRegistry:
-        return automation_of(self.world).dashboards
+        return self._server.dashboards
 
     @property
     def extensions(self) -> ExtensionRegistry:
-        return automation_of(self.world).extensions
+        return self._server.extensions
 
     @property
     def market(self) -> Marketplace:
-        return automation_of(self.world).market
+        return self._server.market
 
     @property
     def components(self) -> ComponentStore:
-        return automation_of(self.world).components
+        return self._server.components
 
     @property
     def automations(self) -> AutomationRegistry:
-        return automation_of(self.world).automations
+        return self._server.automations
 
     @property
     def instances(self) -> InstanceRegistry:
-        return automation_of(self.world).instances
+        return self._server.instances
 
     @property
     def memory(self) -> SystemMemory:
-        return automation_of(self.world).memory
+        return self._server.memory
 
     @property
     def skills(self) -> SkillRegistry:
-        return automation_of(self.world).skills
+        return self._server.skills
 
     @property
     def brokers(self) -> ExternalBrokerRegistry:
-        return automation_of(self.world).brokers
+        return self._server.brokers
 
     @property
     def mqtt_credentials(self) -> MqttCredentials:
@@ -152,7 +156,7 @@ class TwinAutomation:
     @property
     def im_router(self) -> ImRouter:
         """The router following the current world's IM bridges (a rebuilt world gets a new one)."""
-        self._im_router = ImRouter.following(self._im_router, automation_of(self.world).im_bridges, self.chat)
+        self._im_router = ImRouter.following(self._im_router, self._server.im_bridges, self.chat)
         return self._im_router
 
     @property
@@ -161,11 +165,11 @@ class TwinAutomation:
 
     @property
     def users(self) -> Users:
-        return automation_of(self.world).users
+        return self._server.users
 
     @property
     def api_keys(self) -> ApiKeys:
-        return automation_of(self.world).api_keys
+        return self._server.api_keys
 
     @property
     def bus(self) -> EventSource:
