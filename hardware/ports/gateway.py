@@ -68,6 +68,9 @@ class GatewaySystem(Protocol):
 
     def stats(self) -> SystemStats: ...
 
+    def device_info(self, host: str) -> dict[str, object]:
+        """The handler's ``DeviceInfo``; ``host`` is the request's Host header (its ``ip_address``)."""
+
     def change_password(self, old: str, new: str, timestamp: int) -> None:
         """Both passwords RSA ciphertext or plaintext, like login. ``TimestampSkew`` for a stale
         non-zero timestamp; ``InvalidInput(resource="parameter")`` for a new password outside 8-32

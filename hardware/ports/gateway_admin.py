@@ -1,4 +1,4 @@
-"""What the edge gateway API needs for the device's administration (device information, factory data,
+"""What the edge gateway API needs for the device's administration (device name, factory data,
 settings, network, the event log) and for the workbench (development projects and their builds)."""
 
 from __future__ import annotations
@@ -8,10 +8,8 @@ from typing import Any, Protocol, runtime_checkable
 
 @runtime_checkable
 class GatewayAdmin(Protocol):
-    """Device information, settings, network configuration, event logs and config jobs."""
-
-    def info(self, host: str = "") -> dict[str, object]:
-        """The handler's ``DeviceInfo``; ``host`` is the request's Host header (its ``ip_address``)."""
+    """The device's name and factory data, settings, network configuration, event logs and config
+    jobs."""
 
     def rename(self, device_name: str) -> None: ...
 

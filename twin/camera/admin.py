@@ -17,7 +17,6 @@ import hashlib
 import ipaddress
 import re
 from collections import deque
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -106,14 +105,8 @@ class DeviceAdmin:
         self.logs: deque[dict[str, Any]] = deque(kept[-MAX_EVENT_LOGS:], maxlen=MAX_EVENT_LOGS)
         self._seq = max((entry["id"] for entry in kept), default=0)
         self.log("system.boot", "system", "info", "system", "Device booted", "设备启动")
-        self.device_info: Callable[[str], dict[str, object]] = lambda host: {}
-        """The handler's ``DeviceInfo`` for a request's Host header, composed by the camera from its
-        parts (:func:`twin.camera.device_info.device_info`)."""
 
-    # Device info -------------------------------------------------------------------------------
-    def info(self, host: str = "") -> dict[str, object]:
-        return self.device_info(host)
-
+    # Name and factory data ---------------------------------------------------------------------
     def factory(self) -> dict[str, object]:
         """``factoryeeprom.Info``: ``available`` always, the rest omitted when empty."""
         fields = {FACTORY_FIELDS[k]: v for k, v in self.factory_fields.items() if v}

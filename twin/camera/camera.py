@@ -23,7 +23,7 @@ from twin.camera.ai_runtime import AiRuntime
 from twin.camera.apps import AppManager
 from twin.camera.clock import DeviceClock
 from twin.camera.containers import ContainerRuntime
-from twin.camera.device_info import device_info
+from twin.camera.device_info import device_info as compose_device_info
 from twin.camera.event_bus import DeviceEventBus
 from twin.camera.fs import seeded
 from twin.camera.lens import Lens
@@ -119,7 +119,6 @@ class Camera:
         )
         self.ai.model_users = self.apps.apps_using_model
         self.ai.durable = self.containers.durable = self.storage.durable = self.apps.durable
-        self.admin.device_info = lambda host: device_info(self, host)
         self.containers.exit_listeners.append(self.apps.runtime.container_exited)
         self.power.on_down += [
             self.drop_sessions,
@@ -209,6 +208,9 @@ class Camera:
     # System --------------------------------------------------------------------------------
     def info(self) -> GatewayInfo:
         return GatewayInfo(version=FIRMWARE_VERSION, services=dict.fromkeys(SERVICES, True))
+
+    def device_info(self, host: str) -> dict[str, object]:
+        return compose_device_info(self, host)
 
     def device_time(self) -> DeviceTime:
         return self.clock.read(self.power.uptime())

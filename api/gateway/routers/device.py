@@ -22,7 +22,7 @@ router = APIRouter(prefix="/api/v1", tags=["device"], dependencies=[Depends(requ
 # Device info ---------------------------------------------------------------------------------------
 @router.get("/device-info")
 async def device_info(request: Request, backend: Backend) -> JSONResponse:
-    return schemas.ok(backend.admin.info(request.headers.get("host", "")))
+    return schemas.ok(backend.system.device_info(request.headers.get("host", "")))
 
 
 @router.put("/device-info")
