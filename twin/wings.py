@@ -58,18 +58,23 @@ def automation_servers(site: Site) -> list[Served]:
     ]
 
 
-def gateway_address(settings: Settings, index: int) -> tuple[str, int, int]:
-    if settings.gateway_addressing == "port":
-        http = settings.gateway_http_port + index if settings.gateway_http_port else 0
-        https = settings.gateway_https_port + index if settings.gateway_https_port else 0
-        return "127.0.0.1", http, https
-    return f"127.0.1.{index}", settings.gateway_http_port, settings.gateway_https_port
+def camera_address(settings: Settings, index: int) -> tuple[str, int, int, int]:
+    """Camera ``index``'s host and its gateway's HTTP, HTTPS and RTSP ports: its own loopback
+    address with the configured ports, or ``127.0.0.1`` with each configured port offset by the
+    camera's place (0 stays 0: any free port)."""
+    s = settings
+    if s.gateway_addressing != "port":
+        return f"127.0.1.{index}", s.gateway_http_port, s.gateway_https_port, s.rtsp_port
 
+    def offset(port: int, by: int) -> int:
+        return port + by if port else 0
 
-def rtsp_address(settings: Settings, index: int) -> tuple[str, int]:
-    if settings.gateway_addressing == "port":
-        return "127.0.0.1", settings.rtsp_port + index - 1 if settings.rtsp_port else 0
-    return f"127.0.1.{index}", settings.rtsp_port
+    return (
+        "127.0.0.1",
+        offset(s.gateway_http_port, index),
+        offset(s.gateway_https_port, index),
+        offset(s.rtsp_port, index - 1),
+    )
 
 
 def camera_servers(site: Site) -> list[Served]:
@@ -86,7 +91,7 @@ def camera_servers(site: Site) -> list[Served]:
         app = site.member(camera_id, simulated, GatewayGate())
         limiter = RateLimiter(site.base_limit, site.clock.now)
         app.add_middleware(StormMiddleware, limiter=limiter)
-        host, http, https = gateway_address(s, camera.index)
+        host, http, https, rtsp = camera_address(s, camera.index)
         addresses = (
             Address(f"{camera_id}/http", host, http),
             Address(f"{camera_id}/https", host, https, tls=True),
@@ -97,15 +102,13 @@ def camera_servers(site: Site) -> list[Served]:
         )  # fmt: skip
         if camera_id not in site.real:  # a real camera powers itself and serves its own RTSP
             served.powered = functools.partial(_powered, site, camera_id)
-            rtsp_host, rtsp_port = rtsp_address(s, camera.index)
             served.rtsp = RtspServer(
-                gateway, site.fault_set(camera_id), name=camera_id, host=rtsp_host, port=rtsp_port,
+                gateway, site.fault_set(camera_id), name=camera_id, host=host, port=rtsp,
                 sleep=site.clock.sleep, udp=s.rtsp_udp, journal=site.journal,
             )  # fmt: skip
             served.rtsp_port = gateway.media.use_rtsp_port
-            simulated.state.rtsp = (
-                served.rtsp
-            )  # the media configuration routes reconcile it (a replay shares it)
+            # the media configuration routes reconcile it (a replay shares it)
+            simulated.state.rtsp = served.rtsp
         out.append(served)
     return out
 
