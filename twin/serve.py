@@ -71,9 +71,12 @@ class Twin:
     bridge: MqttBridge
     publisher: FleetPublisher | None = None
     journal: RequestJournal | None = None
-    real: dict[str, Passthrough] = field(default_factory=dict)
-    """The members served by a real device or server (by name), in place of their simulated app."""
     members: dict[str, RealMember] = field(default_factory=dict)  # each with the credential checked at start
+
+    @property
+    def real(self) -> dict[str, Passthrough]:
+        """The members served by a real device or server (by name), in place of their simulated app."""
+        return _real(self.served, self.members)
 
     @property
     def automation(self) -> TwinAutomation:
@@ -94,6 +97,10 @@ class Twin:
     @property
     def rtsp(self) -> dict[str, RtspServer]:
         return {name: m.rtsp for name, m in self.served.items() if m.rtsp is not None}
+
+
+def _real(served: dict[str, Served], members: dict[str, RealMember]) -> dict[str, Passthrough]:
+    return {name: app for name in members if isinstance(app := served[name].app, Passthrough)}
 
 
 def world_config(settings: Settings, loaded: Scenario | None = None) -> tuple[WorldConfig, ClockMode, float]:
@@ -154,11 +161,10 @@ def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KIND
     limiters = {name: m.limiter for name, m in served.items()}
     for name, member in served.items():
         _front(member.app, faults[name], journal, name, clock)
-    passthroughs = {name: served[name].app for name in real}
     gateways = {name: m.backend for name, m in served.items() if m.kind == CAMERAS}
     control = TwinControl(
         world, clock, faults=faults, limiters=limiters, journal=journal, gateways=gateways,
-        real={name: app.gate for name, app in passthroughs.items()},
+        real={name: app.gate for name, app in _real(served, real).items()},
     )  # fmt: skip
     control_app = create_control_app(control, faults, limiters, journal=journal, actions=ACTIONS.describe())
     automation: TwinAutomation = served[AUTOMATION].backend
@@ -169,7 +175,7 @@ def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KIND
     automation.mqtt.attach(bridge, DEVICE_FILTERS)
     twin = Twin(
         settings, world, clock, control, served, faults, control_app, bridge,
-        journal=journal, real=passthroughs, members=real,
+        journal=journal, members=real,
     )  # fmt: skip
     if (out := settings.publish_fleet) is not None:  # the simulated sensors on an outside broker
         twin.publisher = FleetPublisher(automation, out.url, out.login, buffer=out.buffer, seed=world.seed)
