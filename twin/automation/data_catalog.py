@@ -60,8 +60,9 @@ class TwinData:
     # Data sources ---------------------------------------------------------------------------------
     def _device_sources(self) -> list[Row]:
         rows: list[Row] = []
+        device_types = automation_of(self.world).device_types
         for device in self._devices():
-            dtype = automation_of(self.world).device_types.find(device.device_type)
+            dtype = device_types.find(device.device_type)
             known = set()
             for m in dtype.metrics if dtype else ():
                 known.add(m.name)
@@ -199,8 +200,9 @@ class TwinData:
     # Statistics -----------------------------------------------------------------------------------
     def device_stats(self) -> Mapping[str, Any]:
         rows = []
+        devices = automation_of(self.world).devices
         for device in self._devices():
-            values = automation_of(self.world).devices.current(device.device_id).metrics
+            values = devices.current(device.device_id).metrics
             rows.append({
                 "device_id": device.device_id, "device_type": device.device_type, "name": device.name,
                 "online": device.online, "metrics_count": sum(1 for m in values if m.value is not None),
@@ -212,8 +214,9 @@ class TwinData:
 
     def rule_resources(self) -> Mapping[str, Any]:
         devices = []
+        device_types = automation_of(self.world).device_types
         for device in self._devices():
-            dtype = automation_of(self.world).device_types.find(device.device_type)
+            dtype = device_types.find(device.device_type)
             if dtype is None:
                 metrics: list[dict[str, Any]] = [
                     {
