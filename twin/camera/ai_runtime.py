@@ -109,11 +109,10 @@ class AiRuntime:
 
     def list(self) -> tuple[ModelInfo, ...]:
         self._ensure_scanned()
-        now = self.clock.now()
-        return tuple(m.info(now) for m in sorted(self.models.values(), key=lambda m: m.model_id))
+        return tuple(m.info() for m in sorted(self.models.values(), key=lambda m: m.model_id))
 
     def get(self, model_id: str) -> ModelInfo:
-        return self._model(model_id).info(self.clock.now())
+        return self._model(model_id).info()
 
     def upload(self, upload: ModelUpload) -> ModelInfo:
         check_format(upload.filename)

@@ -47,7 +47,7 @@ class Model:
     inferences: int = 0
     users: set[str] = field(default_factory=set)
 
-    def info(self, now: float) -> ModelInfo:
+    def info(self) -> ModelInfo:
         return ModelInfo(
             model_id=self.model_id,
             name=self.name,
