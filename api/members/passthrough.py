@@ -18,16 +18,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 from starlette.routing import BaseRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from api.faults import InjectedReset
 from api.members.gates import Gate
-from api.members.routes import RouteNames
+from api.members.routes import StandIn
 from api.members.upstream import CONNECT_TIMEOUT_S, Upstream, UpstreamError
 
 log = logging.getLogger("twin.passthrough")
@@ -71,18 +70,11 @@ def _forwardable(headers: Sequence[tuple[bytes, bytes]], drop: frozenset[bytes])
     return [(n, v) for n, v in headers if n.lower() not in drop and n.lower() not in named]
 
 
-class Passthrough:
+class Passthrough(StandIn):
     def __init__(self, upstream: Upstream, gate: Gate, routes: Sequence[BaseRoute] = ()) -> None:
+        super().__init__(routes)
         self.upstream = upstream
         self.gate = gate
-        self.routes = RouteNames(routes)
-        self._stack: ASGIApp = self._serve
-
-    def add_middleware(self, middleware: Any, **options: Any) -> None:
-        self._stack = middleware(self._stack, **options)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._stack(scope, receive, send)
 
     async def probe(self, api_key: str | None = None) -> int | None:
         """The twin's own check that the real member answers (with its API key, that the key is
@@ -90,15 +82,6 @@ class Passthrough:
         if api_key:
             return await self.upstream.probe(self.gate.keyed_probe_path, {"X-API-Key": api_key})
         return await self.upstream.probe(self.gate.probe_path)
-
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            return
-        self.routes.name(scope)
-        if scope["type"] == "websocket":
-            await self._websocket(scope, receive, send)
-        else:
-            await self._http(scope, receive, send)
 
     # HTTP -------------------------------------------------------------------------------------
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -41,7 +41,7 @@ from typing import Any, Protocol
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.routing import BaseRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from api.automation import errors as automation_errors
 from api.automation import realtime
@@ -51,7 +51,7 @@ from api.gateway.deps import request_token
 from api.journal import query_of
 from api.members.passthrough import deny_upgrade
 from api.members.redact import credentials_in, is_own
-from api.members.routes import RouteNames
+from api.members.routes import StandIn
 from hardware.ports.errors import DomainError, Unauthenticated
 from hardware.ports.fixture import Fixture, Frame, Http, Recorded, load_fixture
 from hardware.ports.types import ClockState
@@ -68,7 +68,7 @@ class WorldClock(Protocol):
     def sleep(self, seconds: float, *, background: bool = False) -> Awaitable[None]: ...
 
 
-class Replay:
+class Replay(StandIn):
     """``simulated``: the member's own app (logins, and the credential check); ``now``: world
     seconds since the start; ``sleep``: a background wait of that many world seconds."""
 
@@ -82,6 +82,7 @@ class Replay:
         release: str = "0.9.24",
         routes: Sequence[BaseRoute] = (),
     ) -> None:
+        super().__init__(routes)
         self.fixture = fixture
         self.vendor = fixture.vendor
         self.simulated = simulated
@@ -89,8 +90,6 @@ class Replay:
         self.now = now
         self.sleep = sleep
         self.release = release
-        self.routes = RouteNames(routes)
-        self._stack: ASGIApp = self._serve
 
     @classmethod
     def load(cls, path: Path, simulated: Any, clock: WorldClock, release: str = "0.9.24") -> Replay:
@@ -105,23 +104,11 @@ class Replay:
             routes=simulated.state.routes,
         )
 
-    def add_middleware(self, middleware: Any, **options: Any) -> None:
-        self._stack = middleware(self._stack, **options)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._stack(scope, receive, send)
-
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            return
-        if is_own(self.vendor, scope["path"]):
-            await self.simulated(scope, receive, send)
-            return
-        self.routes.name(scope)
-        if scope["type"] == "websocket":
-            await self._websocket(scope, receive, send)
+        if scope["type"] in ("http", "websocket") and is_own(self.vendor, scope["path"]):
+            await self.simulated(scope, receive, send)  # logins, sessions and keys: its own app's
         else:
-            await self._http(scope, receive, send)
+            await super()._serve(scope, receive, send)
 
     # Answers in the vendor's shape -------------------------------------------------------------
     def _not_found(self) -> Response:

@@ -5,9 +5,10 @@ and the scenario verdicts read it alike."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from starlette.routing import BaseRoute, Match
-from starlette.types import Scope
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 MATCHED_PATHS = 4096
 """Paths whose matching route is kept; past it the cache starts again."""
@@ -41,3 +42,35 @@ class RouteNames:
             if match is Match.PARTIAL and partial is None:
                 partial = route
         return partial
+
+
+class StandIn:
+    """An app that serves a member in place of its simulated app (a passthrough, a replay). The
+    twin's layers wrap it as they wrap a simulated app: ``add_middleware`` composes them around it,
+    the last added outermost, as in Starlette. Each HTTP request or WebSocket is named by its route
+    in ``routes`` (the simulated app's), then answered by ``_http`` or ``_websocket``."""
+
+    def __init__(self, routes: Sequence[BaseRoute] = ()) -> None:
+        self.routes = RouteNames(routes)
+        self._stack: ASGIApp = self._serve
+
+    def add_middleware(self, middleware: Any, **options: Any) -> None:
+        self._stack = middleware(self._stack, **options)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._stack(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return
+        self.routes.name(scope)
+        if scope["type"] == "websocket":
+            await self._websocket(scope, receive, send)
+        else:
+            await self._http(scope, receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+    async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
