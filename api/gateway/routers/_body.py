@@ -14,7 +14,6 @@ from api import json_input
 from hardware.ports.errors import InvalidInput
 
 BAD_FORMAT = "Invalid request format"
-_MISSING = object()
 
 
 def is_json(request: Request) -> bool:

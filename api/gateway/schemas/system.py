@@ -26,7 +26,6 @@ from hardware.ports.types import (
 )
 
 BAD_FORMAT = "Invalid request format"
-_MISSING = object()
 
 
 def ok_msg(message: str) -> JSONResponse:
