@@ -1,4 +1,4 @@
-"""``python -m bench.chat`` (``python -m bench`` runs it last): chat token pacing on ``/api/chat``.
+"""``python -m bench.chat`` (``python -m bench --only chat``): chat token pacing on ``/api/chat``.
 
 The twin runs in its own subprocess (``twin run``) on a realtime clock at speed 1 with ``--sensors``
 simulated sensors and no cameras; the simulated model streams at its default pace, 20 tokens per
