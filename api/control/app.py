@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.automation.ratelimit import RateLimiter
-from api.control import actions, console, demo, fleet, scenarios
+from api.control import actions, console, demo, docs, fleet, scenarios
 from api.control.deps import Console, Control, JournalView, clock_json, error_response, plain
 from api.faults import FaultSet
 from hardware.ports.control import WorldControl
@@ -101,7 +101,7 @@ class PublisherView(Protocol):
     def status(self) -> dict[str, Any]: ...
 
 
-ROUTERS = (actions.router, fleet.router, scenarios.router, console.router, demo.router)
+ROUTERS = (actions.router, fleet.router, scenarios.router, console.router, demo.router, docs.router)
 
 
 def create_app(
@@ -112,7 +112,7 @@ def create_app(
     journal: JournalView | None = None,
     actions: list[dict[str, Any]] | None = None,
 ) -> FastAPI:
-    app = FastAPI(title="Twin control plane", docs_url="/docs", redoc_url=None)
+    app = FastAPI(title="Twin control plane", docs_url=None, redoc_url=None)
     app.state.control = control
     app.state.faults = faults or {}
     app.state.limiters = limiters or {}
