@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from twin.sensors import SensorFleet
 
 MAX_SNAPSHOTS = 32
+MAX_LABEL = 200
+"""Characters a snapshot's label may have."""
 ACTION_LOG = 200
 """Actions the console's log shows at the most (the newest)."""
 ACTIONS_KEPT = 10_000
@@ -78,7 +80,8 @@ class TwinControl:
         """The gates in front of the real members by name, which end the sessions seen there."""
         for name, fault_set in self.faults.items():
             fault_set.seed = world.streams.key(f"faults.{name}")
-        self._snapshots: OrderedDict[str, WorldSnapshot] = OrderedDict()
+        self._snapshots: OrderedDict[str, tuple[WorldSnapshot, str]] = OrderedDict()
+        """Each snapshot kept, with its label."""
         self._ids = itertools.count(1)
         self._undo: dict[int, Undo] = {}
         self._undo_at: dict[int, float] = {}
@@ -133,22 +136,32 @@ class TwinControl:
         self.clock.rebased()
         return self.clock.state()
 
-    def snapshot(self) -> SnapshotInfo:
+    def snapshot(self, label: str = "") -> SnapshotInfo:
+        if len(label) > MAX_LABEL:
+            raise InvalidInput(f"a label has at most {MAX_LABEL} characters", field="label")
         snap = self.world.snapshot()
         snapshot_id = f"snap-{next(self._ids)}"
-        self._snapshots[snapshot_id] = snap
+        self._snapshots[snapshot_id] = (snap, label)
         while len(self._snapshots) > MAX_SNAPSHOTS:
             self._snapshots.popitem(last=False)
-        return SnapshotInfo(id=snapshot_id, sim_time=snap.sim_time, seed=snap.config.seed)
+        return SnapshotInfo(snapshot_id, snap.sim_time, snap.config.seed, label)
 
     def snapshots(self) -> list[SnapshotInfo]:
         """The snapshots kept (the newest :data:`MAX_SNAPSHOTS`), oldest first."""
-        return [SnapshotInfo(i, s.sim_time, s.config.seed) for i, s in self._snapshots.items()]
+        return [
+            SnapshotInfo(i, s.sim_time, s.config.seed, label) for i, (s, label) in self._snapshots.items()
+        ]
+
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        """Forget a snapshot; ``NotFound`` for an unknown id."""
+        if self._snapshots.pop(snapshot_id, None) is None:
+            raise NotFound(f"no snapshot {snapshot_id!r}", resource="snapshot")
 
     def restore(self, snapshot_id: str) -> ClockState:
-        snap = self._snapshots.get(snapshot_id)
-        if snap is None:
+        kept = self._snapshots.get(snapshot_id)
+        if kept is None:
             raise NotFound(f"no snapshot {snapshot_id!r}", resource="snapshot")
+        snap = kept[0]
         if self.scenarios is not None:
             self.scenarios.interrupt("a snapshot was restored during the run")
         self.world.restore(snap)

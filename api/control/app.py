@@ -19,8 +19,8 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.automation.ratelimit import RateLimiter
-from api.control import actions, console, demo, docs, fleet, scenarios
-from api.control.deps import Console, Control, JournalView, clock_json, error_response, plain
+from api.control import actions, console, demo, docs, fleet, scenarios, snapshots
+from api.control.deps import Console, Control, JournalView, clock_json, error_response
 from api.faults import FaultSet
 from hardware.ports.control import WorldControl
 from hardware.ports.errors import DomainError, ErrorCode, NotFound
@@ -101,7 +101,15 @@ class PublisherView(Protocol):
     def status(self) -> dict[str, Any]: ...
 
 
-ROUTERS = (actions.router, fleet.router, scenarios.router, console.router, demo.router, docs.router)
+ROUTERS = (
+    actions.router,
+    fleet.router,
+    scenarios.router,
+    snapshots.router,
+    console.router,
+    demo.router,
+    docs.router,
+)
 
 
 def create_app(
@@ -176,19 +184,6 @@ def create_app(
     async def set_seed(body: SeedBody, control: Control) -> dict:
         state = control.reset(body.seed)
         return {"seed": control.seed(), "clock": clock_json(state)}
-
-    @app.post("/snapshots")
-    async def snapshot(control: Control) -> dict:
-        info = control.snapshot()
-        return {"id": info.id, "sim_time": info.sim_time, "seed": info.seed}
-
-    @app.get("/snapshots")
-    async def snapshots(control: Console) -> dict:
-        return {"snapshots": [plain(info) for info in control.snapshots()]}
-
-    @app.post("/snapshots/{snapshot_id}/restore")
-    async def restore(snapshot_id: str, control: Control) -> dict:
-        return clock_json(control.restore(snapshot_id))
 
     @app.get("/faults")
     async def list_faults(request: Request) -> dict:

@@ -89,6 +89,9 @@ class ConsoleControl(WorldControl, ActionControl, Protocol):
 
     def snapshots(self) -> list[SnapshotInfo]: ...
 
+    def delete_snapshot(self, snapshot_id: str) -> None:
+        """``NotFound`` for an unknown id."""
+
     def gateway(self, camera_id: str) -> GatewayBackend:
         """``NotFound`` for an unknown camera."""
 

@@ -30,7 +30,7 @@ class WorldControl(Protocol):
     def reset(self, seed: int | None = None) -> ClockState:
         """Rebuild the world from its constructor (optionally with a new seed); durable state is wiped."""
 
-    def snapshot(self) -> SnapshotInfo: ...
+    def snapshot(self, label: str = "") -> SnapshotInfo: ...
 
     def restore(self, snapshot_id: str) -> ClockState:
         """``NotFound`` for an unknown snapshot id."""

@@ -31,6 +31,8 @@ class SnapshotInfo:
     id: str
     sim_time: float
     seed: int
+    label: str = ""
+    """What the user called it when taking it (empty if nothing)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -247,9 +247,35 @@ async def test_snapshots_are_listed_oldest_first(control: httpx.AsyncClient) -> 
     second = (await control.post("/snapshots")).json()
     listed = (await control.get("/snapshots")).json()["snapshots"]
     assert listed == [
-        {"id": first["id"], "sim_time": 0.0, "seed": 1234},
-        {"id": second["id"], "sim_time": 10.0, "seed": 1234},
+        {"id": first["id"], "sim_time": 0.0, "seed": 1234, "label": ""},
+        {"id": second["id"], "sim_time": 10.0, "seed": 1234, "label": ""},
     ]
+
+
+async def test_a_snapshot_takes_a_label_and_can_be_deleted(control: httpx.AsyncClient) -> None:
+    taken = await control.post("/snapshots", json={"label": "before the storm"})
+    assert taken.status_code == 200 and taken.json()["label"] == "before the storm"
+    other = (await control.post("/snapshots", json={})).json()
+    assert other["label"] == ""
+    deleted = await control.delete(f"/snapshots/{taken.json()['id']}")
+    assert deleted.status_code == 200 and deleted.json() == {"deleted": taken.json()["id"]}
+    assert [s["id"] for s in (await control.get("/snapshots")).json()["snapshots"]] == [other["id"]]
+    for gone in (taken.json()["id"], "snap-999"):
+        resp = await control.delete(f"/snapshots/{gone}")
+        assert resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"
+        assert gone in resp.json()["error"]["message"]
+    restore = await control.post(f"/snapshots/{taken.json()['id']}/restore")
+    assert restore.status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"label": 5}, {"label": ["a"]}, {"label": None}, {"label": "x" * 201}, {"name": "a"}, [1]],
+)
+async def test_a_bad_snapshot_label_is_400(control: httpx.AsyncClient, body: object) -> None:
+    resp = await control.post("/snapshots", json=body)
+    assert resp.status_code == 400 and resp.json()["error"]["code"] == "invalid_input"
+    assert (await control.get("/snapshots")).json() == {"snapshots": []}
 
 
 async def test_action_log_says_when_each_action_started_and_ends(control: httpx.AsyncClient) -> None:
