@@ -27,7 +27,7 @@ from hardware.ports.errors import NotFound
 from hardware.ports.events import Event, EventKind
 from hardware.ports.rules import DeliveryResult, DeliveryStats, PushLog, PushTarget
 from twin.automation.delivery import Outbox, RetryPolicy
-from twin.automation.push_spec import matches, validate
+from twin.automation.push_spec import keep_secrets, masked, matches, validate
 
 if TYPE_CHECKING:
     from twin.engine import Engine
@@ -291,6 +291,7 @@ class DataPush:
             )
         }
         merged.update({k: v for k, v in changes.items() if v is not None})
+        merged["config"] = keep_secrets(merged["config"] or {}, old["config"])
         doc = {**old, **validate(merged), "updated_at": self.world.now()}
         self.targets.put(target_id, doc)
         self._arm(doc)
@@ -387,7 +388,7 @@ def _target(d: dict[str, Any]) -> PushTarget:
         id=d["id"],
         name=d["name"],
         target_type=d["target_type"],
-        config=d["config"],
+        config=masked(d["config"]),  # secrets are write-only
         schedule=d["schedule"],
         data_filter=d["data_filter"],
         retry_config=d["retry_config"],

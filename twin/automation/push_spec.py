@@ -14,6 +14,10 @@ from hardware.ports.rules import PUSH_TARGET_TYPES
 SELF_WEBHOOK = re.compile(r"/api/devices/(?:[^/]+/)?webhook/?$")
 DEFAULT_RETRY = {"max_retries": 3, "backoff_secs": 5, "max_backoff_secs": 300}
 DEFAULT_BATCH = {"batch_size": 1, "batch_interval_ms": 2000, "format": "flat"}
+MASK = "*****"
+"""What a stored secret reads as (the vendor's mask for broker passwords); sent back unchanged in an
+update, it keeps the stored value."""
+SECRET_HEADER = re.compile(r"authorization|cookie|token|secret|password|api[-_]?key|auth", re.IGNORECASE)
 
 
 def _bad(message: str, field: str) -> InvalidInput:
@@ -68,6 +72,51 @@ def validate(spec: Mapping[str, Any]) -> dict[str, Any]:
         "retry_config": retry,
         "batch_config": batch,
     }
+
+
+def _secret_paths(config: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """Where a target's configuration holds a secret: credential headers, the bearer token, the basic
+    auth and broker passwords. They are write-only."""
+    paths: list[tuple[str, ...]] = [("auth_token",), ("password",), ("auth_basic", "password")]
+    headers = config.get("headers")
+    if isinstance(headers, Mapping):
+        paths += [("headers", str(k)) for k in headers if SECRET_HEADER.search(str(k))]
+    return paths
+
+
+def _get(config: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = config
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _set(config: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    node = config
+    for key in path[:-1]:
+        node[key] = dict(node[key])
+        node = node[key]
+    node[path[-1]] = value
+
+
+def masked(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A target's configuration as a client reads it: every secret set reads ``*****``."""
+    out = dict(config)
+    for path in _secret_paths(config):
+        if _get(config, path):
+            _set(out, path, MASK)
+    return out
+
+
+def keep_secrets(new: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
+    """An update's configuration with every ``*****`` it sends back replaced by the stored secret."""
+    out = dict(new)
+    for path in _secret_paths(new):
+        if _get(new, path) == MASK and _get(old, path) is not None:
+            _set(out, path, _get(old, path))
+    return out
 
 
 def matches(patterns: list[str], source: str) -> bool:

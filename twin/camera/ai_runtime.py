@@ -26,7 +26,7 @@ from hardware.ports.errors import DomainError, InternalError, InvalidInput, NotF
 from hardware.ports.gateway_ai import AiStats, ModelInfo, ModelStats, ModelUpload, ParsedModel
 from twin.camera import model_blobs
 from twin.camera.durable import Durable, NotDurable
-from twin.camera.model_records import MODEL_DIR, MODEL_TYPES, Model, check_format
+from twin.camera.model_records import MODEL_DIR, MODEL_TYPES, Model, check_format, upload_path
 from twin.camera.stats import NPU_MEMORY_BYTES, RUNTIME_RESIDENT_BYTES, accelerator_stats
 from twin.camera.storage import DATA, remove_file, write_file
 from twin.camera.video.stream import DEFAULT_STREAMS
@@ -118,10 +118,10 @@ class AiRuntime:
         check_format(upload.filename)
         stem = PurePosixPath(upload.filename).stem
         model_id = upload.model_id or stem
+        path = upload_path(self.fs, model_id)
         if model_id in self.models:
             self._delete(model_id)
         self.check_room(len(upload.data))
-        path = f"{MODEL_DIR}/{model_id}.hef"
         write_file(self.fs, path, upload.data)
         self.models[model_id] = Model(
             model_id=model_id,

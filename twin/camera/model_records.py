@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from hardware.ports.errors import InvalidInput
 from hardware.ports.gateway_ai import ModelInfo
+from twin.camera.vfs import Confined, VirtualFS
 
 MODEL_DIR = "/data/aipc/models"
 MEMORY_OVERHEAD = 24 * 1024 * 1024
@@ -72,6 +73,13 @@ class Model:
 
     def estimated_memory(self) -> int:
         return int(self.file_size * MEMORY_FACTOR) + MEMORY_OVERHEAD
+
+
+def upload_path(fs: VirtualFS, model_id: str) -> str:
+    """Where an uploaded model is kept, ``<models>/<model_id>.hef``: an id that leads out of the
+    models folder (``../``, encoded or not, or through a link) is refused as the files API refuses
+    such a path (``Forbidden``, 403)."""
+    return Confined(fs, (MODEL_DIR,)).check_mutable(f"{MODEL_DIR}/{model_id}.hef")
 
 
 def check_format(filename: str) -> None:

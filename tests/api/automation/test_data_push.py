@@ -452,3 +452,26 @@ async def test_a_dead_target_pointed_at_a_working_address_gets_its_backlog_there
     assert [r.path for r in lake.requests] == ["/moved"] * FAILURES_TO_OPEN
     entries = await logs(automation, auth, target_id)
     assert {(e["status"], e["attempts"]) for e in entries} == {("success", 2)}
+
+
+async def test_credentials_of_a_target_are_write_only(
+    automation: httpx.AsyncClient, auth: dict[str, str]
+) -> None:
+    """A configured Authorization header (and any other credential) reads back as the vendor's mask;
+    sending the mask back in an update keeps the stored value, and the far end still gets the real one."""
+    secret = "Bearer s3cr3t-value"
+    async with HttpReceiver(statuses=[200]) as lake:
+        config = {"url": lake.url, "headers": {"Authorization": secret, "X-Trace": "on"}}
+        body = target(lake.url, config=config)
+        target_id = (await automation.post("/api/data-push", json=body, headers=auth)).json()["data"]["id"]
+        got = await automation.get(f"/api/data-push/{target_id}", headers=auth)
+        assert got.json()["data"]["config"]["headers"] == {"Authorization": "*****", "X-Trace": "on"}
+        listed = await automation.get("/api/data-push", headers=auth)
+        assert "s3cr3t" not in got.text and "s3cr3t" not in listed.text
+        echoed = got.json()["data"]["config"]
+        updated = await automation.put(
+            f"/api/data-push/{target_id}", json={"config": echoed, "name": "renamed"}, headers=auth
+        )
+        assert "s3cr3t" not in updated.text
+        await automation.post(f"/api/data-push/{target_id}/test", headers=auth)
+        assert lake.requests[-1].headers["authorization"] == secret

@@ -223,3 +223,18 @@ async def test_failures(
 async def test_ai_routes_need_a_token(gateway: httpx.AsyncClient, method: str, path: str) -> None:
     resp = await gateway.request(method, path)
     assert resp.status_code == 401 and resp.json()["code"] == 2000
+
+
+@pytest.mark.parametrize("model_id", ["../../../../tmp/X", "..%2f..%2fetc/x", "a/../../../x", "../models2/x"])
+async def test_an_upload_id_never_leads_out_of_the_models_folder(
+    gateway: httpx.AsyncClient, auth: dict[str, str], camera: Camera, model_id: str
+) -> None:
+    """The id names a file in the models folder: one that leads out is refused as the files API
+    refuses the same path (403, code 8004), and nothing is written anywhere."""
+    before = {p for p, _ in camera.fs.walk_files("/")}
+    resp = await upload(gateway, auth, model_id=model_id)
+    assert resp.status_code == 403 and resp.json()["code"] == 8004
+    assert not camera.fs.exists("/tmp/X") and not camera.fs.exists("/data/aipc/tmp/X.hef")
+    models = (await gateway.get("/api/v1/ai/models", headers=auth)).json()["data"]["models"]
+    assert model_id not in {m["model_id"] for m in models}
+    assert {p for p, _ in camera.fs.walk_files("/")} == before
