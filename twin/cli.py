@@ -277,8 +277,9 @@ def main(argv: list[str] | None = None) -> int:
         from twin.serve import Running, serve
 
         def on_start(running: Running) -> None:  # the scenario's timeline, the MQTT broker switch
-            attach(running, load_scenario(settings.scenario) if settings.scenario else None)
-            running.twin.control.scenarios = LiveScenarios(running.twin.control)  # the console's runs
+            files = settings.scenario_files
+            attach(running, load_scenario(settings.scenario, allowed=files) if settings.scenario else None)
+            running.twin.control.scenarios = LiveScenarios(running.twin.control, allowed=files)  # console
 
         try:
             asyncio.run(serve(settings, on_start))

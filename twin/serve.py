@@ -104,7 +104,9 @@ def _real(served: dict[str, Served], members: dict[str, RealMember]) -> dict[str
 
 
 def world_config(settings: Settings, loaded: Scenario | None = None) -> tuple[WorldConfig, ClockMode, float]:
-    scenario = loaded or (load_scenario(settings.scenario) if settings.scenario else None)
+    scenario = loaded or (
+        load_scenario(settings.scenario, allowed=settings.scenario_files) if settings.scenario else None
+    )
     config = scenario.world_config(wall_now=time.time()) if scenario else WorldConfig()
     mode = ClockMode(scenario.clock.mode) if scenario else ClockMode.REALTIME
     speed = scenario.clock.speed if scenario else 1.0
@@ -144,7 +146,9 @@ def _front(app: App, faults: FaultSet, journal: RequestJournal, name: str, clock
 
 
 def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KINDS) -> Twin:
-    scenario = load_scenario(settings.scenario) if settings.scenario else None
+    scenario = (
+        load_scenario(settings.scenario, allowed=settings.scenario_files) if settings.scenario else None
+    )
     config, mode, speed = world_config(settings, scenario)
     store = Store(settings.state_dir / "twin.sqlite3" if settings.state_dir else None)
     world = World(config, store=store, kinds=kinds, record_trace=record_trace)

@@ -53,6 +53,8 @@ PUBLISH_PASSWORD_ENV = "TWIN_PUBLISH_MQTT_PASSWORD"
 @dataclass(frozen=True, slots=True)
 class Settings:
     scenario: Path | None = DEFAULT_SCENARIO
+    scenario_files: tuple[Path, ...] = ()
+    """Directories a scenario's fixtures and videos may be in besides its own (``--scenario-files``)."""
     seed: int | None = None
     speed: float | None = None
     step: bool = False
@@ -195,6 +197,14 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start the world and every server on it")
     run.add_argument("--scenario", type=Path, help="scenario YAML (default: scenarios/default.yaml)")
+    run.add_argument(
+        "--scenario-files",
+        metavar="DIR",
+        type=Path,
+        action="append",
+        help="a directory the scenarios' fixtures and video files may be in besides the scenario's own "
+        "(repeatable; the console's uploads: besides the library's)",
+    )
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     run.add_argument("--speed", type=float, help="realtime speed factor (60 = a minute per second)")
     run.add_argument(

@@ -20,6 +20,7 @@ from twin.camera.video.config import PROFILES
 from twin.camera.video.scene import MAX_OBJECTS, SCENES
 from twin.camera.video.source import media_of
 from twin.fleet import VideoSpec
+from twin.scenario.files import placed
 from twin.scenario.real import RealCameraKeys
 from twin.scenario.replay import ReplayCameraKeys
 
@@ -36,16 +37,18 @@ class Video(BaseModel):
 
     source: str = Field(
         min_length=1,
-        description="real video in place of the synthetic scene: a file path (relative to the working "
-        "directory), an rtsp://, http:// or https:// URL, or a V4L2 device /dev/videoN",
+        description="real video in place of the synthetic scene: a file path (in the scenario's "
+        "directory or one allowed with --scenario-files), an rtsp://, http:// or https:// URL, or a "
+        "V4L2 device /dev/videoN",
     )
     loop: bool = Field(default=True, description="a file starts over at its end (else its last frame stays)")
 
     @field_validator("source")
     @classmethod
-    def _known_kind(cls, value: str) -> str:
-        media_of(value)
-        return value
+    def _known_kind(cls, value: str, info: ValidationInfo) -> str:
+        media = media_of(value)
+        # A file stays in the directories a scenario may read; a URL or a /dev/videoN is no file.
+        return value if media.live else placed(value, info)
 
     def spec(self) -> VideoSpec:
         return VideoSpec(self.source, self.loop)

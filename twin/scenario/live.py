@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from hardware.ports.errors import Conflict, InvalidInput, NotFound
 from hardware.ports.types import ClockMode
 from twin.scenario.expectations import RunRecord, judge_all
+from twin.scenario.files import FileRoots
 from twin.scenario.model import Scenario, ScenarioError, parse_scenario
 from twin.scenario.report import html_report
 from twin.scenario.runner import RunResult, schedule, trace_of, watched_series
@@ -70,9 +71,13 @@ class LiveScenarios:
     drive it; in realtime the clock does. A paused clock holds it; at its stop time it ends (a
     realtime clock is paused there) and its verdicts are final."""
 
-    def __init__(self, control: TwinControl, directory: Path = DEFAULT_SCENARIO.parent) -> None:
+    def __init__(
+        self, control: TwinControl, directory: Path = DEFAULT_SCENARIO.parent, allowed: tuple[Path, ...] = ()
+    ) -> None:
         self.control = control
         self.directory = directory
+        self.files = FileRoots.of(directory, *allowed)
+        """A loaded scenario's fixtures and videos: in the library's directory or an allowed one."""
         self.loaded: Scenario | None = None
         self.source = ""
         self.run: LiveRun | None = None
@@ -81,7 +86,7 @@ class LiveScenarios:
         out: list[dict[str, Any]] = []
         for path in sorted(self.directory.glob("*.yaml")):
             try:
-                s = parse_scenario(path.read_text(), path.name)
+                s = parse_scenario(path.read_text(), path.name, files=self.files)
             except (ScenarioError, OSError) as err:
                 out.append({"name": path.stem, "error": str(err)})
                 continue
@@ -111,7 +116,7 @@ class LiveScenarios:
         if len(text) > MAX_SCENARIO_CHARS:
             raise InvalidInput(f"a scenario is at most {MAX_SCENARIO_CHARS} characters", field="yaml")
         try:
-            scenario = parse_scenario(text, filename)
+            scenario = parse_scenario(text, filename, files=self.files)
         except ScenarioError as err:
             raise InvalidInput(str(err), field="yaml") from err
         if self.run is not None and self.run.state == "running":

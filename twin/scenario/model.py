@@ -43,6 +43,7 @@ from twin.fleet import (
 from twin.scenario.catalog import ACTIONS
 from twin.scenario.client import ClientSpec
 from twin.scenario.expectations import Expectation
+from twin.scenario.files import FILES, FileRoots
 from twin.scenario.real import ENVIRON, real_members, without_secrets
 from twin.scenario.replay import ReplayServerKeys, numbered, replays
 from twin.scenario.source import Document, ScenarioError, read
@@ -410,15 +411,21 @@ def _real_names(fleet: Fleet, servers: Servers) -> tuple[str, ...]:
 
 
 def parse_scenario(
-    text: str, source: str = "<scenario>", environ: Mapping[str, str] | None = None
+    text: str,
+    source: str = "<scenario>",
+    environ: Mapping[str, str] | None = None,
+    files: FileRoots | None = None,
 ) -> Scenario:
     """The scenario in ``text``; raises :class:`ScenarioError` with every problem the file has, in
     the order of their lines. The environment variables its real members' secrets are in must be
-    set in ``environ`` (default: the process's environment)."""
+    set in ``environ`` (default: the process's environment); the files it names (fixtures, videos)
+    must be inside ``files`` (:mod:`twin.scenario.files`; ``None``: paths as given)."""
     doc = read(text, source)
     problems = _precheck(doc)
     scenario = None
-    context = {ACTIONS_CHECKED: True, ENVIRON: os.environ if environ is None else environ}
+    context: dict[str, Any] = {ACTIONS_CHECKED: True, ENVIRON: os.environ if environ is None else environ}
+    if files is not None:
+        context[FILES] = files
     try:
         scenario = scenario_model().model_validate(doc.data, context=context)
     except ValidationError as err:
@@ -430,9 +437,13 @@ def parse_scenario(
     return scenario
 
 
-def load_scenario(path: Path, environ: Mapping[str, str] | None = None) -> Scenario:
+def load_scenario(
+    path: Path, environ: Mapping[str, str] | None = None, allowed: tuple[Path, ...] = ()
+) -> Scenario:
+    """The scenario file at ``path``: the files it names resolve from its directory and stay in it
+    or in the ``allowed`` directories."""
     try:
         text = path.read_text()
     except OSError as err:
         raise ScenarioError(f"{path}: cannot read: {err.strerror}") from err
-    return parse_scenario(text, str(path), environ)
+    return parse_scenario(text, str(path), environ, FileRoots.of(path.parent, *allowed))

@@ -6,13 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Annotated, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from hardware.ports.fixture import AutomationFixture, GatewayFixture
+from twin.scenario.files import placed
 from twin.scenario.real import RealServerKeys
 from twin.settings import AUTOMATION
+
+GatewayFile = Annotated[GatewayFixture, BeforeValidator(placed)]
+"""A gateway fixture inside the directories a scenario may read (:mod:`twin.scenario.files`)."""
+AutomationFile = Annotated[AutomationFixture, BeforeValidator(placed)]
 
 
 class ReplayCameraKeys(BaseModel):
@@ -20,17 +25,17 @@ class ReplayCameraKeys(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    replay: GatewayFixture | None = Field(
+    replay: GatewayFile | None = Field(
         default=None,
-        description="serve these cameras' gateways from a fixture `twin record` wrote (a path relative to "
-        "the working directory) on the world clock; logins are the twin's",
+        description="serve these cameras' gateways from a fixture `twin record` wrote (in the scenario's "
+        "directory or one allowed with --scenario-files) on the world clock; logins are the twin's",
     )
 
 
 class ReplayServerKeys(RealServerKeys):
     """The automation server: real (``real: URL``) or replayed (``replay: FILE``)."""
 
-    replay: AutomationFixture | None = Field(
+    replay: AutomationFile | None = Field(
         default=None, description="a fixture `twin record` wrote, replayed on the world clock (no 'real')"
     )
 
