@@ -43,6 +43,9 @@ TWIN_ROOT = {
     "listeners",
     "serving",
     "wings",
+    # the twin in a user's own test suite: the pytest plugin and what it is built on
+    "testing",
+    "pytest_plugin",
 }
 TWIN_WINGS = {"automation", "camera", "scenario"}
 

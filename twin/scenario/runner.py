@@ -28,7 +28,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,10 @@ class RunOptions:
     progress: Callable[[dict[str, Any]], None] | None = None
     stop_at: float | None = None
     """Stop earlier than the file says (fast runs of the library in the test suite)."""
+    launch: Callable[[str, dict[str, str], Path], Awaitable[Any]] | None = None
+    """Starts the ``client`` in place of a subprocess (the pytest plugin's in-process client):
+    called as :func:`start_client` is; returns what has a subprocess's ``wait``, ``returncode``,
+    ``terminate`` and ``kill``."""
 
 
 class RealMemberRefused(OSError):
@@ -257,7 +261,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         try:
             if opts.client:
                 env = {**os.environ, **client_env(running), "TWIN_SCENARIO": str(source)}
-                proc = await start_client(opts.client, env, log_path)
+                proc = await (opts.launch or start_client)(opts.client, env, log_path)
             waiter = asyncio.ensure_future(proc.wait()) if proc is not None else None
             slice_s = stop_at / NO_CLIENT_SLICES
             while True:
