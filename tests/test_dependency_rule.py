@@ -41,6 +41,7 @@ TWIN_ROOT = {
     "serve",
     "cli",
     "listeners",
+    "http_limits",
     "serving",
     "wings",
     # the twin in a user's own test suite: the pytest plugin and what it is built on

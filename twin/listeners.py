@@ -14,6 +14,7 @@ import uvicorn
 
 from api import ws_denial
 from api.members.passthrough import Passthrough
+from twin.http_limits import HYPER, HttpLimits, protocol
 
 log = logging.getLogger("twin")
 
@@ -59,12 +60,15 @@ class Listener:
         return self.task is not None and not self.task.done()
 
 
-def server(app: Any, host: str, port: int, tls: Tls | None = None) -> _Server:
+def server(app: Any, host: str, port: int, tls: Tls | None = None, limits: HttpLimits = HYPER) -> _Server:
     """A uvicorn server for ``app`` (a member's app, or one already tracking its WebSocket denials)
-    on ``host:port``; with ``tls`` (certificate and key files), over HTTPS."""
+    on ``host:port``; with ``tls`` (certificate and key files), over HTTPS; its clients held to
+    ``limits`` (:mod:`twin.http_limits`)."""
     own = not isinstance(app, Passthrough)  # a real member's Date and Server headers are its own
     config = uvicorn.Config(
         ws_denial.tracking_denials(app),
+        http=protocol(limits),
+        timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type]  # a float works as well
         timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         host=host,
         port=port,
@@ -146,7 +150,8 @@ async def reopen(listener: Listener) -> None:
     old = listener.server.config
     host, port = listener.address
     tls = (str(old.ssl_certfile), str(old.ssl_keyfile)) if old.ssl_certfile else None
-    listener.server = server(old.app, host, port, tls)
+    limits = getattr(old.http, "limits", HYPER)
+    listener.server = server(old.app, host, port, tls, limits)
     launch(listener, bind(listener))
     await serving(listener)
     log.info("twin: %s listening again", listener.name)

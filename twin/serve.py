@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import os
 import signal
+import socket
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
@@ -24,6 +25,7 @@ from fastapi import FastAPI
 
 from api.automation.ratelimit import host_limit
 from api.control.app import create_app as create_control_app
+from api.control.guard import TOKEN_FILE, ControlGuard, control_token, is_loopback
 from api.faults import FaultMiddleware, FaultSet
 from api.gateway.rtsp import RtspServer
 from api.gateway.tls import write_self_signed
@@ -35,6 +37,7 @@ from api.realtime.mqtt import DEVICE_FILTERS, MqttBridge
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
+from twin import http_limits as limits
 from twin import listeners as http
 from twin.automation.backend import TwinAutomation
 from twin.camera.gateway import TwinGateway
@@ -172,6 +175,8 @@ def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KIND
     )  # fmt: skip
     control_app = create_control_app(control, faults, limiters, journal=journal, actions=ACTIONS.describe())
     automation: TwinAutomation = served[AUTOMATION].backend
+    if isinstance(served[AUTOMATION].app, FastAPI):
+        served[AUTOMATION].app.state.ws_auth_timeout = settings.ws_auth_timeout
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
     listen = (settings.mqtt_host, settings.mqtt_port)
     bridge = MqttBridge(automation, mqtt_url, listen=listen, external_url=settings.mqtt_url)
@@ -195,6 +200,8 @@ class Running:
     tasks: list[asyncio.Task] = field(default_factory=list)
     supervisor: asyncio.Task | None = None
     refused: list[str] = field(default_factory=list)  # real members that refused their credential at start
+    control_token: str | None = None
+    """The control plane's token, when it is bound beyond loopback (:mod:`api.control.guard`)."""
 
     def url(self, name: str) -> str:
         return self.listeners[name].url
@@ -233,11 +240,19 @@ async def _start(running: Running, cert_dir: Path) -> None:
     hosts = {"localhost", "127.0.0.1", *(a.host for a in addresses if a.tls)}
     cert, key = write_self_signed(cert_dir, sorted(hosts))
     tls = (str(cert), str(key))
-    control = Listener("control", http.server(twin.control_app, s.control_host, s.control_port))
+    timed = (s.header_timeout, s.idle_timeout)
+    running.control_token = None if is_loopback(s.control_host) else control_token(s.state_dir)
+    names = (s.control_host, socket.gethostname(), s.public_host or "")
+    control_app = ControlGuard(twin.control_app, token=running.control_token, names=names)
+    control_limits = limits.CONTROL.timed(*timed)
+    control = Listener(
+        "control", http.server(control_app, s.control_host, s.control_port, None, control_limits)
+    )
     listeners = []
     for member in twin.served.values():
+        kind = (limits.GO if member.kind == CAMERAS else limits.HYPER).timed(*timed)
         for a in member.addresses:
-            server = http.server(member.app, a.host, a.port, tls if a.tls else None)
+            server = http.server(member.app, a.host, a.port, tls if a.tls else None, kind)
             listeners.append(Listener(a.name, server, scheme="https" if a.tls else "http"))
         if member.rank == 0 and control not in listeners:
             listeners.append(control)
@@ -323,7 +338,7 @@ def banner(running: Running) -> str:
     for member in t.served.values():
         if member.rank == 0:
             lines.append(_banner_line(running, member))
-    lines.append(f"  control plane   {running.url('control')}")
+    lines.append(f"  control plane   {running.url('control')}{_token_note(running)}")
     if running.broker is not None:
         lines.append(f"  MQTT broker     mqtt://{t.settings.mqtt_host}:{running.broker.port}")
     for member in t.served.values():
@@ -332,6 +347,15 @@ def banner(running: Running) -> str:
         if member.rtsp is not None and member.rtsp.serving:
             lines.append(f"  {member.name} RTSP     {member.rtsp.url('main')}")
     return "\n".join(lines)
+
+
+def _token_note(running: Running) -> str:
+    if running.control_token is None:
+        return ""
+    state_dir = running.twin.settings.state_dir
+    if state_dir is not None:
+        return f"  (token in {state_dir / TOKEN_FILE})"
+    return f"/?token={running.control_token}"
 
 
 def _banner_line(running: Running, member: Served) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hardware.ports.types import ClockMode
+from twin import http_limits
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "default.yaml"
 AUTOMATION = "automation"
@@ -77,7 +78,13 @@ class Settings:
     mqtt_port: int = 1883
     mqtt_url: str | None = None
     control_host: str = "127.0.0.1"
+    """Beyond loopback, the control plane asks for its token (:mod:`api.control.guard`)."""
     control_port: int = 9380
+    header_timeout: float = http_limits.HEADER_TIMEOUT_S
+    idle_timeout: float = http_limits.IDLE_TIMEOUT_S
+    ws_auth_timeout: float = http_limits.WS_AUTH_TIMEOUT_S
+    """Wall seconds: a request head to arrive, a kept-alive connection to idle, an event WebSocket to
+    authenticate (:mod:`twin.http_limits`)."""
     log_level: str = "info"
     rate_limit: int | None = None
     """Requests per minute per client; ``None`` derives it from the host like the real server."""
@@ -235,6 +242,8 @@ def _parser() -> argparse.ArgumentParser:
         "--mqtt-url", help="use an external broker (mqtt://host:port) instead of the embedded one"
     )
     run.add_argument("--control-port", type=int)
+    run.add_argument("--control-host", help="control plane bind address (beyond loopback: token required)")
+    http_limits.add_arguments(run)
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     run.add_argument("--rate-limit", type=int, help="automation API requests per minute per client")
     run.add_argument(

@@ -7,11 +7,13 @@ counts (``/metrics``) and the connection logs as it happens and when it ends. Ne
 limited.
 
 WebSocket: authenticated by ``?api_key=`` or by a first text frame ``{"type":"Auth","token"}`` (or
-``"api_key"``); ``?token=`` is ignored. Events come as ``{"batch":true,"events":[…]}`` of at most
-10, a partial batch at most 50 ms after its first event; ``AgentExecutionCompleted`` and
-``AlertCreated`` come at once as bare envelopes. The server pings (``{"type":"ping"}``) on
-authentication and every 30 s of world time; a client that has not answered ``{"type":"pong"}`` for
-more than 60 s is told "Heartbeat timeout" and closed at the next ping.
+``"api_key"``); ``?token=`` is ignored. One that sends no frame is told "Authentication required"
+and closed after ``ws_auth_timeout`` wall seconds (60 by default; the server would wait forever).
+Events come as ``{"batch":true,"events":[…]}`` of at most 10, a partial batch at most 50 ms after
+its first event; ``AgentExecutionCompleted`` and ``AlertCreated`` come at once as bare envelopes.
+The server pings (``{"type":"ping"}``) on authentication and every 30 s of world time; a client
+that has not answered ``{"type":"pong"}`` for more than 60 s is told "Heartbeat timeout"
+and closed at the next ping.
 
 SSE: ``?token=`` (JWT) or ``?api_key=``; without valid credentials a bare 401. The event name is
 the type; a ``:keepalive`` comment follows 30 s of world time without an event.
@@ -62,6 +64,8 @@ BATCH_DELAY_S = 0.05
 HEARTBEAT_S = 30.0
 HEARTBEAT_TIMEOUT_S = 60.0
 KEEPALIVE_S = 30.0
+WS_AUTH_TIMEOUT_S = 60.0
+"""Wall seconds a connection may wait before its ``Auth`` frame (``app.state.ws_auth_timeout``)."""
 DRAIN = 512
 """Bus events taken per wake-up, so one connection never holds the loop for long."""
 
@@ -228,8 +232,12 @@ async def _ws_authenticate(websocket: WebSocket, backend: AutomationBackend, api
             await _ws_error(websocket, "Invalid API key")
             return False
         return True
+    timeout = getattr(websocket.app.state, "ws_auth_timeout", WS_AUTH_TIMEOUT_S)
     try:
-        message = await websocket.receive()
+        message = await asyncio.wait_for(websocket.receive(), timeout)
+    except TimeoutError:  # the server itself waits forever; the twin bounds what a client holds
+        await _ws_error(websocket, "Authentication required")
+        return False
     except (WebSocketDisconnect, RuntimeError):
         return False
     if message["type"] == "websocket.disconnect":
