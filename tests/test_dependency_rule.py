@@ -44,9 +44,8 @@ TWIN_ROOT = {
     "http_limits",
     "serving",
     "wings",
-    # the twin in a user's own test suite: the pytest plugin and what it is built on
+    # the twin in a user's own test suite (what the pytest plugin, pytest_twin.py, is built on)
     "testing",
-    "pytest_plugin",
 }
 TWIN_WINGS = {"automation", "camera", "scenario"}
 

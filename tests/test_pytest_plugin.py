@@ -1,4 +1,4 @@
-"""The pytest plugin (``twin.pytest_plugin``, entry point ``pytest11``) as a user meets it: a fresh test
+"""The pytest plugin (``pytest_twin``, entry point ``pytest11``) as a user meets it: a fresh test
 file in a directory of its own, run by pytest in a subprocess, uses the ``twin`` fixture (real
 servers on free ports, the world clock, actions, the journal, the marker and indirect
 parametrisation) and runs a scenario file with its own code as the client under test."""
@@ -114,14 +114,14 @@ def _short_delete() -> str:
 
 
 def _plugin_args() -> list[str]:
-    """``-p twin.pytest_plugin`` unless the installed package's entry point loads it already."""
-    installed = importlib.metadata.entry_points(group="pytest11").select(value="twin.pytest_plugin")
-    return [] if installed else ["-p", "twin.pytest_plugin"]
+    """``-p pytest_twin`` unless the installed package's entry point loads it already."""
+    installed = importlib.metadata.entry_points(group="pytest11").select(value="pytest_twin")
+    return [] if installed else ["-p", "pytest_twin"]
 
 
 def test_the_entry_point_is_declared() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["entry-points"]["pytest11"] == {"twin": "twin.pytest_plugin"}
+    assert project["entry-points"]["pytest11"] == {"twin": "pytest_twin"}
 
 
 @pytest.mark.timeout(600)

@@ -1,4 +1,4 @@
-"""The twin inside a user's own test suite (the pytest plugin, :mod:`twin.pytest_plugin`, is built on it).
+"""The twin inside a user's own test suite (the pytest plugin, ``pytest_twin``, is built on it).
 
 - :class:`LiveTwin` serves a whole twin on free loopback ports from an event loop in a thread of its
   own, so that a test's plain blocking code (``httpx``, ``requests``, an SDK) talks to it over real

@@ -1,5 +1,8 @@
 """The pytest plugin (installed with the package: entry point ``pytest11``, name ``twin``; disable it
-with ``-p no:twin``).
+with ``-p no:twin``). It is a top-level module that imports nothing of the project until a test
+uses the fixture: pytest loads plugins before any conftest, and importing the ``twin`` package then
+would bind it to wherever the installed package points (a checkout other than the one under test).
+It is built on :mod:`twin.testing`.
 
 - The ``twin`` fixture: a whole twin served on free loopback ports for one test (started on first
   use, stopped after the test), the clock in step mode unless told otherwise; its addresses, the
