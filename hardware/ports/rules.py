@@ -179,6 +179,8 @@ class DeliveryResult:
     attempts: int = 1
     status_code: int | None = None
     at: float | None = None
+    message_zh: str | None = None
+    """The message in Chinese, where the vendor gives one (a channel test)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from hardware.ports.errors import InvalidInput
-from hardware.ports.rules import ChannelKind
+from hardware.ports.rules import ChannelKind, DeliveryResult
+from twin.automation.outbound import status_line
 
 KINDS: tuple[ChannelKind, ...] = (
     ChannelKind(
@@ -90,3 +91,17 @@ def check_config(kind: str, config: Mapping[str, Any]) -> None:
         value = config.get(key)
         if value is not None and not str(value).startswith(("http://", "https://")):
             raise InvalidInput(f"{key} must be an http(s) URL", field=key)
+
+
+def test_words(kind: str, outcome: DeliveryResult) -> tuple[str, str]:
+    """What a channel test answers (the vendor's ``ChannelRegistry::test``), in English and Chinese:
+    what went wrong in the channel's own terms (a status line, a request that failed), never what
+    the far end's body said."""
+    if outcome.success:
+        return "Test message sent successfully", "测试消息发送成功"
+    label = next((k.name for k in KINDS if k.id == kind), kind)
+    if outcome.status_code is not None:
+        reason = f"{label} returned error: {status_line(outcome.status_code)}"
+    else:
+        reason = f"{label} request failed: error sending request"
+    return f"Failed to send test message: Send failed: {reason}", f"发送测试消息失败: Send failed: {reason}"

@@ -4,7 +4,9 @@ Durable records, as the server keeps them: the local instance (``local-default``
 ``http://localhost:9375``, never deleted) is there from the first start; a remote one gets the id
 ``inst_`` + 8 hex digits. The probe is a real HTTP ``GET <url>/api/health`` (10 s timeout, the
 instance's key in ``X-API-Key``), refused for the addresses the server refuses (localhost,
-127.0.0.1, [::1], 0.0.0.0 and the cloud metadata address); its outcome becomes the instance's
+127.0.0.1, [::1], 0.0.0.0 and the cloud metadata address) in every spelling, after resolution and
+at every redirect, and the key never goes to another host than the instance's (see
+:mod:`twin.automation.outbound`); its outcome becomes the instance's
 ``last_status`` and ``last_checked_at`` (world time). Its latency is the real exchange's, in wall
 milliseconds: a measurement the world never uses.
 """
@@ -15,10 +17,9 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from hardware.ports.automations import Instance, InstanceProbe
 from hardware.ports.errors import InvalidInput, NotFound
+from twin.automation import outbound
 
 if TYPE_CHECKING:
     from twin.engine import Engine
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 LOCAL_ID = "local-default"
 PROBE_TIMEOUT_S = 10.0
 BLOCKED = ("//localhost", "//127.0.0.1", "//[::1]", "//0.0.0.0", "169.254.169.254")
+"""The vendor's own check, on the URL's text; then every address the host resolves to is checked
+against :data:`FENCE` (:mod:`twin.automation.outbound`), at each redirect too."""
+FENCE = outbound.INSTANCE_FENCE
 
 
 def _instance(doc: dict[str, Any]) -> Instance:
@@ -113,26 +117,29 @@ class InstanceRegistry:
         url = doc["url"].lower()
         for target in BLOCKED:
             if target in url:
-                raise InvalidInput(
-                    f"Instance URL targets a blocked address ({target}). "
-                    "Use the local API for localhost instances.",
-                    resource="instance",
-                )
+                raise _blocked(target)
         health = f"{doc['url'].rstrip('/')}/api/health"
         headers = {"X-API-Key": doc["api_key"]} if doc.get("api_key") is not None else {}
         started = time.perf_counter()
         try:
-            async with httpx.AsyncClient(timeout=PROBE_TIMEOUT_S, follow_redirects=True) as client:
-                resp = await client.get(health, headers=headers)
-        except httpx.InvalidURL:
-            probe = InstanceProbe(False, _ms_since(started), "offline", "builder error")
-        except httpx.HTTPError:
+            answer = await outbound.request(
+                "GET", health, FENCE, headers=headers, credentials=headers, timeout=PROBE_TIMEOUT_S
+            )
+        except outbound.Blocked as err:
+            if err.hop == 0:  # any spelling of a refused address: refused as the vendor refuses it
+                raise _blocked(str(err.address)) from None
+            # A redirect towards one: not followed, and the key went nowhere but the instance's host.
             probe = InstanceProbe(
-                False, _ms_since(started), "offline", f"error sending request for url ({health})"
+                False, _ms_since(started), "offline", f"error following redirect for url ({health})"
+            )
+        except outbound.Unreachable as err:
+            error = "builder error" if err.args[0].startswith("builder error") else None
+            probe = InstanceProbe(
+                False, _ms_since(started), "offline", error or f"error sending request for url ({health})"
             )
         else:
-            ok = resp.is_success
-            error = None if ok else f"HTTP {resp.status_code}"
+            ok = 200 <= answer.status < 300
+            error = None if ok else f"HTTP {answer.status}"
             probe = InstanceProbe(ok, _ms_since(started), "online" if ok else "offline", error)
         self._checked(instance_id, probe.status)
         return probe
@@ -143,6 +150,13 @@ class InstanceRegistry:
             self.docs.put(
                 instance_id, {**doc, "last_status": status, "last_checked_at": int(self.world.now())}
             )
+
+
+def _blocked(target: str) -> InvalidInput:
+    return InvalidInput(
+        f"Instance URL targets a blocked address ({target}). Use the local API for localhost instances.",
+        resource="instance",
+    )
 
 
 def _ms_since(started: float) -> int:

@@ -15,21 +15,23 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hardware.ports.errors import Conflict, InvalidInput, NotFound, Unavailable
+from hardware.ports.errors import Conflict, InternalError, InvalidInput, NotFound, Unavailable
 from hardware.ports.llm_backends import BackendSpec, BackendTest, BackendType, Capabilities, ModelBackend
+from twin.automation import outbound
 from twin.automation.chat_models import (
     ChatModel,
     Hints,
     OllamaCompatible,
     OpenAICompatible,
     SimulatedModel,
-    get_json,
 )
 
 if TYPE_CHECKING:
     from twin.engine import Engine
 
 SIMULATED_ID = "simulated"
+OLLAMA_TIMEOUT_S = 30.0
+"""The vendor's client timeout for the Ollama model list."""
 SIMULATED_MODEL = "twin-sim-1"
 THINKING_EFFORTS = ("none", "low", "medium", "high", "xhigh", "max")
 
@@ -173,13 +175,31 @@ class ModelBackendRegistry:
         return {"text": reply.content, "backend_id": doc["id"], "model": doc["model"]}
 
     async def ollama_models(self, endpoint: str | None = None) -> list[Mapping[str, Any]]:
+        """``GET <endpoint>/api/tags`` as the vendor's handler makes it (any endpoint the client names,
+        default the registered Ollama's), fenced (:mod:`twin.automation.outbound`: never a link-local
+        or metadata address); failures are the handler's 500s, and never carry the far end's body."""
         if endpoint is None:
             local = next((d for d in self.docs.values() if d["backend_type"] == "ollama"), None)
             endpoint = local["endpoint"] if local else TYPES[0].default_endpoint
-        data = await get_json(f"{(endpoint or '').rstrip('/')}/api/tags", {})
+        url = f"{(endpoint or '').rstrip('/')}/api/tags"
+        try:
+            answer = await outbound.request("GET", url, outbound.METADATA_FENCE, timeout=OLLAMA_TIMEOUT_S)
+        except outbound.OutboundError as err:
+            raise InternalError(
+                f"Failed to connect to Ollama: error sending request for url ({url})"
+            ) from err
+        if not 200 <= answer.status < 300:
+            raise InternalError(f"Ollama returned status: {outbound.status_line(answer.status)}")
+        try:
+            data = answer.json()
+            models = data["models"]
+            if not isinstance(models, list):
+                raise TypeError("models is not a list")
+        except (ValueError, KeyError, TypeError) as err:
+            raise InternalError("Failed to parse Ollama response: not an Ollama model list") from err
         return [
             {"name": m.get("name"), "size": m.get("size"), "modified_at": m.get("modified_at")}
-            for m in data.get("models", [])
+            for m in models
             if isinstance(m, dict)
         ]
 

@@ -32,7 +32,15 @@ from hardware.ports.rules import (
     MessageStats,
     NewMessage,
 )
-from twin.automation.channel_kinds import KINDS, OPTIONAL, REQUIRED, body, check_config, destination
+from twin.automation.channel_kinds import (
+    KINDS,
+    OPTIONAL,
+    REQUIRED,
+    body,
+    check_config,
+    destination,
+    test_words,
+)
 from twin.automation.delivery import Outbox, RetryPolicy
 from twin.automation.message_filter import accepts
 
@@ -328,8 +336,9 @@ class MessageCenter:
         }
         transport, config = destination(doc)
         outcome = await self.outbox.send_now("channel", name, transport, config, body(doc, msg))
+        words, words_zh = test_words(doc["channel_type"], outcome)
         result = DeliveryResult(
-            outcome.success, outcome.message, outcome.duration_ms, 1, outcome.status_code, self.world.now()
+            outcome.success, words, outcome.duration_ms, 1, outcome.status_code, self.world.now(), words_zh
         )
         current = self.channels.get(name)
         if current is not None:  # recorded on the channel (unless it was deleted while the test ran)

@@ -143,6 +143,7 @@ def result(r: DeliveryResult | None) -> dict[str, Any] | None:
     return {
         "success": r.success,
         "message": r.message,
+        **({"message_zh": r.message_zh} if r.message_zh is not None else {}),
         "duration_ms": r.duration_ms,
         "attempts": r.attempts,
         "status_code": r.status_code,

@@ -7,20 +7,32 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from ipaddress import ip_network
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.api.lists import API_KEY, build_twin
 from tests.api.support import assert_error
 from tests.conftest import _client
 from tests.receivers import closed_port
+from twin.automation import instances, outbound
 from twin.serve import Twin
 
 KEY = "nmk_0123456789abcdef0123456789abcdef"
 CIPHER = b"NeoMind2024!@#"
 HOST = "127.0.0.2"
-"""A loopback address the server's probe does not refuse (it refuses 127.0.0.1 and localhost)."""
+"""A loopback address standing for a host on the LAN (:func:`lan`)."""
+
+
+@pytest.fixture(autouse=True)
+def lan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests keep their traffic on loopback: here only 127.0.0.1 (and the metadata address) is this
+    host, so 127.0.0.2 stands for a LAN host the probe may reach. The real fence refuses all of
+    127.0.0.0/8 (tests/api/automation/test_outbound.py)."""
+    narrowed = outbound.Fence((ip_network("127.0.0.1/32"), ip_network("169.254.169.254/32")))
+    monkeypatch.setattr(instances, "FENCE", narrowed)
 
 
 def decrypt(hex_key: str) -> str:

@@ -200,7 +200,9 @@ async def test_ollama_models_and_type_schemas(automation: httpx.AsyncClient, aut
     models = (await automation.get("/api/llm-backends/ollama/models", headers=auth)).json()["data"]
     assert models["count"] == 1 and models["models"][0]["name"] == "qwen3:8b"
     resp = await automation.get("/api/llm-backends/ollama/models?endpoint=http://127.0.0.1:9", headers=auth)
-    assert_error(resp, 503, "SERVICE_UNAVAILABLE")
+    message = "Failed to connect to Ollama: error sending request for url (http://127.0.0.1:9/api/tags)"
+    assert_error(resp, 500, "INTERNAL_ERROR")  # the real handler's ErrorResponse::internal
+    assert resp.json()["error"]["message"] == message
     schema = (await automation.get("/api/llm-backends/types/openai/schema", headers=auth)).json()["data"]
     assert schema["type"] == "openai" and "api_key" in schema["schema"]["required"]
     assert_error(
