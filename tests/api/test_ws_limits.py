@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
 
+import httpx
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from api.automation.realtime import EventEncoder
+from api.automation.routers.events import DRAIN
 from tests.api.automation.test_events_ws import live_twin, ws_url
+from tests.sockets import until
 
 pytestmark = pytest.mark.socket
 
@@ -29,3 +35,45 @@ async def test_an_event_socket_that_never_authenticates_is_closed() -> None:
             await ws.send(json.dumps({"type": "Auth", "token": token}))
             assert json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] == "Authenticated"
             assert json.loads(await asyncio.wait_for(ws.recv(), 30))["type"] == "ping"
+
+
+def _stalled_sse(port: int, token: str) -> socket.socket:
+    """An SSE subscriber that never reads (a small receive buffer, so the server's writes stall)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(f"GET /api/events/stream?token={token} HTTP/1.1\r\nhost: t\r\n\r\n".encode())
+    return sock
+
+
+async def test_stalled_sse_subscribers_neither_slow_the_others_nor_the_close() -> None:
+    """The finding: closing 200 stalled SSE subscribers made health probes fail. A stalled
+    subscriber holds only its own queue; when it goes, its backlog is dropped, not encoded."""
+    async with live_twin() as (twin, base, token):
+        state = twin.automation_app.state
+        state.event_encoder = encoder = EventEncoder(lambda: 0.0, cache=1)  # every envelope costs
+        port = int(base.rsplit(":", 1)[1])
+        stalled = [_stalled_sse(port, token) for _ in range(3)]
+        bus = twin.world.bus
+        await until(lambda: len(bus._subs) >= 3)
+        blob = "x" * 8000
+        async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+            async with http.stream("GET", "/api/events/stream", params={"token": token}) as live:
+                await until(lambda: len(bus._subs) >= 4)
+                for i in range(3000):
+                    twin.automation.publish_event("load", {"i": i, "blob": blob}, "test")
+                    if i % 50 == 0:
+                        await asyncio.sleep(0)
+                twin.automation.publish_event("last", {}, "test")
+                async for line in live.aiter_lines():  # the live one gets everything
+                    if '"custom_type":"last"' in line:
+                        break
+            backlog = [s for s in bus._subs if len(s) > 0]
+            assert len(backlog) == 3 and min(len(s) for s in backlog) > 1000  # they really stalled
+            encoded = encoder.encoded
+            for sock in stalled:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()  # a reset: the server sees them gone at once
+            await until(lambda: len(bus._subs) == 0)
+            assert encoder.encoded - encoded <= 3 * DRAIN  # not the 3 x 1000s events left behind
+            assert (await http.get("/api/health")).status_code == 200

@@ -110,8 +110,13 @@ async def event_stream(request: Request, backend: Backend) -> Response:
 async def _sse(
     sub: Subscription, events: EventFilter, encoder: EventEncoder, clock: Clock
 ) -> AsyncIterator[bytes]:
-    """Everything pending goes out as one write; a keep-alive comment after 30 s of world time
-    without one."""
+    """Everything pending goes out as one write (at most :data:`DRAIN` events); a keep-alive
+    comment after 30 s of world time without one.
+
+    A subscriber that stops reading holds only its own queue (the oldest events dropped past
+    :data:`SUBSCRIPTION_QUEUE`) and its task, parked in the write. Each batch then yields to the
+    loop: a large backlog never holds it, and once the client is gone (the server's writes return
+    at once then) the response is cancelled at the next batch instead of encoding the backlog."""
     accepted = events.accepted()
     losses = _Losses(sub, "sse")
     last_sent = clock.now()
@@ -140,6 +145,7 @@ async def _sse(
             if chunk:
                 last_sent = clock.now()
                 yield chunk
+            await asyncio.sleep(0)  # a backlog goes out one batch per turn of the loop (see _sse)
     finally:
         keepalive.cancel()
         if ready is not None:
@@ -334,6 +340,7 @@ class _WsSession:
                     continue
             else:
                 await self.sub.ready()
+            await asyncio.sleep(0)  # one drained batch per turn of the loop, as the SSE stream
             envelopes = _envelopes(self.sub.drain(DRAIN), self.accepted, self.encoder)
             self.losses.check()
             if not envelopes:
