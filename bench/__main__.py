@@ -61,6 +61,8 @@ PARTS: tuple[Part, ...] = (
          "real members served through the twin against direct: req/s, latency, video"),
     Part("publisher", "publisher", json_to,
          "the fleet published to an outside MQTT broker: produced, received, lost"),
+    Part("hostile", "hostile", json_to,
+         "a hostile local client: cross-site POST /reset refused; 4 x 50 MiB endless headers, RSS"),
 )
 # fmt: on
 BY_NAME = {part.name: part for part in PARTS}

@@ -1,0 +1,129 @@
+"""``python -m bench.hostile``: a hostile client on this machine against ``twin run`` (black box).
+
+1. **Cross-site control**: ``POST /reset`` as a web page would send it (``Origin:
+   http://evil.example``, ``Content-Type: text/plain``), and with a rebound ``Host``, after the
+   clock was advanced: each must be refused and the clock must still read the advanced time.
+2. **Endless headers**: ``--streams`` connections to the automation API (and half as many to a
+   camera's gateway) each send a header line of ``--mib`` MiB that never ends, all at once. Each
+   must get ``431`` or a close; the twin's RSS (``VmRSS``) may grow by at most ``--rss-limit`` MB.
+
+Exit status 0 when everything held, 1 otherwise; ``--json PATH`` writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from bench import servers
+from bench.soak import gateway_of
+
+CHUNK = 256 * 1024
+EVIL = "http://evil.example"
+
+
+def _post(url: str, headers: dict[str, str], body: bytes = b"{}") -> int:
+    request = urllib.request.Request(url, data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=servers.SETUP_TIMEOUT) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def cross_site(twin: servers.Server) -> dict[str, Any]:
+    """The refusals of a page's ``POST /reset``, and whether the world was left alone."""
+    control = f"http://{servers.HOST}:{twin.control_port}"
+    advanced = servers.advance_clock(twin, 60)
+    tries = {
+        "evil origin, text/plain": {"Origin": EVIL, "Content-Type": "text/plain"},
+        "evil origin, json": {"Origin": EVIL, "Content-Type": "application/json"},
+        "form": {"Content-Type": "application/x-www-form-urlencoded"},
+        "rebound host": {"Host": "evil.example", "Content-Type": "application/json"},
+    }
+    statuses = {name: _post(control + "/reset", headers) for name, headers in tries.items()}
+    _, clock = servers.http_json("GET", control + "/clock")
+    after = clock.get("sim_time") if isinstance(clock, dict) else None
+    held = all(status in (403, 415) for status in statuses.values()) and after == advanced
+    return {"statuses": statuses, "sim_time_before": advanced, "sim_time_after": after, "held": held}
+
+
+async def _endless(host: str, port: int, mib: int) -> str:
+    """One connection sending a ``mib`` MiB header line that never ends: ``431``, ``closed`` (the
+    server hung up first) or ``open`` (it took everything and said nothing)."""
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(b"GET /api/health HTTP/1.1\r\nHost: twin\r\nX-Endless: ")
+    try:
+        for _ in range(mib * 1024 * 1024 // CHUNK):
+            writer.write(b"a" * CHUNK)
+            await asyncio.wait_for(writer.drain(), 60)
+    except (ConnectionError, TimeoutError):
+        pass
+    try:
+        answer = await asyncio.wait_for(reader.read(256), 30)
+    except (ConnectionError, TimeoutError):
+        answer = b""
+    finally:
+        writer.close()
+    if answer.startswith(b"HTTP/1.1 431"):
+        return "431"
+    return "closed" if reader.at_eof() or not answer else "open: " + answer[:40].decode("latin-1")
+
+
+async def endless_headers(twin: servers.Server, streams: int, mib: int) -> dict[str, Any]:
+    gateway = gateway_of(twin).removeprefix("http://")
+    gateway_host, gateway_port = gateway.rsplit(":", 1)
+    before = servers.rss_mb(twin.proc.pid) or 0.0
+    peak = before
+    jobs = [_endless(servers.HOST, twin.port, mib) for _ in range(streams)]
+    jobs += [_endless(gateway_host, int(gateway_port), mib) for _ in range(max(1, streams // 2))]
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    while not all(task.done() for task in tasks):
+        peak = max(peak, servers.rss_mb(twin.proc.pid) or 0.0)
+        await asyncio.wait(tasks, timeout=0.05)
+    outcomes = [task.result() for task in tasks]
+    after = servers.rss_mb(twin.proc.pid) or 0.0
+    return {
+        "automation": outcomes[:streams],
+        "gateway": outcomes[streams:],
+        "rss_before_mb": round(before, 1),
+        "rss_peak_mb": round(peak, 1),
+        "rss_after_mb": round(after, 1),
+        "growth_mb": round(peak - before, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.hostile", description=__doc__.split("\n")[0])
+    parser.add_argument("--streams", type=int, default=4, help="endless-header connections (default 4)")
+    parser.add_argument("--mib", type=int, default=50, help="MiB each one sends (default 50)")
+    parser.add_argument("--rss-limit", type=float, default=20.0, help="allowed RSS growth, MB (default 20)")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+    twin = servers.start_twin()
+    try:
+        servers.wait_healthy(twin)
+        started = time.monotonic()
+        result: dict[str, Any] = {"cross_site": cross_site(twin)}
+        result["headers"] = asyncio.run(endless_headers(twin, args.streams, args.mib))
+        result["seconds"] = round(time.monotonic() - started, 1)
+    finally:
+        servers.stop(twin)
+    headers = result["headers"]
+    bounded = all(o in ("431", "closed") for o in headers["automation"] + headers["gateway"])
+    result["held"] = ok = result["cross_site"]["held"] and bounded and headers["growth_mb"] <= args.rss_limit
+    print(json.dumps(result, indent=2))
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
