@@ -13,6 +13,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from api.automation.realtime import EventEncoder
+from api.automation.routers.chat import MAX_TURNS_IN_FLIGHT
 from api.automation.routers.events import DRAIN
 from tests.api.automation.test_events_ws import live_twin, ws_url
 from tests.sockets import until
@@ -77,3 +78,21 @@ async def test_stalled_sse_subscribers_neither_slow_the_others_nor_the_close() -
             await until(lambda: len(bus._subs) == 0)
             assert encoder.encoded - encoded <= 3 * DRAIN  # not the 3 x 1000s events left behind
             assert (await http.get("/api/health")).status_code == 200
+
+
+async def test_chat_tells_a_client_that_sends_faster_than_turns_end() -> None:
+    """The finding: 50 sockets x 200 messages got 241 frames back and no error. Turns wait on the
+    world clock (step mode, not advanced), so every message past the bound is refused at once."""
+    async with live_twin() as (_, base, token):
+        url = base.replace("http://", "ws://") + f"/api/chat?token={token}"
+        async with connect(url) as ws:
+            extra = 5
+            for i in range(MAX_TURNS_IN_FLIGHT + extra):
+                await ws.send(json.dumps({"message": f"hello {i}"}))
+            errors: list[dict] = []
+            while len(errors) < extra:
+                frame = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                if frame["type"] == "Error":
+                    errors.append(frame)
+            assert errors[0]["message"].startswith("Too many requests in flight: 16 turns")
+            assert errors[0]["sessionId"]

@@ -11,10 +11,11 @@ A client frame is a chat request ``{message, sessionId?, backendId?, images?, pa
 sessionConfig?, selectedSkills?}`` (anything else is ignored). The connection's session is the
 requested one when it exists (``session_switched`` and its history), else the current one, else a
 new one (``session_created``, honouring ``sessionConfig``); a message starting with ``/`` stops
-there. ``__CANCEL__`` interrupts the session's turn and is answered ``cancelled``. Each turn's events
-stream as they happen (``Content``, ``ToolCallStart``/``ToolCallEnd``, ``intermediate_end``,
+there. ``__CANCEL__`` interrupts the session's turn and is answered ``cancelled``. Each turn's
+events stream as they happen (``Content``, ``ToolCallStart``/``ToolCallEnd``, ``intermediate_end``,
 ``end``...), turns of several sessions side by side; a closed connection interrupts the turn of its
-current session.
+current session. A connection with :data:`MAX_TURNS_IN_FLIGHT` turns not ended yet gets an
+``Error`` frame for its next message, which is not started (back-pressure the client can see).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ from hardware.ports.errors import DomainError, NotFound
 
 router = APIRouter(tags=["chat"])
 HEARTBEAT_S = 30.0
+MAX_TURNS_IN_FLIGHT = 16
+"""Turns one connection may have started and not yet seen to their end. A message past that is
+answered at once with an ``Error`` frame and not started: a client that sends faster than turns
+finish learns it, instead of queueing turns (and their tasks) without bound."""
 AUTH_CLOSE = 4001
 CANCEL = "__CANCEL__"
 
@@ -170,6 +175,10 @@ class _Chat:
         session_id = await self.resolve(request)
         if request.message.strip().startswith("/"):
             return  # a control message: it only chose the session
+        if len(self.pumps) >= MAX_TURNS_IN_FLIGHT:
+            message = f"Too many requests in flight: {len(self.pumps)} turns have not ended yet"
+            await self.send({"type": "Error", "message": message, "sessionId": session_id})
+            return
         try:
             turn = chat.start_turn(session_id, request.to_turn())
         except NotFound as err:  # a ?sessionId= that names nothing: the server's fallback fails too
