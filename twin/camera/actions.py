@@ -1,13 +1,16 @@
 """The scenario actions that act on a simulated camera: its clock, power, OTA and OS upgrades,
-partitions, containers and services, and the login sessions it drops (:mod:`twin.scenario.actions`)."""
+partitions, containers and services, the login sessions it drops (:mod:`twin.scenario.actions`), and
+the weather its picture and its AI model see (:mod:`twin.camera.video.weather`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field
 
 from hardware.ports.errors import NotFound
+from twin.camera.video.weather import CLEAR, Weather, set_weather, weather_of
 from twin.scenario.actions import Action, CameraParams, Reach, Target, Undo
 
 
@@ -40,6 +43,33 @@ class ContainerParams(CameraParams):
 
 class UnpackParams(CameraParams):
     bytes_per_second: int = Field(default=1_000_000, ge=1, description="image unpack speed")
+
+
+class WeatherParams(CameraParams):
+    intensity: float = Field(default=0.6, ge=0.0, le=1.0, description="how heavy, 0 (none) to 1")
+
+
+def _weather(kind: str) -> Callable[[Target, WeatherParams], Undo]:
+    """The action that sets ``kind`` weather on a camera; undone (``for:``), the weather before it
+    comes back unless the weather changed again meanwhile."""
+
+    def run(c: Target, p: WeatherParams) -> Undo:
+        c.camera(p.camera)  # an unknown camera is refused
+        before, mine = weather_of(c.world, p.camera), Weather(kind, p.intensity)
+        set_weather(c.world, p.camera, mine)
+
+        def undo() -> None:
+            if weather_of(c.world, p.camera) == mine:  # a later change outlives this one's end
+                set_weather(c.world, p.camera, before)
+
+        return undo
+
+    return run
+
+
+def _weather_clear(c: Target, p: CameraParams) -> None:
+    c.camera(p.camera)
+    set_weather(c.world, p.camera, CLEAR)
 
 
 def _ntp_jump(c: Target, p: NtpJumpParams) -> None:
@@ -194,4 +224,12 @@ CAMERA_ACTIONS = (
     ),
     Action("event_bus_stop", CameraParams, _event_bus_stop, "the device event bus stops", Reach.CAMERA),
     Action("event_bus_start", CameraParams, _event_bus_start, "the device event bus starts", Reach.CAMERA),
+    Action("weather_rain", WeatherParams, _weather("rain"), "rain falls in a camera's view", Reach.CAMERA),
+    Action(
+        "weather_fog", WeatherParams, _weather("fog"), "fog hides far things in a camera's view", Reach.CAMERA
+    ),
+    Action(
+        "weather_glare", WeatherParams, _weather("glare"), "the low sun glares into a camera", Reach.CAMERA
+    ),
+    Action("weather_clear", CameraParams, _weather_clear, "clear weather in a camera's view", Reach.CAMERA),
 )

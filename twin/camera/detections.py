@@ -1,10 +1,15 @@
 """The camera's AI model: detections derived from the scene's ground truth.
 
 At each detection tick (:data:`TICK_HZ` per second of world time) every object in view is detected
-unless a seeded draw misses it (:data:`MISS_RATE`); its box is the ground truth, jittered by a few
-percent, with a seeded confidence. Now and then a false positive appears (:data:`FALSE_RATE` per
-tick). Everything is a pure function of (camera key, tick, view), so the same seed gives the same
-detections whichever frame asks, and the AI overlay matches what the event bus reports.
+unless a seeded draw misses it; its box is the ground truth, jittered by a few percent, with a seeded
+confidence. How well the model sees an object (its *quality*, 0..1) is the view's ``visibility``
+(light and weather, :func:`twin.camera.video.weather.visibility`) times how big the object looks:
+under :data:`SMALL` of the view's height it fades. An object is missed with probability
+``1 - (1 - miss_rate) * quality`` (:data:`MISS_RATE` for a big object in clear daylight), and its
+confidence falls with its quality too. Now and then a false positive appears (:data:`FALSE_RATE` per
+tick, more when visibility is poor). Everything is a pure function of (camera key, tick, view), so
+the same seed gives the same detections whichever frame asks, and the AI overlay matches what the
+event bus reports.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ FALSE_RATE = 0.03
 MIN_VISIBLE = 0.4
 """Fraction of a box that must be in view for the model to see it."""
 JITTER = 0.03
+SMALL = 0.06
+"""Objects shorter than this fraction of the view's height are harder to see, the smaller the harder."""
 
 
 class Detector:
@@ -29,9 +36,16 @@ class Detector:
         self.false_rate = false_rate
 
     def detect(
-        self, scene: Scene, t: float, zoom: float = 1.0, pan: float = 0.0, tilt: float = 0.0
+        self,
+        scene: Scene,
+        t: float,
+        zoom: float = 1.0,
+        pan: float = 0.0,
+        tilt: float = 0.0,
+        visibility: float = 1.0,
     ) -> tuple[Detection, ...]:
-        """Detections at sim time ``t`` for a view at ``zoom``/``pan``/``tilt``; boxes in view fractions."""
+        """Detections at sim time ``t`` for a view at ``zoom``/``pan``/``tilt`` seeing as well as
+        ``visibility`` (1: clear daylight); boxes in view fractions."""
         tick = int(t * TICK_HZ)
         wx, wy, ww, wh = window_fractions(zoom, pan, tilt)
         out = []
@@ -43,7 +57,8 @@ class Detector:
                 else (1 << 40) + (tick * 64 + box.object_id) * 8
             )
             u = hash_uniform(self.key, [base, base + 1, base + 2, base + 3, base + 4])
-            if u[0] < self.miss_rate:
+            quality = visibility * min(1.0, box.h / wh / SMALL)
+            if u[0] >= (1 - self.miss_rate) * quality:
                 continue
             x0 = max(box.x, wx)
             y0 = max(box.y, wy)
@@ -55,7 +70,7 @@ class Detector:
             out.append(
                 Detection(
                     box.label,
-                    round(0.55 + 0.44 * float(u[3]), 3),
+                    round(0.35 + quality * (0.2 + 0.44 * float(u[3])), 3),
                     round((x0 + jx - wx) / ww, 4),
                     round((y0 + jy - wy) / wh, 4),
                     round((x1 - x0) / ww, 4),
@@ -64,7 +79,9 @@ class Detector:
                 )
             )
         f = hash_uniform(self.key, [tick * 64 + 60, tick * 64 + 61, tick * 64 + 62, tick * 64 + 63])
-        if scene.movers and f[0] < self.false_rate:  # an empty scene has no clutter to mistake
+        if scene.movers and f[0] < self.false_rate * (
+            2 - visibility
+        ):  # an empty scene has no clutter to mistake
             out.append(
                 Detection(
                     "person",

@@ -56,16 +56,15 @@ class FieldLines:
 
     # Radar ---------------------------------------------------------------------------------------
     def radar_targets(self) -> list[dict[str, float]]:
-        """Targets from the scene's ground truth: range from the box's foot, angle from its centre."""
+        """Targets from the scene's ground truth: range the object's distance, angle from its centre."""
         if not self.radar:
             return []
         out = []
         for box in self.scene.boxes(self.env.now):
-            foot = box.y + box.h
             out.append(
                 {
                     "id": box.object_id,
-                    "range_m": round(2.0 + 40.0 * (1.0 - foot), 2),
+                    "range_m": round(box.depth, 2),
                     "angle_deg": round((box.x + box.w / 2 - 0.5) * 60.0 + self._pan_deg(), 2),
                 }
             )

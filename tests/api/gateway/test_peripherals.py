@@ -162,8 +162,11 @@ async def test_radar_alarm_outputs_and_wiegand_events(gateway, auth, twin: Twin)
     await gateway.post(DEV + "/radar", json={"enable": True}, headers=auth)
     radar = await data(await gateway.get(DEV + "/radar", headers=auth))
     assert radar == {"success": True, "enabled": True, "message": "OK"}
-    targets = cameras_of(twin.world)["cam-01"].peripherals.field_lines.radar_targets()
-    assert len(targets) == 4 and all(2 <= t["range_m"] <= 42 for t in targets)
+    field_lines = cameras_of(twin.world)["cam-01"].peripherals.field_lines
+    targets, truth = field_lines.radar_targets(), field_lines.scene.boxes(twin.world.env.now)
+    assert [t["id"] for t in targets] == [b.object_id for b in truth] and len(targets) >= 2
+    assert [t["range_m"] for t in targets] == [round(b.depth, 2) for b in truth]  # how far each object is
+    assert all(5 <= t["range_m"] <= 40 for t in targets)
 
     await gateway.post(DEV + "/alarm-out", json={"channel": 1, "enable": True}, headers=auth)
     assert (await data(await gateway.get(DEV + "/alarm-out/1", headers=auth)))["enabled"] is True

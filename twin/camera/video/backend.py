@@ -6,7 +6,7 @@ streams are made on next use, with the settings the store holds (see below).
 
 Every frame is rendered through a :class:`~twin.camera.video.render.View` captured on the world's thread at
 the frame's tick: the lens (zoom, focus error, iris), the peripherals (PTZ, day/night, IR, light) and
-these settings (image, transform, OSD, privacy masks, AI overlay with the model's detections).
+these settings (image, transform, OSD, privacy masks, AI overlay with the model's detections), weather.
 
 The settings are durable, as the daemon's configuration file and its OSD images are on the device:
 one document per camera in the store (the configuration and the stored profiles), written by every
@@ -42,14 +42,13 @@ from twin.camera.detections import Detector
 from twin.camera.video import config as cfg
 from twin.camera.video import stream as _stream
 from twin.camera.video.render import Renderer, View, default_osd
-from twin.camera.video.scene import Scene, scene_of
+from twin.camera.video.scene import Scene, scene_of, sun_side
 from twin.camera.video.source import source_of
 from twin.camera.video.stream import VideoStream, Viewer
+from twin.camera.video.weather import visibility, weather_of
 from twin.camera.wing import cameras_of
 
 if TYPE_CHECKING:
-    import simpy
-
     from twin.camera.camera import Camera
     from twin.clock import SimClock
     from twin.world import World
@@ -229,8 +228,9 @@ class CameraMedia:
                 for i in osd.image_overlays
                 if i.enabled and PurePosixPath(i.image_path).name in self._osd_pixels
             )
+        weather = weather_of(self._world, self._id)
         detections = (
-            self._detector.detect(self._scene, self._world.env.now, zoom, pan, tilt)
+            self._detector.detect(self._scene, self._world.env.now, zoom, pan, tilt, self._seen(camera))
             if s.overlay.enabled
             else ()
         )
@@ -256,6 +256,8 @@ class CameraMedia:
             images=images,
             overlay=s.overlay,
             detections=detections,
+            weather=weather,
+            sun=sun_side(self._world.now()),
         )
 
     # Streams -----------------------------------------------------------------------------------
@@ -439,6 +441,10 @@ class CameraMedia:
         if not self._service_running():
             return []  # no frames, nothing to infer on: apps see zero detections
         pan, tilt = camera.peripherals.view_offset()
-        return list(
-            self._detector.detect(self._scene, self._world.env.now, camera.lens.zoom_ratio(), pan, tilt)
-        )
+        zoom, now = camera.lens.zoom_ratio(), self._world.env.now
+        return list(self._detector.detect(self._scene, now, zoom, pan, tilt, self._seen(camera)))
+
+    def _seen(self, camera: Camera) -> float:
+        """How well the AI model sees in this light and weather (0..1)."""
+        per, weather = camera.peripherals, weather_of(self._world, self._id)
+        return visibility(weather, per.daylight(), per.night(), per.ir_led_level, per.light_level)

@@ -20,9 +20,10 @@ Output is BGR ``uint8`` of shape ``(height, width, 3)``: the same inputs give th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import cv2
 import numpy as np
@@ -36,7 +37,10 @@ from hardware.ports.camera_hw import (
     PrivacyRegion,
     Transform,
 )
-from twin.camera.video.scene import Scene
+from twin.camera.video.backdrop import Light, fog_color, palette, panorama
+from twin.camera.video.scene import Box, Scene
+from twin.camera.video.sprites import Sprites, blit, shadow
+from twin.camera.video.weather import CLEAR, RAIN_HZ, Weather, fog_factor, glare_layer, rain_layers
 
 if TYPE_CHECKING:
     from twin.camera.video.source import MediaSource
@@ -77,6 +81,9 @@ class View:
     """Uploaded OSD images to paste: (x, y, width, height in fractions of the frame, BGR or BGRA pixels)."""
     overlay: AiOverlay = field(default_factory=AiOverlay)
     detections: tuple[Detection, ...] = ()
+    weather: Weather = CLEAR
+    sun: float = 0.0
+    """Where the sun is across the sky (:func:`twin.camera.video.scene.sun_side`): where shadows fall."""
 
 
 def default_osd(camera_id: str) -> tuple[tuple[OsdText, ...], tuple[OsdDatetime, ...]]:
@@ -103,38 +110,12 @@ def osd_datetime(fmt: str, unix_time: float) -> str:
         return fmt
 
 
-def _background(scene: Scene, width: int, height: int) -> np.ndarray:
-    """The static panorama: sky, ground, buildings with windows, a road with lane marks."""
-    ramp = np.linspace(0.0, 1.0, height, dtype=np.float32)[:, None]
-    top = np.array([200, 170, 120], np.float32) * (0.7 + 0.3 * scene.hue)
-    bottom = np.array([70, 90, 80], np.float32)
-    column = top * (1 - ramp) + bottom * ramp
-    img = np.repeat(column[:, None, :], width, axis=1).reshape(height, width, 3).astype(np.uint8)
-    horizon = int(height * 0.35)
-    cv2.rectangle(img, (0, horizon), (width, height), (90, 95, 95), -1)
-    unit = max(2, width // 160)
-    for j, (fx, fh) in enumerate(scene.shapes * 2):
-        x0 = int(((fx + 0.37 * j) % 1.0) * width * 0.9)
-        top_y = int(horizon - (0.3 + 0.7 * fh) * height * 0.3)
-        x1 = x0 + width // 12
-        cv2.rectangle(img, (x0, top_y), (x1, horizon), (110 + 10 * j, 110, 130), -1)
-        for wy in range(top_y + unit, horizon - unit, 3 * unit):
-            for wx in range(x0 + unit, x1 - unit, 3 * unit):
-                cv2.rectangle(img, (wx, wy), (wx + unit, wy + unit), (40, 60, 70), -1)
-    road = int(height * 0.7)
-    thick = max(1, height // 180)
-    cv2.line(img, (0, road), (width, road), (200, 200, 200), thick)
-    for x in range(0, width, 8 * unit):
-        cv2.line(img, (x, road + 6 * thick), (x + 4 * unit, road + 6 * thick), (220, 220, 220), thick)
-    return img
-
-
 def _grade_params(view: View) -> tuple[bool, float, float, float]:
     """(grayscale, saturation mix, alpha, beta): the colour map of this view."""
     if view.night:
         illumination = 0.3 + 0.7 * view.ir_led / 100
-    else:
-        illumination = 0.25 + 0.75 * view.daylight + 0.5 * view.light / 100
+    else:  # the scene's own light is in its palette; the white light helps only in the dark
+        illumination = 1.0 + 0.8 * view.light / 100 * (1.0 - min(1.0, view.daylight / 0.6))
     gain = min(2.5, view.exposure * illumination)
     contrast = 1.0 + view.image.contrast / 100
     alpha = gain * contrast
@@ -167,6 +148,11 @@ def _blur(img: np.ndarray, sigma: float) -> np.ndarray:
     return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
 
 
+def _bucketed(weather: Weather) -> Weather:
+    """``weather`` with its intensity in steps of 0.05 (what the cached layers are drawn for)."""
+    return Weather(weather.kind, round(weather.intensity * 20) / 20)
+
+
 def _bgr(rgb: int) -> tuple[int, int, int]:
     return (rgb & 0xFF, (rgb >> 8) & 0xFF, (rgb >> 16) & 0xFF)
 
@@ -185,10 +171,12 @@ class Renderer:
         self.camera_id = camera_id
         self.pan_w = round(width * PAN_W)
         self.pan_h = round(height * PAN_H)
-        self._bg = _background(scene, self.pan_w, self.pan_h)
+        self.sprites = Sprites()
+        self._bg_key: tuple | None = None
+        self._bg: np.ndarray | None = None
         self._cache_key: tuple | None = None
         self._cache: np.ndarray | None = None
-        self._colors: dict[int, tuple[int, ...]] = {}
+        self._layers: dict[tuple, list[np.ndarray] | np.ndarray] = {}
 
     def window(self, view: View) -> tuple[int, int, int, int]:
         """``(x0, y0, w, h)`` of the panorama the view shows."""
@@ -212,28 +200,89 @@ class Renderer:
             return self._finish(self.source.picture(W, H), view)
         win = self.window(view)
         params = _grade_params(view)
+        light = palette(view.daylight)
+        weather = _bucketed(view.weather)
+        bg_key = (light, weather, view.night)
+        if bg_key != self._bg_key:
+            self._bg = panorama(self.scene.key, self.pan_w, self.pan_h, light, weather, view.night)
+            self._bg_key, self._cache_key = bg_key, None
         key = (win, params)
         if key != self._cache_key:
+            assert self._bg is not None
             x0, y0, ww, wh = win
             crop = self._bg[y0 : y0 + wh, x0 : x0 + ww]
             if (ww, wh) != (W, H):
                 crop = cv2.resize(crop, (W, H), interpolation=cv2.INTER_LINEAR)
             self._cache = _grade(np.ascontiguousarray(crop), params)
             self._cache_key = key
-            self._colors = {
-                m.object_id: tuple(int(c) for c in _grade(np.array([[m.color]], np.uint8), params)[0, 0])
-                for m in self.scene.movers
-            }
         assert self._cache is not None
         img = self._cache.copy()
-        edge = max(1, H // 240)
-        for box in self.scene.boxes(t):
-            fx0, fy0 = self.to_view(box.x, box.y, win)
-            fx1, fy1 = self.to_view(box.x + box.w, box.y + box.h, win)
-            p0, p1 = (round(fx0 * W), round(fy0 * H)), (round(fx1 * W), round(fy1 * H))
-            cv2.rectangle(img, p0, p1, self._colors[box.object_id], -1)
-            cv2.rectangle(img, p0, p1, (20, 20, 20), edge)
+        for box in self.scene.placements(t):
+            self._draw(img, box, win, view, light, weather, params)
+        rain = weather.of("rain")
+        if rain:
+            layers = self._layer(("rain", rain), lambda: rain_layers(self.scene.key, W, H, rain))
+            cv2.add(img, layers[int(t * RAIN_HZ) % len(layers)], dst=img)
+        glare = weather.of("glare")
+        if glare and not view.night:
+            sun_x = 0.5 + 0.4 * (view.sun if view.sun else -0.5)
+            cv2.add(
+                img,
+                self._layer(("glare", glare, round(sun_x, 2)), lambda: glare_layer(W, H, sun_x, glare)),
+                dst=img,
+            )
         return self._finish(_blur(img, view.blur_1280 * W / 1280), view)
+
+    def _layer(self, key: tuple, make: Callable[[], Any]) -> Any:
+        if key not in self._layers:
+            if len(self._layers) > 8:
+                self._layers.clear()
+            self._layers[key] = make()
+        return self._layers[key]
+
+    def _draw(
+        self, img: np.ndarray, box: Box, win: tuple[int, int, int, int], view: View, light: Light,
+        weather: Weather, params: tuple[bool, float, float, float],
+    ) -> None:  # fmt: skip
+        """One object: its shadow on the ground, then its sprite in the light and weather of the view."""
+        W, H = self.width, self.height
+        fx0, fy0 = self.to_view(box.x, box.y, win)
+        fx1, fy1 = self.to_view(box.x + box.w, box.y + box.h, win)
+        x0, y0, x1, y1 = round(fx0 * W), round(fy0 * H), round(fx1 * W), round(fy1 * H)
+        w, h = x1 - x0, y1 - y0
+        if w < 2 or h < 3 or x1 < 0 or y1 < 0 or x0 >= W or y0 >= H:
+            return
+        fog = round(fog_factor(box.depth, weather.of("fog")), 2)
+        ir = round(min(1.25, max(0.15, (14.0 / box.depth) ** 0.8)), 2) if view.night else 0.0
+        if not view.night:
+            strength = 0.55 * min(1.0, view.daylight / 0.5) * (1 - 0.7 * weather.of("rain")) * (1 - fog)
+            offset = -view.sun * w * 0.45
+            shadow(
+                img,
+                round((x0 + x1) / 2 + offset),
+                y1,
+                round(w * 0.55 + abs(offset)),
+                max(1, round(h * 0.05)),
+                strength,
+            )
+        veil = fog_color(light, view.night)
+        ambient = light.ambient * (1 - 0.25 * weather.of("rain"))
+
+        def shade(pixels: np.ndarray) -> np.ndarray:
+            if view.night:  # IR: gray, brighter when near
+                gray = cv2.cvtColor(pixels, cv2.COLOR_BGR2GRAY)
+                pixels = cv2.cvtColor(cv2.convertScaleAbs(gray, alpha=ir), cv2.COLOR_GRAY2BGR)
+            else:
+                pixels = cv2.convertScaleAbs(pixels, alpha=ambient)
+            if fog:
+                pixels = cv2.addWeighted(pixels, 1 - fog, np.full_like(pixels, veil), fog, 0)
+            return _grade(pixels, params)
+
+        shade_key = (params, round(ambient, 2), ir, fog, veil)
+        sprite = self.sprites.get(
+            box.label, box.variant, box.step, box.facing, (w, h), light.lamps, (shade_key, shade)
+        )
+        blit(img, sprite, x0, y0)
 
     def _finish(self, img: np.ndarray, view: View) -> np.ndarray:
         """Sharpness, transform, privacy masks, AI overlay and OSD on a picture of the output size."""

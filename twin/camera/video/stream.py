@@ -181,6 +181,7 @@ class VideoStream:
         self._recent: deque[float] = deque(maxlen=max(2, config.fps + 1))
         self._running = False
         self._want_key = False
+        self._night = False
         self._worker: _Worker | None = None
         self._generation = 0
         self._primed: asyncio.Event | None = None
@@ -272,9 +273,10 @@ class VideoStream:
         if worker.jobs.qsize() >= max(2, int(self.config.fps * BACKLOG_S)):
             self.skipped += 1
             return
-        key = self._want_key
-        self._want_key = False
-        worker.submit(_Job(self.env.now, self.view_of(self.config.stream_id), key))
+        view = self.view_of(self.config.stream_id)
+        key = self._want_key or view.night != self._night  # day/night: the whole picture changes
+        self._want_key, self._night = False, view.night
+        worker.submit(_Job(self.env.now, view, key))
 
     def reconfigure(self, config: StreamConfig) -> None:
         """Take new encoder settings: the current encoder stops, a new one starts after
