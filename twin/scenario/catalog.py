@@ -9,6 +9,7 @@ from typing import Any
 from hardware.ports.errors import InvalidInput
 from twin.kinds import Kinds
 from twin.scenario.actions import CORE_ACTIONS, Action
+from twin.scenario.suggest import did_you_mean
 from twin.wings import KINDS
 
 
@@ -42,7 +43,8 @@ class Catalog(Mapping[str, Action]):
         action = self.get(name)
         if action is not None:
             return action
-        raise InvalidInput(f"unknown action {name!r}; known: {', '.join(sorted(self))}", field="do")
+        why = f"unknown action {name!r}" + (did_you_mean(name, self) or f"; known: {', '.join(sorted(self))}")
+        raise InvalidInput(why, field="do")
 
     def describe(self) -> list[dict[str, Any]]:
         """Every action with its parameters' JSON Schema; built once per registration (the schemas

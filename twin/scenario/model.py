@@ -41,6 +41,7 @@ from twin.fleet import (
     WorldConfig,
 )
 from twin.scenario.catalog import ACTIONS
+from twin.scenario.checks import message, precheck
 from twin.scenario.client import ClientSpec
 from twin.scenario.expectations import Expectation
 from twin.scenario.files import FILES, FileRoots
@@ -360,34 +361,6 @@ def scenario_model() -> type[Scenario]:
     return _models(KINDS.version)[1]
 
 
-def _precheck(doc: Document) -> list[tuple[int, str]]:
-    """The actions named in the timeline and their parameters, checked on their own so that an
-    unknown action or a bad parameter is reported at its own line and key, beside whatever else
-    is wrong with the step (the schema then leaves them to this check)."""
-    problems = []
-    timeline = doc.data.get("timeline")
-    for i, step in enumerate(timeline if isinstance(timeline, list) else []):
-        if not isinstance(step, dict) or not isinstance(step.get("do"), str):
-            continue
-        name = step["do"]
-        if name not in ACTIONS:
-            why = f"unknown action {name!r}; known: {', '.join(sorted(ACTIONS))}"
-            problems.append(doc.problem(("timeline", i, "do"), why))
-            continue
-        params = step.get("params", {})
-        if not isinstance(params, dict):
-            continue
-        try:
-            ACTIONS[name].params.model_validate(params)
-        except ValidationError as err:
-            problems += [doc.problem(("timeline", i, "params", *e["loc"]), _message(e)) for e in err.errors()]
-    return problems
-
-
-def _message(error: Any) -> str:
-    return "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
-
-
 def _names(doc: Document, scenario: Scenario | None) -> Names | None:
     """The fleet's cameras and sensors and which members are real, read off the fleet (and the
     servers) alone when the rest of the file is bad."""
@@ -421,7 +394,7 @@ def parse_scenario(
     set in ``environ`` (default: the process's environment); the files it names (fixtures, videos)
     must be inside ``files`` (:mod:`twin.scenario.files`; ``None``: paths as given)."""
     doc = read(text, source)
-    problems = _precheck(doc)
+    problems = precheck(doc)
     scenario = None
     context: dict[str, Any] = {ACTIONS_CHECKED: True, ENVIRON: os.environ if environ is None else environ}
     if files is not None:
@@ -429,7 +402,8 @@ def parse_scenario(
     try:
         scenario = scenario_model().model_validate(doc.data, context=context)
     except ValidationError as err:
-        problems += [doc.problem(doc.known_path(tuple(e["loc"])), _message(e)) for e in err.errors()]
+        model = scenario_model()
+        problems += [doc.problem(doc.known_path(tuple(e["loc"])), message(e, model)) for e in err.errors()]
     problems += [doc.problem(path, why) for path, why in target_problems(doc.data, _names(doc, scenario))]
     if problems:
         raise ScenarioError([text for _, text in sorted(problems, key=lambda p: p[0])])

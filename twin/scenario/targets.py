@@ -3,8 +3,11 @@ an action or expectation targets, the simulated sensor (and metric) an action or
 needs, and the world event kinds ``after`` waits for. A misspelt name would otherwise fail only
 mid-run, or never fire at all.
 
-Devices in general are not checked: a client may create the device a timeline deletes. The actions
-that act on a simulated sensor's signal (:class:`~twin.scenario.actions.SensorParams`) are.
+The actions that act on a simulated sensor's signal (:class:`~twin.scenario.actions.SensorParams`)
+need one of the fleet. A device a timeline deletes or an expectation follows may be one the client
+creates itself, so any other id is taken, except one in the id space of the fleet's sensor groups
+(``env_sensor-0009`` in a group of three) or close to one of its ids (``env_sensr-0001``): those
+are the fleet's sensors, misnamed. Every unknown name comes with the closest known ones.
 
 A real member takes only the actions that reach it (transport and API faults, at the twin's own
 layers: :mod:`twin.scenario.reach`), and keeps wall time: the scenario's clock must be
@@ -13,6 +16,7 @@ realtime at speed 1."""
 from __future__ import annotations
 
 import difflib
+import re
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -21,14 +25,24 @@ from typing import Any
 from pydantic import BaseModel
 
 from hardware.ports.events import EventKind
-from twin.scenario.actions import Action, CameraParams, Reach, SensorParams, ServerParams, SpikeParams
+from twin.scenario.actions import (
+    Action,
+    CameraParams,
+    DeviceParams,
+    Reach,
+    SensorParams,
+    ServerParams,
+    SpikeParams,
+)
 from twin.scenario.catalog import ACTIONS
 from twin.scenario.expectations import Expectation
 from twin.scenario.reach import LAYER_ACTIONS, REACH, SIMULATED_ONLY, member
+from twin.scenario.suggest import unknown as _unknown
 from twin.settings import AUTOMATION, in_words, wall_clock_problem
 
 EVENT_KINDS = tuple(k.value for k in EventKind)
-MAX_LISTED = 12
+CLOSE_ID = 0.8
+"""How close an unknown device id must be to a fleet sensor's to be taken for a misspelt one."""
 
 
 def _kinds() -> dict[str, type[BaseModel]]:
@@ -61,16 +75,6 @@ Problem = tuple[tuple, str]
 """A key path in the file and what is wrong there."""
 
 
-def _unknown(what: str, value: str, known: tuple[str, ...] | list[str]) -> str:
-    """``unknown camera 'cam-03'; known: cam-01, cam-02``, or the closest names when there are many."""
-    if len(known) <= MAX_LISTED:
-        return f"unknown {what} {value!r}; known: {', '.join(known) or 'none in this fleet'}"
-    close = difflib.get_close_matches(value, known, n=3)
-    if close:
-        return f"unknown {what} {value!r}; did you mean {' or '.join(repr(c) for c in close)}?"
-    return f"unknown {what} {value!r}; known: {', '.join(known[:MAX_LISTED])}, ... ({len(known)} in all)"
-
-
 def _items(data: Mapping, key: str) -> Iterator[tuple[int, dict]]:
     items = data.get(key)
     for i, item in enumerate(items if isinstance(items, list) else []):
@@ -101,6 +105,9 @@ def target_problems(data: Mapping[str, Any], names: Names | None) -> list[Proble
         after = exp.get("after")
         if "after" in kind.model_fields and isinstance(after, str) and after not in EVENT_KINDS:
             problems.append((("expectations", i, "after"), _unknown("event kind", after, EVENT_KINDS)))
+        device = exp.get("device")
+        if names is not None and "device" in kind.model_fields and isinstance(device, str):
+            problems += [(("expectations", i, "device"), why) for why in _fleet_device(device, names)]
         server = exp["server"] if "server" in exp else kind.model_fields["server"].default
         if names is not None and isinstance(server, str) and server not in names.servers:
             given = "" if "server" in exp else " (the default of this kind)"
@@ -127,7 +134,22 @@ def _params(kind: type, params: dict, names: Names) -> list[Problem]:
     if issubclass(kind, SensorParams):
         metric_key = "metric" if issubclass(kind, SpikeParams) else None
         problems += _sensor(params, names, metric_key)
+    elif issubclass(kind, DeviceParams) and isinstance(device := params.get("device"), str):
+        problems += [(("device",), why) for why in _fleet_device(device, names)]
     return problems
+
+
+def _fleet_device(device: str, names: Names) -> list[str]:
+    """A device id that is not one of the fleet's simulated sensors, yet in their id space or close
+    to one of their ids: a misnamed sensor of the fleet. Other ids may be devices the client creates."""
+    known = list(names.sensors)
+    if device in names.sensors or not known:
+        return []
+    spaces = {sensor.rpartition("-")[0] for sensor in known}
+    in_space = any(re.fullmatch(re.escape(space) + r"-\d+", device) for space in spaces)
+    if not in_space and not difflib.get_close_matches(device, known, n=1, cutoff=CLOSE_ID):
+        return []
+    return [_unknown("simulated sensor", device, known) + " (a device the client creates needs another id)"]
 
 
 def _reaches(action: Action, params: dict, names: Names) -> list[Problem]:

@@ -62,7 +62,7 @@ def test_a_broken_file_gives_one_line_with_file_line_and_key(tmp_path: Path) -> 
     )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert lines == [f"{path}:7: timeline.0.params.secs: unknown key"]
+    assert lines == [f"{path}:7: timeline.0.params.secs: unknown key; did you mean 'seconds'?"]
 
 
 @pytest.mark.parametrize(
