@@ -83,6 +83,8 @@ class TwinControl:
         self._snapshots: OrderedDict[str, tuple[WorldSnapshot, str]] = OrderedDict()
         """Each snapshot kept, with its label."""
         self._ids = itertools.count(1)
+        self._seen_env = world.env
+        self._generation = 0
         self._undo: dict[int, Undo] = {}
         self._undo_at: dict[int, float] = {}
         self._action_ids = itertools.count(1)
@@ -295,6 +297,14 @@ class TwinControl:
         return self.clock.state()
 
     # What the console reads of the fleet -----------------------------------------------------
+    def generation(self) -> int:
+        """Changes whenever the world has been rebuilt (a reset, a restore, a scenario run's
+        start) since the last call: what a viewer of the old world's video waits on to re-attach."""
+        if self.world.env is not self._seen_env:
+            self._seen_env = self.world.env
+            self._generation += 1
+        return self._generation
+
     def gateway(self, camera_id: str) -> GatewayBackend:
         found = self.gateways.get(camera_id)
         if found is None:
@@ -320,19 +330,26 @@ class TwinControl:
     def sensors(self, page: int, limit: int, points: int) -> tuple[list[Device], int, dict[str, Any]]:
         """A page of the automation server's devices, their total, and for each its metrics' last
         ``points`` values (a simulated sensor's from its signal at its last ticks, gaps as ``None``
-        and spikes added; another device's latest values)."""
-        listing = automation_of(self.world).devices.list(page, limit, None, None)
+        and spikes added; another device's latest values) and their units (from its device type)."""
+        automation = automation_of(self.world)
+        listing = automation.devices.list(page, limit, None, None)
         series: dict[str, Any] = {}
+        units: dict[str, dict[str, str]] = {}
+        for kind in {device.device_type for device in listing.devices}:
+            found = automation.device_types.find(kind)
+            units[kind] = {m.name: m.unit for m in found.metrics if m.unit} if found is not None else {}
         by_fleet: dict[int, tuple[SensorFleet, list[str]]] = {}
         for device in listing.devices:
             fleet = sensors_of(self.world).by_device.get(device.device_id) if device.simulated else None
             if fleet is not None:
                 by_fleet.setdefault(id(fleet), (fleet, []))[1].append(device.device_id)
             else:
-                current = automation_of(self.world).devices.current(device.device_id)
+                current = automation.devices.current(device.device_id)
                 values: dict[str, Any] = {m.name: [m.value] for m in current.metrics if m.value is not None}
                 series[device.device_id] = {"times": [self.world.env.now], "metrics": values}
         for fleet, ids in by_fleet.values():
             times, values = fleet.recent(ids, self.world.env.now, min(max(points, 1), MAX_POINTS))
             series.update({d: {"times": times, "metrics": values[d]} for d in ids})
+        for device in listing.devices:
+            series[device.device_id]["units"] = units[device.device_type]
         return list(listing.devices), listing.total, series

@@ -97,6 +97,9 @@ class ConsoleControl(WorldControl, ActionControl, Protocol):
 
     def camera_ids(self) -> list[str]: ...
 
+    def generation(self) -> int:
+        """Changes whenever the world has been rebuilt (reset, restore, a scenario run's start)."""
+
     def camera_state(self, camera_id: str) -> dict[str, Any]: ...
 
     def sensors(self, page: int, limit: int, points: int) -> tuple[list[Device], int, dict[str, Any]]: ...

@@ -10,6 +10,7 @@ address, and leaves nothing in the request journal.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 from typing import Any
@@ -26,10 +27,12 @@ from hardware.ports.gateway import GatewayBackend
 from hardware.ports.media import MediaViewer
 
 router = APIRouter(tags=["fleet"])
+REBUILD_POLL_S = 0.25
+"""How often (wall seconds) a console video socket checks whether its world was rebuilt."""
 
 
 def _sensor(device: Device, series: dict[str, Any] | None) -> dict[str, Any]:
-    series = series or {"times": [], "metrics": {}}
+    series = series or {"times": [], "metrics": {}, "units": {}}
     return {
         "id": device.device_id,
         "name": device.name,
@@ -39,6 +42,7 @@ def _sensor(device: Device, series: dict[str, Any] | None) -> dict[str, Any]:
         "simulated": device.simulated,
         "times": series["times"],
         "metrics": series["metrics"],
+        "units": series.get("units", {}),
     }
 
 
@@ -135,19 +139,40 @@ async def video(websocket: WebSocket, camera_id: str, stream_id: str) -> None:
     except DomainError as err:
         await deny(websocket, error_response(err))
         return
+    generation = control.generation()
     try:
         await websocket.accept()
         await viewer.stream.primed()
         await websocket.send_bytes(pack(viewer.config_frame()))
         viewer.stream.request_keyframe()
-        await until_first_ends(websocket, _frames(websocket, viewer), drain(websocket))
+        frames = _frames(websocket, viewer, control, generation)
+        rebuilt = _until_rebuilt(websocket, control, generation)
+        await until_first_ends(websocket, frames, drain(websocket), rebuilt)
     except (DomainError, WebSocketDisconnect):
         pass
     finally:
         viewer.close()
 
 
-async def _frames(websocket: WebSocket, viewer: MediaViewer) -> None:
+async def _until_rebuilt(websocket: WebSocket, control: ConsoleControl, generation: int) -> None:
+    """A viewer watches one world's encoder: when the world is rebuilt (a reset, a restore, a
+    scenario run) that encoder stops for good, so the socket closes with 1012 (service restart)
+    and the console opens the new world's stream."""
+    while control.generation() == generation:
+        await asyncio.sleep(REBUILD_POLL_S)
+    await _close_rebuilt(websocket)
+
+
+async def _close_rebuilt(websocket: WebSocket) -> None:
+    with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+        await websocket.close(code=1012, reason="the world was rebuilt")
+
+
+async def _frames(
+    websocket: WebSocket, viewer: MediaViewer, control: ConsoleControl, generation: int
+) -> None:
     with contextlib.suppress(DomainError, WebSocketDisconnect, RuntimeError):
         while True:
             await websocket.send_bytes(pack(await viewer.next_frame()))
+    if control.generation() != generation:  # the old world's encoder closed its viewers
+        await _close_rebuilt(websocket)

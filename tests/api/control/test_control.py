@@ -6,9 +6,11 @@ import httpx
 import jwt
 import pytest
 
-from tests.conftest import admin_token, gateway_token
+from tests.conftest import SCENARIOS, admin_token, gateway_token
 from tests.sockets import until
 from twin.sensors import sensors_of
+from twin.serve import build
+from twin.settings import Settings
 
 
 async def timestamps(automation: httpx.AsyncClient, gateway: httpx.AsyncClient) -> dict[str, float]:
@@ -183,6 +185,16 @@ async def test_fleet_lists_devices_with_their_recent_values_and_the_cameras(
     assert camera["id"] == "cam-01" and camera["powered"]
     assert camera["services"] == {"camera": True, "event_bus": True}
     assert {"soc_temp_c", "npu_percent", "root_percent", "data_percent"} <= set(camera["metrics"])
+
+
+async def test_fleet_gives_each_metric_its_unit_from_the_device_type(control: httpx.AsyncClient) -> None:
+    devices = (await control.get("/fleet", params={"points": 1})).json()["sensors"]["devices"]
+    assert all(d["units"] == {} for d in devices)  # the test scenario's metrics name no unit
+    twin = build(Settings(scenario=SCENARIOS / "default.yaml", step=True))
+    transport = httpx.ASGITransport(app=twin.control_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://c") as c:
+        devices = (await c.get("/fleet", params={"points": 1})).json()["sensors"]["devices"]
+    assert devices[0]["units"] == {"temperature": "°C", "humidity": "%", "battery": "%"}
 
 
 async def test_fleet_shows_a_gap_as_none_and_a_spike_added(control: httpx.AsyncClient) -> None:

@@ -1,6 +1,6 @@
 // The console's frame: the tabs, the clock bar and one poll loop that refreshes the clock and the
 // view on show. Every view is a module with {name, title, mount(root, ctx), refresh(ctx)}.
-import {api, attempt, badge, fmtSim, fmtUnix, show} from "./ui.js";
+import {api, attempt, badge, fmtSim, fmtUnix, show, toast} from "./ui.js";
 import * as fleet from "./fleet.js";
 import * as faults from "./faults.js";
 import * as scenarios from "./scenarios.js";
@@ -61,12 +61,33 @@ $("clock-toggle").addEventListener("click", () =>
 $("clock-mode").addEventListener("change", (e) => clockCall("PUT", "/clock/mode", {mode: e.target.value}));
 $("clock-speed-set").addEventListener("click", () =>
   clockCall("PUT", "/clock/speed", {speed: Number($("clock-speed").value)}));
+// A number field's value, or null after telling the user what is wrong with it.
+function seconds(id, what) {
+  const field = $(id);
+  if (field.value.trim() === "") {
+    toast(field.validity.badInput ? `${what}: not a number` : `${what}: the field is empty; enter a number of seconds`, true);
+    field.focus();
+    return null;
+  }
+  const value = Number(field.value);
+  if (!Number.isFinite(value) || value < 0) {
+    toast(`${what}: enter a number of seconds ≥ 0`, true);
+    field.focus();
+    return null;
+  }
+  return value;
+}
+
 $("clock-advance").addEventListener("click", async () => {
-  await clockCall("POST", "/clock/advance", {seconds: Number($("clock-seconds").value)});
+  const value = seconds("clock-seconds", "advance");
+  if (value === null) return;
+  await clockCall("POST", "/clock/advance", {seconds: value});
   poll();
 });
 $("clock-run-to").addEventListener("click", async () => {
-  await clockCall("POST", "/clock/run-to", {sim_time: Number($("clock-target").value)});
+  const value = seconds("clock-target", "run to");
+  if (value === null) return;
+  await clockCall("POST", "/clock/run-to", {sim_time: value});
   poll();
 });
 

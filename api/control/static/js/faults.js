@@ -23,14 +23,17 @@ export function mount(root) {
       h("h3", {}, "Fault state per server"), els.servers, h("h3", {}, "Recent actions"), els.recent))));
 }
 
-// Known servers, cameras, devices and metrics, offered in the forms (refreshed every 10 s of wall time).
+// What the forms offer (refreshed every 10 s of wall time): the servers the control plane holds
+// faults for and the cameras, as selects; the devices and metrics as suggestions (any id is taken:
+// an action may name a device that is gone).
 async function suggestions() {
   if (known && performance.now() - knownAt < 10000) return known;
-  const fleet = await api("GET", "/fleet?limit=1000&points=1");
-  const cameras = fleet.cameras.map((c) => c.id);
+  const [fleet, faults] = await Promise.all([api("GET", "/fleet?limit=1000&points=1"), api("GET", "/faults")]);
   const metrics = new Set(fleet.sensors.devices.flatMap((d) => Object.keys(d.metrics)));
-  known = {server: ["automation", ...cameras], camera: cameras, device: fleet.sensors.devices.map((d) => d.id),
-           metric: [...metrics], app: []};
+  known = {
+    choices: {server: Object.keys(faults), camera: fleet.cameras.map((c) => c.id)},
+    suggest: {device: fleet.sensors.devices.map((d) => d.id), metric: [...metrics]},
+  };
   knownAt = performance.now();
   return known;
 }
@@ -53,7 +56,8 @@ function renderList() {
 async function choose(action) {
   chosen = action;
   renderList();
-  form = schemaForm(action.params, await suggestions());
+  const {suggest, choices} = await suggestions();
+  form = schemaForm(action.params, suggest, choices);
   const duration = h("input", {id: "action-for", type: "number", min: "0", step: "any", class: "num",
                               placeholder: "until undone"});
   show(els.form,

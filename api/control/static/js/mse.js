@@ -71,11 +71,28 @@ export function fragment(seq, decodeTime, duration, key, sample) {
   return concat([build(size + 8), box("mdat", sample)]);
 }
 
+// Frames per second over the last RATE_WINDOW_MS of wall time, as they arrive.
+const RATE_WINDOW_MS = 2000;
+// Playback further than this behind the newest frame jumps to it (a burst of frames, such as a
+// step-mode clock driven ahead, would otherwise pile up as delay).
+const MAX_LAG_S = 1.0;
+
 // Play the feed at `url` (a ws:// or wss:// address) in `video`; `info` is the stream's
-// {width, height, fps}. Returns {state, close()}: state counts frames and appended segments and
-// keeps the last error; `onStatus(text)` is told how it goes.
-export function playH264(video, url, info, onStatus = () => {}) {
-  const state = {frames: 0, appended: 0, error: "", closed: false};
+// {width, height, fps}. Returns {state, close()}: state counts frames and appended segments, the
+// frame rate received (`fps`, frames per wall second over the last 2 s) and keeps the last error;
+// `onStatus(text)` is told how it goes, and `onEnd(event)` when the server ends the feed (a close
+// this side did not ask for, such as 1012 after the world was rebuilt).
+export function playH264(video, url, info, onStatus = () => {}, onEnd = () => {}) {
+  const state = {frames: 0, appended: 0, error: "", closed: false, fps: 0, code: null};
+  const arrivals = [];
+  // The received rate now: frames in the window over the window (0 once they stop coming).
+  const rate = () => {
+    const now = performance.now();
+    while (arrivals.length && arrivals[0] < now - RATE_WINDOW_MS) arrivals.shift();
+    const span = arrivals.length > 1 ? Math.max(now - arrivals[0], 1000) : 0;
+    state.fps = span > 0 ? ((arrivals.length - 1) * 1000) / span : 0;
+    return state.fps;
+  };
   const duration = Math.round(90000 / (info.fps || 25));
   const source = new MediaSource();
   video.src = URL.createObjectURL(source);
@@ -88,11 +105,20 @@ export function playH264(video, url, info, onStatus = () => {}) {
   source.addEventListener("sourceopen", () => {
     if (state.closed) return;
     const queue = [];
-    let buffer = null, seq = 0, firstDts = null;
+    let buffer = null, seq = 0, started = false;
+    const catchUp = () => {
+      const ranges = video.buffered;
+      if (!ranges.length) return;
+      const end = ranges.end(ranges.length - 1);
+      if (end - video.currentTime > MAX_LAG_S) video.currentTime = Math.max(ranges.start(ranges.length - 1), end - 0.1);
+    };
     const pump = () => {
-      if (buffer && !buffer.updating && queue.length && source.readyState === "open") {
+      if (!buffer || buffer.updating || source.readyState !== "open") return;
+      if (queue.length) {
         buffer.appendBuffer(queue.shift());
         state.appended++;
+      } else {
+        catchUp();
       }
     };
     ws = new WebSocket(url);
@@ -102,7 +128,7 @@ export function playH264(video, url, info, onStatus = () => {}) {
       const msg = new Uint8Array(event.data);
       const head = new DataView(event.data);
       if (msg.length < 18 || head.getUint32(0) !== MAGIC) return;
-      const key = msg[4] === 0, dts = head.getUint32(10), payload = msg.subarray(18);
+      const key = msg[4] === 0, payload = msg.subarray(18);
       if (!buffer) {
         const units = nals(payload);
         const sps = units.find((n) => (n[0] & 31) === 7), pps = units.find((n) => (n[0] & 31) === 8);
@@ -115,17 +141,26 @@ export function playH264(video, url, info, onStatus = () => {}) {
         pump();
         return;
       }
-      if (firstDts === null) { if (!key) return; firstDts = dts; }
+      if (!started) { if (!key) return; started = true; }
       state.frames++;
-      queue.push(fragment(++seq, (dts - firstDts) >>> 0, duration, key, payload));
+      arrivals.push(performance.now());
+      rate();
+      // Frames go on the timeline one after the other at the stream's nominal rate, not at their
+      // world-time stamps: a world that jumps (an advance, a driven scenario run) would leave gaps
+      // in the buffer, where playback stops.
+      seq++;
+      queue.push(fragment(seq, (seq - 1) * duration, duration, key, payload));
       pump();
       if (video.paused) video.play().catch(() => {});
-      onStatus(`${state.frames} frames, ${video.currentTime.toFixed(2)} s played`);
+      onStatus(`${state.fps.toFixed(1)} fps received · ${state.frames} frames · ${video.currentTime.toFixed(1)} s played`);
     };
     ws.onerror = () => { state.error = state.error || "stream error"; };
     ws.onclose = (event) => {
-      if (!state.closed) onStatus(`stream closed${event.reason ? ": " + event.reason : ""}`);
+      state.code = event.code;
+      if (state.closed) return;
+      onStatus(`stream closed${event.reason ? ": " + event.reason : ""}`);
+      onEnd(event);
     };
   }, {once: true});
-  return {state, close};
+  return {state, close, rate};
 }

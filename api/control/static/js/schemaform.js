@@ -1,7 +1,8 @@
 // A form generated from a JSON Schema object (the flat parameter models of the scenario actions):
 // numbers, integers, strings, enums, booleans and nullable fields ("anyOf" with null), with their
-// defaults, bounds and descriptions. Fields named in `suggest` (server, camera, device...) get a
-// list of known values to pick from, and still take any text.
+// defaults, bounds and descriptions. Fields named in `choices` (server, camera) are a select of the
+// values the twin has; fields named in `suggest` (device, metric...) get a list of known values to
+// pick from, and still take any text.
 import {h} from "./ui.js";
 
 let lists = 0;
@@ -22,15 +23,17 @@ function bounds(spec) {
   return {min, max, text: parts.join(", ")};
 }
 
-function field(name, prop, required, suggest) {
+function field(name, prop, required, suggest, choices) {
   const {spec, nullable} = resolve(prop);
   const id = `f-${name}-${++lists}`;
   const hint = [spec.description, bounds(spec).text, nullable ? "blank: none" : ""].filter(Boolean).join(" · ");
   let input, read, extra = null;
-  if (spec.enum) {
-    input = h("select", {id, name}, !required ? h("option", {value: ""}, "(default)") : null,
-      spec.enum.map((v) => h("option", {value: v}, v)));
-    if (spec.default !== undefined) input.value = spec.default;
+  const among = spec.enum || choices[name];
+  if (among) {
+    const pick = required && spec.default === undefined ? h("option", {value: "", disabled: true}, "(choose)") : null;
+    input = h("select", {id, name}, pick, !required && !choices[name] ? h("option", {value: ""}, "(default)") : null,
+      among.map((v) => h("option", {value: v}, v)));
+    input.value = spec.default !== undefined && among.includes(spec.default) ? spec.default : (pick ? "" : input.value);
     read = () => input.value || undefined;
   } else if (spec.type === "boolean") {
     input = h("input", {id, name, type: "checkbox", checked: Boolean(spec.default)});
@@ -55,10 +58,10 @@ function field(name, prop, required, suggest) {
 
 // The form's element, and value() giving the parameters entered (blank optional fields left out, so
 // the server's defaults apply).
-export function schemaForm(schema, suggest = {}) {
+export function schemaForm(schema, suggest = {}, choices = {}) {
   const required = new Set(schema.required || []);
   const fields = Object.entries(schema.properties || {}).map(([name, prop]) =>
-    field(name, prop, required.has(name), suggest));
+    field(name, prop, required.has(name), suggest, choices));
   const el = h("div", {class: "schemaform"},
     fields.length ? fields.map((f) => f.row) : h("div", {class: "muted"}, "no parameters"));
   const value = () => {
