@@ -59,6 +59,8 @@ PARTS: tuple[Part, ...] = (
          "chat token pacing at speed 1: one socket's lateness, 50 sockets' gaps"),
     Part("passthrough", "passthrough", json_to,
          "real members served through the twin against direct: req/s, latency, video"),
+    Part("recorder", "recorder", json_to,
+         "twin record in front of a member against direct: p50 on one connection"),
     Part("publisher", "publisher", json_to,
          "the fleet published to an outside MQTT broker: produced, received, lost"),
     Part("hostile", "hostile", json_to,
