@@ -50,7 +50,7 @@ PARTS: tuple[Part, ...] = (
     Part("http", "http_load", http_argv,
          "req/s: bare FastAPI, twin health, device GET (JWT), 5 000-point page"),
     Part("camera", "camera", json_to,
-         "live video: one camera's CPU and render-to-client latency; the camera sweep"),
+         "live video: the scene's render cost; one camera's CPU and render-to-client latency; the sweep"),
     Part("fanout", "fanout", json_to,
          "event fan-out to WebSocket and SSE clients: drops; the largest drop-free fleet"),
     Part("day", "scenario_run", day_argv,

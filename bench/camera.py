@@ -13,6 +13,9 @@ Reported for one camera, with targets:
 
 Then the capacity sweep: 1, 2, 3 … cameras until one does not keep up; a load is sustained when every
 stream delivers >= 95 % of its frame rate and the latency p50 stays <= 100 ms.
+
+First, the render cost of the demo scene alone (:mod:`bench.render_cost`): 720p + 360p at 25 fps,
+target <= 0.3 core.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
+from bench import render_cost
 from hardware.ports.types import ClockMode
 from twin.camera.video import stream as video_stream
 from twin.camera.wing import cameras_of
@@ -238,11 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers as JSON to PATH")
     args = p.parse_args(argv)
+    rendering = render_cost.run(min(args.seconds, 4.0), 1.0)
+    print(render_cost.report(rendering) + "\n", flush=True)
     single, sweep = asyncio.run(run(args.seconds, args.warmup, args.max_cameras))
     print(report(single, sweep))
     if args.json:
         count, capped = sustains(sweep)
-        numbers = {"camera": single.as_dict(), "sweep": [r.as_dict() for r in sweep]}
+        numbers = {"camera": single.as_dict(), "sweep": [r.as_dict() for r in sweep], "render": rendering}
         numbers |= {"sustained_cameras": count, "sweep_capped": capped}
         args.json.write_text(json.dumps(numbers, indent=2) + "\n")
     return 0

@@ -3,9 +3,10 @@
 At each detection tick (:data:`TICK_HZ` per second of world time) every object in view is detected
 unless a seeded draw misses it; its box is the ground truth, jittered by a few percent, with a seeded
 confidence. How well the model sees an object (its *quality*, 0..1) is the view's ``visibility``
-(light and weather, :func:`twin.camera.video.weather.visibility`) times how big the object looks:
-under :data:`SMALL` of the view's height it fades. An object is missed with probability
-``1 - (1 - miss_rate) * quality`` (:data:`MISS_RATE` for a big object in clear daylight), and its
+(light and weather, :func:`twin.camera.video.weather.visibility`) times how big the object looks
+(under :data:`SMALL` of the view's height it fades) times how much of it nearer objects leave in
+sight. An object is missed with probability ``1 - (1 - miss_rate) * quality`` (:data:`MISS_RATE`
+for a big, unhidden object in clear daylight), and its
 confidence falls with its quality too. Now and then a false positive appears (:data:`FALSE_RATE` per
 tick, more when visibility is poor). Everything is a pure function of (camera key, tick, view), so
 the same seed gives the same detections whichever frame asks, and the AI overlay matches what the
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from hardware.ports.camera_hw import Detection
 from twin.camera.video.render import window_fractions
-from twin.camera.video.scene import Scene
+from twin.camera.video.scene import Box, Scene
 from twin.rng import hash_uniform
 
 TICK_HZ = 5
@@ -27,6 +28,18 @@ MIN_VISIBLE = 0.4
 JITTER = 0.03
 SMALL = 0.06
 """Objects shorter than this fraction of the view's height are harder to see, the smaller the harder."""
+
+
+def _hidden(box: Box, boxes: list[Box]) -> float:
+    """How much of ``box`` nearer objects cover (0..1; overlaps of the nearer ones counted once each)."""
+    covered = 0.0
+    for other in boxes:
+        if other.depth < box.depth:
+            w = min(box.x + box.w, other.x + other.w) - max(box.x, other.x)
+            h = min(box.y + box.h, other.y + other.h) - max(box.y, other.y)
+            if w > 0 and h > 0:
+                covered += w * h / (box.w * box.h)
+    return min(1.0, covered)
 
 
 class Detector:
@@ -49,7 +62,8 @@ class Detector:
         tick = int(t * TICK_HZ)
         wx, wy, ww, wh = window_fractions(zoom, pan, tilt)
         out = []
-        for box in scene.boxes(tick / TICK_HZ):
+        boxes = scene.boxes(tick / TICK_HZ)
+        for box in boxes:
             # the first eight objects keep their draws; more (crowds) draw from their own counters
             base = (
                 tick * 64 + box.object_id * 8
@@ -57,7 +71,7 @@ class Detector:
                 else (1 << 40) + (tick * 64 + box.object_id) * 8
             )
             u = hash_uniform(self.key, [base, base + 1, base + 2, base + 3, base + 4])
-            quality = visibility * min(1.0, box.h / wh / SMALL)
+            quality = visibility * min(1.0, box.h / wh / SMALL) * (1.0 - _hidden(box, boxes))
             if u[0] >= (1 - self.miss_rate) * quality:
                 continue
             x0 = max(box.x, wx)

@@ -6,6 +6,12 @@ Each access unit's NAL units go out in order with the access unit's timestamp: a
 packet. Payload type 96, a 90 kHz clock. A session's sequence numbers start at 0 and its timestamps
 at 0 on its first frame (as the device does); they then follow the frames' world-time PTS, so a
 skipped tick leaves its gap in RTP time. Over TCP each packet is framed ``$``, channel, u16 length.
+
+Each access unit is followed at once by the access unit delimiter (NAL type 9) that opens the next
+one, stamped with the time the next frame is due (one frame interval on, as the last two frames were
+apart; 30 fps before there are two): a depacketiser that splits the stream into frames at the
+start of the next one (FFmpeg's, in ffplay, OpenCV, PyAV) then hands a frame on as soon as it has
+arrived, not when the next frame comes, which with the world paused is never.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ PAYLOAD_TYPE = 96
 CLOCK_RATE = 90_000
 FU_A = 28
 NAL_SPS, NAL_PPS = 7, 8
+AUD = bytes((0x09, 0xF0))
+"""An access unit delimiter: NAL type 9, primary_pic_type 7 (any slice), stop bit."""
 _HEADER = struct.Struct(">BBHII")
 
 
@@ -57,18 +65,29 @@ class RtpStream:
     ssrc: int
     seq: int = 0
     base: int | None = None
+    last: int | None = None
+    interval: int = CLOCK_RATE // 30
 
     def packets(self, frame: MediaFrame) -> list[bytes]:
+        """The access unit's packets, then the next one's delimiter."""
         if self.base is None:
             self.base = frame.pts
+        if self.last is not None and 0 < (frame.pts - self.last) & 0xFFFFFFFF < CLOCK_RATE:
+            self.interval = (frame.pts - self.last) & 0xFFFFFFFF
+        self.last = frame.pts
         ts = (frame.pts - self.base) & 0xFFFFFFFF
         payloads = [part for nal in nal_units(frame.payload) for part in fragments(nal)]
         out = []
         for n, payload in enumerate(payloads):
             marker = 0x80 if n == len(payloads) - 1 else 0
-            out.append(_HEADER.pack(0x80, marker | PAYLOAD_TYPE, self.seq, ts, self.ssrc) + payload)
-            self.seq = (self.seq + 1) & 0xFFFF
+            out.append(self._packet(marker, ts, payload))
+        out.append(self._packet(0, (ts + self.interval) & 0xFFFFFFFF, AUD))
         return out
+
+    def _packet(self, marker: int, ts: int, payload: bytes) -> bytes:
+        packet = _HEADER.pack(0x80, marker | PAYLOAD_TYPE, self.seq, ts, self.ssrc) + payload
+        self.seq = (self.seq + 1) & 0xFFFF
+        return packet
 
 
 def interleaved(channel: int, packet: bytes) -> bytes:

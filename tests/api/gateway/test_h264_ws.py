@@ -86,6 +86,29 @@ async def test_a_client_joining_while_the_clock_is_paused_gets_a_picture_at_once
             assert [(f.width, f.height) for f in decode(config[18:], [key[18:]])] == [(240, 134)]
 
 
+async def test_paused_in_step_mode_the_main_stream_gives_a_full_size_picture_at_once(tmp_path: Path) -> None:
+    """At full size (no test scaling), the clock in step mode and paused: the first viewer of
+    /h264/main gets the SPS/PPS and a key frame that decodes to 1920x1080 (the SPS crops the 1088
+    coded lines), without the clock moving."""
+    twin = build(socket_settings())
+    twin.clock.pause()
+    running = await start(twin, tmp_path)
+    try:
+        base = running.url("cam-01/http")
+        async with httpx.AsyncClient() as http:
+            login = await http.post(base + "/api/login", json={"username": "admin", "password": "password"})
+        token = login.json()["data"]["token"].removeprefix("Bearer ")
+        url = base.replace("http://", "ws://") + f"/api/v1/h264/main?token={token}"
+        async with connect(url, max_size=None) as ws:
+            config, key = await ws.recv(), await ws.recv()
+        assert header(config)[1] == 1 and header(key)[1] == 0 and twin.world.env.now == 0.0
+        [frame] = decode(config[18:], [key[18:]])
+        assert (frame.width, frame.height) == (1920, 1080)
+        assert frame.to_ndarray(format="gray").std() > 20  # a picture, not a blank frame
+    finally:
+        await stop(running)
+
+
 @pytest.mark.parametrize(
     ("path", "status", "code"),
     [("main", 401, 2000), ("main..x?token={t}", 400, 1001), ("fourth?token={t}", 404, 4000)],

@@ -41,6 +41,7 @@ class Client:
     def __init__(self, url: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.url, self.reader, self.writer = url, reader, writer
         self.cseq = 0
+        self.next_ts = -1
 
     @classmethod
     async def open(cls, url: str) -> Client:
@@ -89,7 +90,8 @@ class Client:
         return await self.reader.readexactly(size)
 
     async def access_unit(self) -> tuple[int, int, bytes]:
-        """(RTP timestamp, packets, AVCC) of the next access unit (up to the marker bit)."""
+        """(RTP timestamp, packets, AVCC) of the next access unit (up to the marker bit), and the
+        delimiter that follows it at once (the next access unit's first NAL unit, not counted)."""
         nals: list[bytearray] = []
         count = 0
         while True:
@@ -104,6 +106,9 @@ class Client:
             else:
                 nals.append(bytearray(payload))
             if packet[1] & 0x80:
+                delimiter = await self.packet()
+                assert delimiter[12:] == rtp.AUD and delimiter[1] == 96  # no marker: it opens the next
+                self.next_ts = struct.unpack(">I", delimiter[4:8])[0]
                 return ts, count, to_avcc([bytes(n) for n in nals])
 
     def close(self) -> None:
@@ -168,7 +173,7 @@ async def test_a_client_of_the_paused_clock_gets_a_decodable_picture_at_once(cam
         assert (status, fields["Public"]) == (200, "OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN, GET_PARAMETER")
         parameter_sets = await client.play()
         ts, _, unit = await client.access_unit()  # the clock never moves
-        assert ts == 0
+        assert ts == 0 and client.next_ts == 3000  # its delimiter ends it for a client at once
         (picture,) = pictures(parameter_sets, [unit])
         assert (picture.width, picture.height, picture.key_frame) == (480, 270, True)
         status, fields, _ = await client.request("GET_PARAMETER", Session=client.session)
@@ -187,12 +192,16 @@ def test_large_nal_units_are_cut_into_fu_a_fragments() -> None:
     nal = bytes([0x65]) + bytes(range(256)) * 12  # an IDR slice of 3073 bytes
     stream = rtp.RtpStream(ssrc=0x1234, seq=65535, base=None)
     first = stream.packets(MediaFrame(True, 1000, 1000, to_avcc([b"\x67abc", nal])))
-    assert len(first) == 1 + 3 and stream.seq == 3  # the SPS whole, the slice in three; seq wraps
-    assert [p[12] for p in first[1:]] == [0x7C] * 3 and [p[13] for p in first[1:]] == [0x85, 0x05, 0x45]
-    assert b"".join(p[14:] for p in first[1:]) == nal[1:] and max(len(p) - 12 for p in first) == rtp.RTP_MTU
-    assert [p[1] >> 7 for p in first] == [0, 0, 0, 1]  # the marker on the access unit's last packet
+    assert len(first) == 1 + 3 + 1 and stream.seq == 4  # the SPS whole, the slice in three; seq wraps
+    assert [p[12] for p in first[1:4]] == [0x7C] * 3 and [p[13] for p in first[1:4]] == [0x85, 0x05, 0x45]
+    assert b"".join(p[14:] for p in first[1:4]) == nal[1:] and max(len(p) - 12 for p in first) == rtp.RTP_MTU
+    assert [p[1] >> 7 for p in first] == [0, 0, 0, 1, 0]  # the marker on the access unit's last packet
+    assert first[4][12:] == rtp.AUD and struct.unpack(">I", first[4][4:8])[0] == 3000  # then the next's AUD
     second = stream.packets(MediaFrame(False, 4000, 4000, to_avcc([b"\x41xyz"])))
-    assert struct.unpack(">HII", second[0][2:12]) == (3, 3000, 0x1234)
+    assert struct.unpack(">HII", second[0][2:12]) == (4, 3000, 0x1234)
+    assert struct.unpack(">HI", second[1][2:8]) == (5, 6000)  # dated a frame interval on
+    third = stream.packets(MediaFrame(False, 5500, 5500, to_avcc([b"\x41xyz"])))
+    assert struct.unpack(">I", third[1][4:8])[0] == 4500 + 1500  # the last interval
 
 
 async def test_the_daemons_answers_to_bad_requests(camera) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.twin.camera.test_video import media  # noqa: F401  (the fixture)
-from twin.camera.detections import MISS_RATE, Detector
+from twin.camera.detections import MISS_RATE, Detector, _hidden
 from twin.camera.video.render import Renderer, View
 from twin.camera.video.scene import SCENES, Scene, daylight, sun_side
 from twin.camera.video.sprites import draw
@@ -198,3 +198,18 @@ async def test_weather_actions_set_and_undo_the_weather(control: httpx.AsyncClie
         resp = await act("weather_glare", params)
         assert resp.status_code == status, (params, resp.text)
     assert weather_of(twin.world, "cam-01") == Weather()
+
+
+def test_an_object_hidden_behind_a_nearer_one_is_not_detected() -> None:
+    scene, detector = Scene(42), Detector(7, 0.0, 0.0)
+    hidden = partly = 0
+    for tick in range(6000):
+        boxes = scene.boxes(tick / 5)
+        found = {d.object_id for d in detector.detect(scene, tick / 5)}
+        for box in boxes:
+            cover = _hidden(box, boxes)
+            hidden += cover >= 1.0
+            partly += 0.3 < cover < 0.9
+            if cover >= 1.0:
+                assert box.object_id not in found
+    assert hidden > 0 and partly > 0

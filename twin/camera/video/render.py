@@ -256,15 +256,10 @@ class Renderer:
         ir = round(min(1.25, max(0.15, (14.0 / box.depth) ** 0.8)), 2) if view.night else 0.0
         if not view.night:
             strength = 0.55 * min(1.0, view.daylight / 0.5) * (1 - 0.7 * weather.of("rain")) * (1 - fog)
-            offset = -view.sun * w * 0.45
-            shadow(
-                img,
-                round((x0 + x1) / 2 + offset),
-                y1,
-                round(w * 0.55 + abs(offset)),
-                max(1, round(h * 0.05)),
-                strength,
-            )
+            reach = view.sun * w * 0.5  # the shadow stretches away from the sun, from the feet
+            left, right = x0 - max(0.0, reach), x1 + max(0.0, -reach)
+            rx, ry = round((right - left) / 2), max(1, round(h * 0.05))
+            shadow(img, round((left + right) / 2), y1, rx, ry, strength)
         veil = fog_color(light, view.night)
         ambient = light.ambient * (1 - 0.25 * weather.of("rain"))
 
