@@ -109,4 +109,9 @@ async def test_every_readme_curl_answers_as_the_readme_says(running: Running) ->
                 assert set(answer) == {"token", "user"}, answer  # raw JSON, no envelope
             elif "/api/login" in command:
                 assert answer["code"] == 0 and answer["data"]["token"].startswith("Bearer "), answer
+            elif re.search(r"9380/clock\b", command):  # the control plane's table: GET /clock
+                assert set(answer) == {"mode", "speed", "paused", "sim_time", "epoch", "unix_time"}
+            elif command.endswith("9380/snapshots"):
+                assert [s["label"] for s in answer["snapshots"]] == ["an hour in"], answer
+                assert set(answer["snapshots"][0]) == {"id", "sim_time", "seed", "label"}
     assert ran >= 15
