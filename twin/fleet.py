@@ -7,6 +7,8 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
+from twin.past import DEFAULT_HISTORY_S
+
 DEFAULT_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
 
@@ -102,6 +104,8 @@ class CameraSpec:
 class WorldConfig:
     seed: int = 0
     epoch: float = DEFAULT_EPOCH
+    history: float = DEFAULT_HISTORY_S
+    """Seconds of past before sim time 0 (:mod:`twin.past`): the site has been running that long."""
     sensors: tuple[SensorGroup, ...] = ()
     cameras: CameraSpec = field(default_factory=CameraSpec)
     camera_groups: tuple[CameraSpec, ...] = ()

@@ -23,6 +23,7 @@ import numpy as np
 from hardware.ports.errors import InvalidInput, Unavailable
 from twin.engine import Engine, Host
 from twin.fleet import SensorGroup
+from twin.past import first_tick
 from twin.signals import evaluate, metric_key
 
 
@@ -99,6 +100,8 @@ class SensorFleet:
         self.index = {device_id: i for i, device_id in enumerate(self.device_ids)}
         keys = np.array([world.streams.key(d) for d in self.device_ids], dtype=np.uint64)
         self._metric_keys = [metric_key(keys, i) for i in range(len(group.metrics))]
+        self.first_tick = first_tick(world.config.history, group.period)
+        """The number of the oldest sample of the world's past (``<= 0``; sample ``k`` at ``k * period``)."""
         self.last_sample_at: float | None = None
         self._last_row: dict[str, np.ndarray] | None = None
         self.samples_taken = 0
@@ -146,7 +149,8 @@ class SensorFleet:
         """The last ``ticks`` ticks at or before ``upto`` as the devices reported them (gaps ``None``,
         spikes added): their times, and per device each metric's values."""
         last = math.floor(upto / self.group.period + 1e-9)
-        times = np.arange(max(0, last - ticks + 1), last + 1, dtype=np.float64) * self.group.period
+        first = max(self.first_tick, last - ticks + 1)
+        times = np.arange(first, last + 1, dtype=np.float64) * self.group.period
         block = self.block(times)
         out: dict[str, dict] = {}
         for device_id in device_ids:
@@ -212,21 +216,22 @@ class SensorFleet:
         self._current = list(windows)
 
     def last_report(self, device_id: str, upto: float) -> float | None:
-        """Sim time of the device's last sample at or before ``upto`` (gaps skipped), or ``None``."""
-        period = self.group.period
+        """Sim time of the device's last sample at or before ``upto`` (gaps skipped, the past
+        included), or ``None``."""
+        period, oldest = self.group.period, self.first_tick
         k = math.floor(upto / period + 1e-9)
         if not self.windows:
-            return k * period if k >= 0 else None
+            return k * period if k >= oldest else None
         gaps = sorted(self.gaps_of(device_id), reverse=True)
         moved = True
-        while k >= 0 and moved:
+        while k >= oldest and moved:
             moved = False
             for start, end in gaps:
                 t = k * period
                 if start <= t and (end is None or t < end):
                     k = math.ceil(start / period - 1e-9) - 1
                     moved = True
-        return k * period if k >= 0 else None
+        return k * period if k >= oldest else None
 
     def _shifted(self, metric: str, value: float, delta: float) -> float:
         decimals = next(m.signal.decimals for m in self.group.metrics if m.name == metric)

@@ -34,9 +34,10 @@ class MetricSeries(Protocol):
 
 
 class ProceduralSeries:
-    """Samples at sim t = 0, period, 2·period, … up to ``upto`` (Unix seconds), none before
-    ``since`` (the retention window: simulated history is cut as stored samples are deleted), none
-    inside the device's gaps, and spikes added where the device had them."""
+    """Samples at sim t = k·period from the oldest of the world's past (:mod:`twin.past`) up to
+    ``upto`` (Unix seconds), none before ``since`` (the retention window: simulated history is cut
+    as stored samples are deleted), none inside the device's gaps, and spikes added where the device
+    had them."""
 
     def __init__(
         self, fleet: SensorFleet, device_id: str, metric: str, upto: float, since: float | None = None
@@ -49,7 +50,9 @@ class ProceduralSeries:
         self.epoch = world.epoch
         self.period = fleet.group.period
         self.k_max = math.floor((upto - self.epoch) / self.period + 1e-9)
-        self.k_min = 0 if since is None else max(0, math.ceil((since - self.epoch) / self.period - 1e-9))
+        oldest = fleet.first_tick
+        cut = oldest if since is None else math.ceil((since - self.epoch) / self.period - 1e-9)
+        self.k_min = max(oldest, cut)
         self.gaps = sorted(
             (
                 math.ceil(start / self.period - 1e-9),

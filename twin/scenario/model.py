@@ -40,6 +40,7 @@ from twin.fleet import (
     SignalSpec,
     WorldConfig,
 )
+from twin.past import DEFAULT_HISTORY_S, HISTORY_HELP, Span
 from twin.scenario.catalog import ACTIONS
 from twin.scenario.checks import message, precheck
 from twin.scenario.client import ClientSpec
@@ -289,6 +290,7 @@ class Scenario(_Strict):
     name: str
     description: str = ""
     seed: int = Field(default=0, ge=0)
+    history: Span = Field(default=DEFAULT_HISTORY_S, description=HISTORY_HELP)
     clock: ClockSpec = Field(default_factory=ClockSpec)
     fleet: Fleet = Field(default_factory=Fleet)
     timeline: list[Step] = Field(default_factory=list)
@@ -329,6 +331,7 @@ class Scenario(_Strict):
         first, *more = self.fleet.camera_specs()
         return WorldConfig(
             seed=self.seed,
+            history=self.history,
             epoch=float(int(wall_now or 0)) if self.clock.epoch == "now" else self.clock.epoch,
             sensors=self.fleet.sensor_groups(),
             cameras=first,

@@ -34,7 +34,8 @@ async def test_raw_points_are_newest_first_with_row_aggregates(
     assert len(temps) == 100  # default limit
     assert [p["timestamp"] for p in temps[:3]] == [EPOCH + 3600, EPOCH + 3590, EPOCH + 3580]
     assert all(p["min"] == p["max"] == p["sum"] == p["value"] and p["count"] == 1 for p in temps)
-    assert body["pagination"] == {"offset": 0, "limit": 100, "total": 361, "next_cursor": EPOCH + 2610}
+    # the world's past (7 days by default) fills the whole 24 h window, not only the hour since t=0
+    assert body["pagination"] == {"offset": 0, "limit": 100, "total": 8641, "next_cursor": EPOCH + 2610}
     fleet = sensors_of(twin.world).groups["env_sensor"]
     assert temps[0]["value"] == float(fleet.values(3600.0)["temperature"][0])
 
@@ -72,7 +73,8 @@ async def test_aggregate_changes_value(
     automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin
 ) -> None:
     twin.clock.advance(600)
-    raw = (await get(automation, auth, metric="temperature", limit=5000)).json()["data"]["data"][
+    since = {"start": EPOCH}  # the ten minutes since t=0, not the past before it
+    raw = (await get(automation, auth, metric="temperature", limit=5000, **since)).json()["data"]["data"][
         "temperature"
     ]
     values = np.array([p["value"] for p in raw])
@@ -84,7 +86,7 @@ async def test_aggregate_changes_value(
         "last": raw[0]["value"],
     }
     for fn, want in expected.items():
-        body = (await get(automation, auth, metric="temperature", aggregate=fn)).json()["data"]
+        body = (await get(automation, auth, metric="temperature", aggregate=fn, **since)).json()["data"]
         assert body["aggregated"] is True
         (row,) = body["data"]["temperature"]
         assert row["value"] == pytest.approx(want), fn
@@ -115,7 +117,7 @@ async def test_cursor_pages_strictly_older_until_null(
     cursor = None
     pages = 0
     while True:
-        params = {"limit": 30} | ({"cursor": cursor} if cursor is not None else {})
+        params = {"limit": 30, "start": EPOCH} | ({"cursor": cursor} if cursor is not None else {})
         body = (await get(automation, auth, **params)).json()["data"]
         for metric, points in body["data"].items():
             seen[metric] += [p["timestamp"] for p in points]
@@ -149,7 +151,9 @@ async def test_following_next_cursor_over_12000_points(fast_twin: Twin) -> None:
         stamps: list[int] = []
         cursor = None
         while True:
-            params = {"metric": "level", "limit": 5000} | ({"cursor": cursor} if cursor else {})
+            params = {"metric": "level", "limit": 5000, "start": EPOCH} | (
+                {"cursor": cursor} if cursor else {}
+            )
             body = (await get(client, auth, "/api/devices/probe-0001/telemetry", **params)).json()["data"]
             stamps += [p["timestamp"] for p in body["data"]["level"]]
             assert body["pagination"]["total"] == 12_000
@@ -232,7 +236,10 @@ async def test_poll_survives_a_delete_by_another_client(
 async def test_cross_device_query(automation: httpx.AsyncClient, auth: dict[str, str], twin: Twin) -> None:
     twin.clock.advance(1000)
     url = "/api/telemetry"
-    body = (await get(automation, auth, url, source=f"device:{SENSOR}", metric="humidity", limit=5)).json()
+    since = {"start": EPOCH}  # from t=0 on: the past before it is tested elsewhere
+    body = (
+        await get(automation, auth, url, source=f"device:{SENSOR}", metric="humidity", limit=5, **since)
+    ).json()
     data = body["data"]
     assert data["source_id"] == f"device:{SENSOR}" and data["metric"] == "humidity"
     assert data["total_count"] == 101 and data["count"] == 5
@@ -241,7 +248,9 @@ async def test_cross_device_query(automation: httpx.AsyncClient, auth: dict[str,
     assert data["data"][0]["quality"] == 1.0 and data["data"][0]["count"] == 1
     skipped = (await get(automation, auth, url, source=SENSOR, metric="humidity", limit=5, offset=2)).json()
     assert [p["timestamp"] for p in skipped["data"]["data"]] == list(range(EPOCH + 940, EPOCH + 981, 10))
-    counted = (await get(automation, auth, url, source=SENSOR, metric="humidity", aggregate="count")).json()
+    counted = (
+        await get(automation, auth, url, source=SENSOR, metric="humidity", aggregate="count", **since)
+    ).json()
     assert counted["data"]["value"] == 101 and counted["data"]["aggregation"] == "count"
     mx = (await get(automation, auth, url, source=SENSOR, metric="humidity", aggregate="max")).json()["data"]
     assert mx["value"] == max(

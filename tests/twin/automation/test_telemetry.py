@@ -20,7 +20,8 @@ def test_procedural_history_matches_the_live_samples(world: World) -> None:
     sub = world.bus.subscribe({EventKind.DEVICE_TELEMETRY}, maxlen=10_000)
     world.env.run(until=95)
     live = [e for e in iter(sub.get_nowait, None) if e.source == "env_sensor-0002"]
-    page = automation_of(world).telemetry.query("env_sensor-0002", TelemetryQuery(metric="humidity"))
+    query = TelemetryQuery(metric="humidity", start=world.epoch)  # from t=0: what was live
+    page = automation_of(world).telemetry.query("env_sensor-0002", query)
     (series,) = page.series
     assert list(series.timestamps) == [e.data["timestamp"] for e in reversed(live)]
     assert list(series.values) == [e.data["metrics"]["humidity"] for e in reversed(live)]
@@ -48,7 +49,8 @@ def test_every_point_once_across_metrics_with_different_clocks(world: World) -> 
 def test_pushed_samples_merge_with_a_simulated_history(world: World) -> None:
     world.env.run(until=50)
     automation_of(world).ingest.push_metric("env_sensor-0001", "temperature", 99.0, world.now() - 5)
-    page = automation_of(world).telemetry.query("env_sensor-0001", TelemetryQuery(metric="temperature"))
+    query = TelemetryQuery(metric="temperature", start=world.epoch)
+    page = automation_of(world).telemetry.query("env_sensor-0001", query)
     stamps = list(page.series[0].timestamps)
     assert stamps[:3] == [world.now(), world.now() - 5, world.now() - 10]
     assert page.series[0].values[1] == 99.0 and page.total == 7
