@@ -29,6 +29,7 @@ TWIN_ROOT = {
     "journal",
     "keys",
     "kinds",
+    "past",
     "rng",
     "sensors",
     "signals",

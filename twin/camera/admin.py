@@ -104,7 +104,8 @@ class DeviceAdmin:
         kept = [doc for _, doc in self._log_docs.items_under(camera_id + ":")]
         self.logs: deque[dict[str, Any]] = deque(kept[-MAX_EVENT_LOGS:], maxlen=MAX_EVENT_LOGS)
         self._seq = max((entry["id"] for entry in kept), default=0)
-        self.log("system.boot", "system", "info", "system", "Device booted", "设备启动")
+        booted = world.config.history  # the device has been up since the world's past began
+        self.log("system.boot", "system", "info", "system", "Device booted", "设备启动", ago=booted)
 
     # Name and factory data ---------------------------------------------------------------------
     def factory(self) -> dict[str, object]:
@@ -228,11 +229,13 @@ class DeviceAdmin:
         message_zh: str = "",
         user: str = "",
         data: dict[str, Any] | None = None,
+        ago: float = 0.0,
     ) -> dict[str, Any]:
+        """An entry stamped now, or ``ago`` seconds before now (the boot in the world's past)."""
         if not event_type or not message:
             raise InvalidInput("event_type and message are required")
         self._seq += 1
-        stamp = _rfc3339(self.clock.now())
+        stamp = _rfc3339(self.clock.now() - ago)
         entry: dict[str, Any] = {
             "id": self._seq,
             "event_id": f"{event_type}-{self._seq}",

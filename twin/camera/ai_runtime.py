@@ -24,6 +24,7 @@ import simpy
 
 from hardware.ports.errors import DomainError, InternalError, InvalidInput, NotFound, StorageFull
 from hardware.ports.gateway_ai import AiStats, ModelInfo, ModelStats, ModelUpload, ParsedModel
+from hardware.ports.gateway_monitor import MachineFigures
 from twin.camera import model_blobs
 from twin.camera.durable import Durable, NotDurable
 from twin.camera.model_records import MODEL_DIR, MODEL_TYPES, Model, check_format, upload_path
@@ -63,6 +64,9 @@ class AiRuntime:
         self.clock, self.power, self.storage, self.fs = clock, power, storage, fs
         self.model_users: Callable[[str, str], set[str]] = lambda model_id, name: set()
         """Apps whose manifest names a model (by id and name); the app manager answers."""
+        self.machine: Callable[[], MachineFigures] | None = None
+        """The figures of the machine the runtime runs on (the monitor's; wired by the camera): the
+        host part of ``stats``."""
         self.models: dict[str, Model] = {}
         self.memory = simpy.Container(self.world.env, capacity=NPU_MEMORY_BYTES, init=RUNTIME_RESIDENT_BYTES)
         self.subscriptions: dict[str, Subscription] = {}
@@ -329,15 +333,20 @@ class AiRuntime:
             qps = INFERENCE_FPS * len(m.users) if self.camera_service_running else 0.0
             rows.append(ModelStats(m.model_id, m.inferences, 0, LATENCY_US if qps else 0.0, qps, 0, qps))
         util = max(base.device_utilization / 100.0, self.utilization())
+        cpu, ram_total, ram_used = 0.0, 0, 0
+        if self.machine is not None:
+            figures = self.machine()
+            memory = figures.memory()
+            cpu, ram_total, ram_used = figures.cpu_usage()[0], memory.total // 1024, memory.used // 1024
         return AiStats(
             model_stats=tuple(rows),
             device_utilization=round(util, 4),
             device_temperature=base.device_temperature,
             total_memory_bytes=base.total_memory_bytes,
             used_memory_bytes=self.used_memory(),
-            cpu_utilization=0.0,
-            ram_total_kib=0,
-            ram_used_kib=0,
+            cpu_utilization=cpu,
+            ram_total_kib=ram_total,
+            ram_used_kib=ram_used,
         )
 
     def capabilities(self) -> dict[str, object]:

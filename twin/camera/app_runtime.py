@@ -11,6 +11,7 @@ simulation mode with zero detections. It subscribes to the event topics of ``SUB
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,6 +19,7 @@ import simpy
 
 from hardware.ports.errors import DomainError, NotFound, Unavailable
 from twin.camera import app_health
+from twin.camera.container_records import Volume
 from twin.camera.event_bus import covered
 
 if TYPE_CHECKING:
@@ -33,6 +35,14 @@ if TYPE_CHECKING:
 
 TICK_S = 5.0
 APPS_DIR = "/data/aipc/apps"
+IDLE_LINE = "heartbeat: idle, no inference subscription"
+
+LogWriter = Callable[["Container", str, str], None]
+"""Writes one line of a container's log: (container, level, message)."""
+
+
+def frame_line(frame: int, detections: int, camera_service: bool) -> str:
+    return f"frame {frame}: detections={detections}{'' if camera_service else ' (simulation mode)'}"
 
 
 @dataclass
@@ -93,6 +103,22 @@ class AppRuntime:
         self.clock, self.power, self.containers, self.events, self.ai = clock, power, containers, events, ai
         self.installed = installed
 
+    def container(self, app: App) -> Container:
+        """The app's container, created from its manifest when it has none."""
+        found = self.containers.containers.get(app.container_id)
+        if found is not None:
+            return found
+        m = app.manifest
+        return self.containers.create(
+            app.container_id,
+            m.image,
+            app.id,
+            volumes=[Volume(v.host, v.container, v.readonly) for v in m.volumes],
+            env=m.env,
+            cpu_limit=m.cpu,
+            memory_limit=m.memory,
+        )
+
     def container_exited(self, app_id: str, reason: str) -> None:
         """The app's container went away under it (killed, crashed, out of memory, unhealthy);
         its restart policy may bring it back."""
@@ -143,9 +169,14 @@ class AppRuntime:
     # What a running app does ---------------------------------------------------------------
     def run(self, app: App, container: Container):
         """The app's workload in its container, a SimPy process body."""
+        inference = self.begin(app, container, self.containers.log)
+        yield from self.work(app, container, inference)
+
+    def begin(self, app: App, container: Container, log: LogWriter) -> bool:
+        """What the app does as it starts, its lines written with ``log``: subscribe to its model's
+        inference results (True when it did) and its event topics, start its health probe."""
         m = app.manifest
-        log = self.containers.log
-        ai, bus = self.ai, self.events
+        ai = self.ai
         log(container, "info", f"Starting {m.name} v{m.version}")
         model = container.env.get("MODEL_ID") or (m.models[0] if m.models else "")
         stream = container.env.get("STREAM_ID") or (m.video[0] if m.video else "main")
@@ -163,23 +194,28 @@ class AppRuntime:
                 )
             except DomainError as err:
                 log(container, "error", f"inference subscription failed: {err.message}")
-        self._subscribe_topics(app, container)
+        self._subscribe_topics(app, container, log)
         probe = app_health.probe_of(m)
         if probe is not None:
             self.env.process(self._health(app, container, probe))
         if inference and not ai.camera_service_running:
             log(container, "warning", "No video stream available, running in simulation mode")
+        return inference
+
+    def work(self, app: App, container: Container, inference: bool):
+        """The app's frames, one every :data:`TICK_S`, a SimPy process body."""
+        log = self.containers.log
+        ai, bus = self.ai, self.events
         topic = f"app/{app.id}/detections"
-        may_publish = covered(topic, m.publish)
+        may_publish = covered(topic, app.manifest.publish)
         while True:
             yield self.env.timeout(TICK_S)
             if not inference:
-                log(container, "info", "heartbeat: idle, no inference subscription")
+                log(container, "info", IDLE_LINE)
                 continue
             app.frames += 1
             count = ai.detections(app.id)
-            mode = "" if ai.camera_service_running else " (simulation mode)"
-            log(container, "info", f"frame {app.frames}: detections={count}{mode}")
+            log(container, "info", frame_line(app.frames, count, ai.camera_service_running))
             if may_publish:
                 try:
                     bus.emit(
@@ -188,8 +224,7 @@ class AppRuntime:
                 except Unavailable as err:
                     log(container, "error", f"event publish failed: {err.message}")
 
-    def _subscribe_topics(self, app: App, container: Container) -> None:
-        log = self.containers.log
+    def _subscribe_topics(self, app: App, container: Container, log: LogWriter) -> None:
         wanted = [t.strip() for t in container.env.get("SUBSCRIBE_TOPICS", "").split(",") if t.strip()]
         for topic in wanted:
             if not covered(topic, app.manifest.subscribe):

@@ -27,7 +27,7 @@ from twin.camera import app_manifest
 from twin.camera.app_manifest import Manifest
 from twin.camera.app_runtime import APPS_DIR, App, AppRuntime
 from twin.camera.app_store import AppStore
-from twin.camera.container_records import Container, Volume
+from twin.camera.container_records import Container
 from twin.camera.durable import Durable
 from twin.camera.storage import remove_file, write_file
 from twin.camera.workbench import Workbench
@@ -344,17 +344,7 @@ class AppManager:
         container = runtime.containers.get(app.container_id)
         if container is not None and container.state == "running":
             raise Conflict(f"app {app_id} is already running", resource="app_running")
-        if container is None:
-            m = app.manifest
-            container = runtime.create(
-                app.container_id,
-                m.image,
-                app.id,
-                volumes=[Volume(v.host, v.container, v.readonly) for v in m.volumes],
-                env=m.env,
-                cpu_limit=m.cpu,
-                memory_limit=m.memory,
-            )
+        container = self.runtime.container(app)
         started = runtime.start(container.id, self._workload, deadline)
         done = self.env.event()
 

@@ -118,6 +118,7 @@ class Camera:
             world, camera_id, self.clock, self.power, self.storage, self.fs, self.logs
         )
         self.ai.model_users = self.apps.apps_using_model
+        self.ai.machine = lambda: self.monitor.figures
         self.ai.durable = self.containers.durable = self.storage.durable = self.apps.durable
         self.containers.exit_listeners.append(self.apps.runtime.container_exited)
         self.power.on_down += [

@@ -286,8 +286,17 @@ class ContainerRuntime:
         except simpy.Interrupt:
             return
 
-    def resume(self, container: Container, pid: int, workload: Workload | None) -> None:
-        """Running again at once (a restored snapshot): no unpack, no start time."""
+    def unpacked_before(self, image: Image) -> None:
+        """The image was unpacked in the world's past (:mod:`twin.past`): its snapshot is on disk and
+        took no time now; ``StorageFull`` (and no change) when it does not fit."""
+        if not image.unpacked:
+            self.storage.charge(self.storage_partition, f"snapshot:{image.ref}", image.unpacked_size)
+            image.unpacked = True
+
+    def resume(self, container: Container, pid: int | None, workload: Workload | None) -> None:
+        """Running again at once (a restored snapshot; ``pid`` None: the next one, as for an app
+        running since the world's past): no unpack, no start time."""
+        pid = self._next_pid + 7 if pid is None else pid
         container.state, container.pid = "running", pid
         self._next_pid = max(self._next_pid, pid)
         if workload is not None:

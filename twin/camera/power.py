@@ -29,7 +29,7 @@ class Power:
         self.camera_id = camera_id
         self.powered = True
         self.boot_count = 0
-        self.booted_at = world.env.now
+        self.booted_at = world.env.now - world.config.history  # up since the world's past began
         self.down_until: float | None = None
         self._restart_pending = False
         self.on_down: list[Callable[[str], None]] = []

@@ -2,9 +2,10 @@
 
 Each name is a package directory ``assets/apps/<name>/``: its ``app.yaml`` and the one image
 archive next to it (``scripts/make_assets.py`` writes them). They go through the app manager's
-ordinary pipeline, staged like uploads, then the synchronous install, and the app starts at boot,
-so its NDJSON logs, its inference subscription and its events on the bus are there from the first
-minute (the boxes show on the video when the overlay is on: ``fleet.cameras.ai_overlay``).
+ordinary pipeline, staged like uploads, then the synchronous install, and the app starts at boot
+(in the world's past when it has one: :mod:`twin.camera.app_past`), so its NDJSON logs, its
+inference subscription and its events on the bus are there from the first minute (the boxes show
+on the video when the overlay is on: ``fleet.cameras.ai_overlay``).
 
 A camera that booted before on the same state directory has its app registry on disk: it is read
 back instead (``twin.camera.platform_state.DurablePlatform``), so an app is installed once, and the
@@ -16,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from twin.camera.app_past import run_since_boot
 from twin.camera.apps import IMAGE_SUFFIXES
 
 if TYPE_CHECKING:
@@ -42,4 +44,5 @@ def preinstall(apps: AppManager, names: tuple[str, ...]) -> None:
         image_path = apps.upload_image(image_name, image)
         staged = apps.upload_manifest("app.yaml", manifest)
         apps.install(staged.path, image_path, force=False)
-        apps.begin_start(staged.app_id)
+        if not run_since_boot(apps, staged.app_id):
+            apps.begin_start(staged.app_id)
