@@ -59,7 +59,22 @@ TYPES: tuple[BackendType, ...] = tuple(
         ("llamacpp", "llama.cpp", "default", "http://localhost:8080/v1", False, False, False),
     )
 )
+SIMULATED_TYPE = BackendType(
+    "simulated",
+    "Simulated (built in)",
+    "The twin's own deterministic model: no endpoint, no API key, tools and streaming",
+    SIMULATED_MODEL,
+    None,
+    False,
+    True,
+    False,
+    False,
+)
+"""The built-in model's kind, listed first so a client's provider cards show it configured and
+running; more backends of it can be created (each answers as the built-in one does)."""
+TYPES = (SIMULATED_TYPE, *TYPES)
 TYPE_IDS = tuple(t.id for t in TYPES)
+OLLAMA_ENDPOINT = next(t.default_endpoint for t in TYPES if t.id == "ollama")
 
 
 # The registry ----------------------------------------------------------------------------------
@@ -180,7 +195,7 @@ class ModelBackendRegistry:
         or metadata address); failures are the handler's 500s, and never carry the far end's body."""
         if endpoint is None:
             local = next((d for d in self.docs.values() if d["backend_type"] == "ollama"), None)
-            endpoint = local["endpoint"] if local else TYPES[0].default_endpoint
+            endpoint = local["endpoint"] if local else OLLAMA_ENDPOINT
         url = f"{(endpoint or '').rstrip('/')}/api/tags"
         try:
             answer = await outbound.request("GET", url, outbound.METADATA_FENCE, timeout=OLLAMA_TIMEOUT_S)
@@ -241,6 +256,8 @@ class ModelBackendRegistry:
 
     async def _probe(self, doc: dict[str, Any]) -> dict[str, Any]:
         """Ask the backend what it can do; an unreachable backend is kept, marked unhealthy."""
+        if doc["backend_type"] == SIMULATED_TYPE.id:
+            return {"probed": _builtin(0.0)["probed"], "healthy": True}
         model = self.model_for_doc(doc)
         try:
             caps = await model.probe()

@@ -23,7 +23,8 @@ from typing import Any
 from twin.automation.chat_models import Reply, ToolCall
 from twin.rng import hash_uniform
 
-MAX_TARGETS = 3
+MAX_TARGETS = 10
+"""The most devices one question reads: as many as a device list names (the rest are counted)."""
 PLURAL = frozenset({"all", "each", "every", "devices", "sensors"})
 LIST_WORDS = frozenset({"list", "devices", "sensors", "which", "inventory"})
 READ_WORDS = frozenset(
@@ -327,8 +328,8 @@ def _sentence(ask: _Ask, r: _Result) -> str:
         devices = [d for d in data.get("devices", ()) if isinstance(d, dict)]
         if not devices:
             return "No devices are registered yet."
-        shown = ", ".join(f"{d.get('device_id')} ({d.get('status')})" for d in devices[:10])
-        more = f" and {len(devices) - 10} more" if len(devices) > 10 else ""
+        shown = ", ".join(f"{d.get('device_id')} ({d.get('status')})" for d in devices[:MAX_TARGETS])
+        more = f" and {len(devices) - MAX_TARGETS} more" if len(devices) > MAX_TARGETS else ""
         return f"I found {len(devices)} device{'s' if len(devices) != 1 else ''}: {shown}{more}."
     if r.name == "get_device_metrics":
         values, units = data.get("values") or {}, data.get("units") or {}

@@ -119,7 +119,8 @@ async def test_types_are_public_and_list_the_vendor_kinds(automation: httpx.Asyn
     resp = await automation.get("/api/llm-backends/types")
     types = resp.json()["data"]["types"]
     assert [t["id"] for t in types] == [
-        "ollama", "openai", "anthropic", "google", "xai", "qwen", "deepseek", "glm", "minimax", "llamacpp",
+        "simulated", "ollama", "openai", "anthropic", "google", "xai", "qwen", "deepseek", "glm", "minimax",
+        "llamacpp",
     ]  # fmt: skip
     assert set(types[0]) == {
         "id", "name", "description", "default_model", "default_endpoint", "requires_api_key",
@@ -134,6 +135,38 @@ async def test_the_builtin_simulated_backend_is_active(automation: httpx.AsyncCl
     resp = await automation.post("/api/llm-backends/simulated/test", headers=auth)
     assert resp.json()["data"]["result"]["success"] is True
     assert_error(await automation.delete("/api/llm-backends/simulated", headers=auth), 409, "CONFLICT")
+
+
+async def test_the_simulated_kind_is_listed_configured_and_manageable(
+    automation: httpx.AsyncClient, auth: dict
+) -> None:
+    """A client's provider cards pair each type with its backends: the built-in model's type is
+    listed, so its card shows a running backend; more backends of it can be made and managed."""
+    kind = (await automation.get("/api/llm-backends/types")).json()["data"]["types"][0]
+    assert kind["id"] == "simulated" and kind["requires_api_key"] is False
+    assert kind["default_endpoint"] is None
+    listed = (await automation.get("/api/llm-backends", headers=auth)).json()["data"]
+    assert [(b["backend_type"], b["is_active"]) for b in listed["backends"]] == [("simulated", True)]
+    schema = (await automation.get("/api/llm-backends/types/simulated/schema", headers=auth)).json()["data"]
+    assert schema["type"] == "simulated" and schema["schema"]["required"] == ["name", "model"]
+    second = await add(automation, auth, name="Second", backend_type="simulated", model="twin-sim-1")
+    assert second["healthy"] is True and second["endpoint"] is None and second["api_key_configured"] is False
+    tested = await automation.post(f"/api/llm-backends/{second['id']}/test", headers=auth)
+    assert tested.json()["data"]["result"]["success"] is True
+    url = f"/api/llm-backends/{second['id']}"
+    renamed = await automation.put(url, json={"name": "Renamed"}, headers=auth)
+    assert renamed.status_code == 200, renamed.text
+    assert (await automation.post(f"{url}/activate", headers=auth)).status_code == 200
+    listed = (await automation.get("/api/llm-backends", headers=auth)).json()["data"]
+    assert listed["active_id"] == second["id"] and listed["count"] == 2
+    assert (await automation.delete(url, headers=auth)).status_code == 200
+    listed = (await automation.get("/api/llm-backends", headers=auth)).json()["data"]
+    assert listed["active_id"] == "simulated"
+    for refused in ({"name": "", "backend_type": "simulated", "model": "m"}, {"name": "x", "model": "m"}):
+        resp = await automation.post("/api/llm-backends", json=refused, headers=auth)
+        assert resp.status_code in (400, 422) and resp.json()["success"] is False, refused
+    resp = await automation.put("/api/llm-backends/simulated", json={"name": "Mine"}, headers=auth)
+    assert_error(resp, 409, "CONFLICT")
 
 
 async def test_openai_compatible_backend_is_probed_and_used_by_an_agent(
