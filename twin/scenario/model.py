@@ -4,10 +4,9 @@ A scenario is the world (seed, clock, fleet), a timeline of actions on the world
 time or ``after`` a world event; ``for`` undoes the action that much later), the expectations the
 client under test is judged by, what its exit status should be, and when the run stops.
 
-A file is checked in one pass and every problem is reported, each as ``file:line: key.path: message``:
-the actions and their parameters, the schema, and the names the file refers to (cameras, servers,
-simulated sensors and their metrics, world event kinds; see :mod:`twin.scenario.targets`).
-"""
+A file is checked in one pass and every problem is reported, each as ``file:line: key.path: message``: the
+actions and their parameters, the schema, and the names the file refers to (cameras, servers, simulated
+sensors and their metrics, world event kinds; see :mod:`twin.scenario.targets`)."""
 
 from __future__ import annotations
 
@@ -281,11 +280,10 @@ class Watch(_Strict):
 
 
 class Scenario(_Strict):
-    """A scenario file. A run of it with a client under test passes when every expectation was
-    exercised and held (an optional one may go unexercised) and the client ended as
-    ``client.expect_exit`` says; it fails when an expectation failed, the client ended otherwise or a
-    timeline step failed; it is inconclusive when nothing failed but a required expectation was not
-    exercised (as in a run without a client)."""
+    """A scenario file. A run of it with a client under test passes when every expectation was exercised and
+    held (an optional one may go unexercised) and the client ended as ``client.expect_exit`` says; it fails
+    when an expectation failed, the client ended otherwise or a timeline step failed; it is inconclusive when
+    nothing failed but a required expectation was not exercised (as in a run without a client)."""
 
     name: str
     description: str = ""
