@@ -167,8 +167,7 @@ def _buildings(c: _Canvas, u: np.ndarray, light: Light) -> None:
                 cv2.rectangle(
                     c.img, (wx, wy - int(1.5 * s)), (wx + int(1.2 * s), wy), lit if on else dark, -1
                 )
-        shop = _shade((60, 60, 55), light.ambient) if not light.lamps else (90, 170, 220)
-        cv2.rectangle(c.img, (x0 + int(0.6 * s), base - int(2.6 * s)), (x1 - int(0.6 * s), base), shop, -1)
+        _shopfront(c, x0, x1, base, s, light, r)
         awning = _shade(AWNINGS[int(r[3] * len(AWNINGS))], light.ambient)
         cv2.rectangle(
             c.img,
@@ -180,6 +179,22 @@ def _buildings(c: _Canvas, u: np.ndarray, light: Light) -> None:
         cv2.line(c.img, (x1, top), (x1, base), _shade(facade, 0.6), max(1, int(0.15 * s)))
         x += width
         k += 1
+
+
+def _shopfront(c: _Canvas, x0: int, x1: int, base: int, s: float, light: Light, r: np.ndarray) -> None:
+    """A shop's ground floor: a window (dark glass by day with a sky reflection, lit at night), a door."""
+    glass = (110, 160, 205) if light.lamps else _shade((95, 85, 70), light.ambient)
+    left, right, top = x0 + int(0.6 * s), x1 - int(0.6 * s), base - int(2.6 * s)
+    cv2.rectangle(c.img, (left, top), (right, base - int(0.4 * s)), glass, -1)
+    if not light.lamps:  # a pale diagonal reflection across the glass
+        shine = _shade((150, 140, 125), light.ambient)
+        for k in (0.25, 0.32):
+            a = left + int((right - left) * k)
+            cv2.line(c.img, (a, base - int(0.4 * s)), (a + int(1.6 * s), top), shine, max(1, int(0.15 * s)))
+    door = left + int((right - left) * (0.6 + 0.3 * r[1]))
+    frame = _shade((40, 45, 50), light.ambient)
+    cv2.rectangle(c.img, (door, top + int(0.3 * s)), (door + int(1.1 * s), base), frame, -1)
+    cv2.rectangle(c.img, (left, base - int(0.4 * s)), (right, base), _shade((90, 95, 100), light.ambient), -1)
 
 
 def _tree(c: _Canvas, x_m: float, d: float, light: Light, size: float) -> None:
@@ -209,13 +224,13 @@ def _lamp(c: _Canvas, x_m: float, d: float, light: Light) -> None:
     cv2.line(c.img, (x, base), (x, top), pole, max(1, int(0.18 * s)), cv2.LINE_AA)
     cv2.line(c.img, (x, top), (x + int(1.0 * s), top), pole, max(1, int(0.12 * s)), cv2.LINE_AA)
     head = (x + int(1.0 * s), top + int(0.15 * s))
-    if light.lamps:
-        glow = c.img.copy()
-        cv2.ellipse(
-            glow, (head[0], base), (int(3.5 * s), int(0.9 * s)), 0, 0, 360, (120, 190, 235), -1, cv2.LINE_AA
-        )
-        cv2.circle(glow, head, int(0.9 * s), (170, 230, 255), -1, cv2.LINE_AA)
-        cv2.addWeighted(glow, 0.45, c.img, 0.55, 0, dst=c.img)
+    if light.lamps:  # a pool of light on the pavement, brightest under the lamp, and a halo
+        for k, weight in ((1.0, 0.18), (0.7, 0.22), (0.4, 0.25)):
+            glow = c.img.copy()
+            axes = (int(4.0 * k * s), int(1.0 * k * s))
+            cv2.ellipse(glow, (head[0], base), axes, 0, 0, 360, (120, 190, 235), -1, cv2.LINE_AA)
+            cv2.circle(glow, head, int(1.2 * k * s), (170, 230, 255), -1, cv2.LINE_AA)
+            cv2.addWeighted(glow, weight, c.img, 1 - weight, 0, dst=c.img)
     cv2.circle(c.img, head, max(1, int(0.25 * s)), (200, 245, 255) if light.lamps else pole, -1, cv2.LINE_AA)
 
 

@@ -66,6 +66,8 @@ STREET = (
     ("person", 27.0),
     ("car", 17.5),
     ("person", 10.5),
+    ("person", 29.0),
+    ("bicycle", 14.5),
 )
 """The street's mix: (label, lane depth in metres), cycled."""
 PARKING_KINDS = ("car", "car", "car", "car", "car", "car", "car", "person")

@@ -167,7 +167,11 @@ def _car(pen: _Pen, variant: int, lit: bool) -> None:
     pen.poly([(0.25, 1.35), (0.85, 0.86), (-0.35, 0.86), (-0.35, 1.35)], glass)
     pen.poly([(-0.5, 1.35), (-0.5, 0.86), (-1.6, 0.86), (-1.08, 1.36)], glass)
     pen.line((-0.42, 0.4), (-0.42, 1.38), 0.04, dark)
+    pen.line((0.6, 0.45), (0.75, 0.86), 0.03, dark)  # the front door's edge
     pen.line((-2.2, 0.42), (2.2, 0.42), 0.08, dark)
+    pen.line((0.2, 0.78), (0.45, 0.78), 0.05, dark)  # door handles
+    pen.line((-0.95, 0.78), (-0.7, 0.78), 0.05, dark)
+    pen.poly([(0.85, 0.9), (1.05, 0.9), (1.0, 1.02), (0.85, 1.0)], dark)  # the mirror
     for x in (-1.35, 1.35):
         pen.disc((x, 0.33), 0.34, (20, 20, 22))
         pen.disc((x, 0.33), 0.17, (150, 150, 155))
