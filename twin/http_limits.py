@@ -220,25 +220,35 @@ def protocol(limits: HttpLimits) -> type[LimitedHttpTools]:
     return type(name, (LimitedHttpTools,), attrs)
 
 
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return seconds
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``twin run``'s connection limits."""
     group = parser.add_argument_group("connection limits", "how long the servers wait for clients")
     group.add_argument(
         "--header-timeout",
-        type=float,
+        type=_seconds,
         metavar="SECONDS",
         help="close a connection whose request head is not complete within this time "
         f"(default {HEADER_TIMEOUT_S:g})",
     )
     group.add_argument(
         "--idle-timeout",
-        type=float,
+        type=_seconds,
         metavar="SECONDS",
         help=f"close a kept-alive connection idle this long (default {IDLE_TIMEOUT_S:g})",
     )
     group.add_argument(
         "--ws-auth-timeout",
-        type=float,
+        type=_seconds,
         metavar="SECONDS",
         help="close an automation event WebSocket that has not authenticated within this time "
         f"(default {WS_AUTH_TIMEOUT_S:g})",

@@ -166,3 +166,49 @@ async def test_bodies_and_websockets_pass_as_before() -> None:
             await ws.send("hello")
             assert await ws.recv() == "hello"
         assert cls.counters.slow == cls.counters.too_large == 0
+
+
+def test_the_timeouts_and_the_control_host_are_options() -> None:
+    from twin.settings import parse
+
+    _, settings = parse(["run"])
+    assert (settings.header_timeout, settings.idle_timeout, settings.ws_auth_timeout) == (30, 60, 60)
+    assert settings.control_host == "127.0.0.1"
+    argv = ["run", "--header-timeout", "2.5", "--idle-timeout", "7", "--ws-auth-timeout", "9"]
+    _, settings = parse([*argv, "--control-host", "0.0.0.0"])
+    assert (settings.header_timeout, settings.idle_timeout, settings.ws_auth_timeout) == (2.5, 7, 9)
+    assert settings.control_host == "0.0.0.0"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "inf", "nan"])
+@pytest.mark.parametrize("flag", ["--header-timeout", "--idle-timeout", "--ws-auth-timeout"])
+def test_a_timeout_must_be_a_positive_number(flag: str, value: str, capsys: pytest.CaptureFixture) -> None:
+    from twin.settings import parse
+
+    with pytest.raises(SystemExit) as exit_:
+        parse(["run", flag, value])
+    assert exit_.value.code == 2
+    assert flag in capsys.readouterr().err
+
+
+@pytest.mark.socket
+async def test_twin_run_serves_every_listener_with_its_vendors_limits(tmp_path) -> None:
+    from tests.sockets import socket_settings
+    from twin.serve import build, start, stop
+
+    running = await start(build(socket_settings(header_timeout=0.3)), tmp_path)
+    try:
+        where = {name: running.listeners[name].address for name in ("automation", "control")}
+        gateway = next(name for name in running.listeners if name.endswith("/http"))
+        where["gateway"] = running.listeners[gateway].address
+        for name, limits in (("automation", HYPER), ("gateway", GO), ("control", CONTROL)):
+            host, port = where[name]
+            answer = await _exchange(host, port, _get(b"x-big: " + b"a" * (limits.max_head + 1) + b"\r\n"))
+            assert _status(answer) == 431, name
+            assert answer.endswith(b"431 Request Header Fields Too Large") is (limits is GO)
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(b"GET / HTTP/1.1\r\nhost: t\r\n")  # a head that never ends
+            assert await _closed(reader) == b"", name
+            writer.close()
+    finally:
+        await stop(running)
