@@ -35,6 +35,7 @@ TWIN_ROOT = {
     "signals",
     "store",
     "documents",
+    "state_dir",  # opening the store on a state directory, or one line saying why not
     "world",
     # the composition root: typed settings, the control object, the servers, the command line
     "settings",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from twin import settings as settings_mod
 from twin.camera.video.decoder import SourceError
 from twin.scenario.model import ScenarioError
+from twin.state_dir import StateError
 
 if TYPE_CHECKING:
     from twin.scenario.runner import RunResult
@@ -286,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         except ScenarioError as err:
             _problems(err, "twin: ")
             return 2
-        except (settings_mod.RealMemberError, SourceError) as err:  # SourceError: a camera's video source
+        except (settings_mod.RealMemberError, SourceError, StateError) as err:  # a video source, --state-dir
             print(f"twin: {err}", file=sys.stderr)
             return 2
         except OSError as err:

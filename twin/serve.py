@@ -54,6 +54,7 @@ from twin.scenario.model import Scenario, load_scenario
 from twin.sensors import sensors_of
 from twin.serving import App, Served, Site
 from twin.settings import AUTOMATION, RealMember, Settings, in_words
+from twin.state_dir import open_state
 from twin.store import Store
 from twin.wings import KINDS
 from twin.world import World
@@ -153,7 +154,7 @@ def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KIND
         load_scenario(settings.scenario, allowed=settings.scenario_files) if settings.scenario else None
     )
     config, mode, speed = world_config(settings, scenario)
-    store = Store(settings.state_dir / "twin.sqlite3" if settings.state_dir else None)
+    store = open_state(settings.state_dir) if settings.state_dir else Store()
     world = World(config, store=store, kinds=kinds, record_trace=record_trace)
     real = settings.real_members(
         list(cameras_of(world)), scenario.real_members(os.environ) if scenario else {}
