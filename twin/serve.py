@@ -182,6 +182,7 @@ def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KIND
     listen = (settings.mqtt_host, settings.mqtt_port)
     bridge = MqttBridge(automation, mqtt_url, listen=listen, external_url=settings.mqtt_url)
     automation.mqtt_ready = lambda: bridge.connected
+    automation.mqtt.require_login = settings.mqtt_require_login
     automation.mqtt.attach(bridge, DEVICE_FILTERS)
     twin = Twin(
         settings, world, clock, control, served, faults, control_app, bridge,

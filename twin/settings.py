@@ -75,7 +75,10 @@ class Settings:
     rtsp_udp: bool = False
     """Also serve RTP over UDP; the device serves it interleaved on the RTSP connection only."""
     mqtt_host: str = "0.0.0.0"
+    """The embedded broker's bind address (``--mqtt-host``; on the command line it follows ``--host``)."""
     mqtt_port: int = 1883
+    mqtt_require_login: bool = False
+    """``--mqtt-require-login``: the embedded broker refuses anonymous clients, whatever is stored."""
     mqtt_url: str | None = None
     control_host: str = "127.0.0.1"
     """Beyond loopback, the control plane asks for its token (:mod:`api.control.guard`)."""
@@ -204,14 +207,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start the world and every server on it")
     run.add_argument("--scenario", type=Path, help="scenario YAML (default: scenarios/default.yaml)")
-    run.add_argument(
-        "--scenario-files",
-        metavar="DIR",
-        type=Path,
-        action="append",
-        help="a directory the scenarios' fixtures and video files may be in besides the scenario's own "
-        "(repeatable; the console's uploads: besides the library's)",
-    )
+    files = "a directory a scenario's fixtures and videos may be in besides its own (repeatable)"
+    run.add_argument("--scenario-files", metavar="DIR", type=Path, action="append", help=files)
     run.add_argument("--seed", type=int, help="override the scenario's seed")
     run.add_argument("--speed", type=float, help="realtime speed factor (60 = a minute per second)")
     run.add_argument(
@@ -238,6 +235,9 @@ def _parser() -> argparse.ArgumentParser:
         help="also serve RTSP sessions over UDP (the device answers 461: TCP interleaved only)",
     )
     run.add_argument("--mqtt-port", type=int, help="embedded broker port")
+    run.add_argument("--mqtt-host", help="embedded broker bind address (default: the --host address)")
+    login = "the embedded broker refuses anonymous clients (default: allowed, as the real server does)"
+    run.add_argument("--mqtt-require-login", action="store_true", default=None, help=login)
     run.add_argument(
         "--mqtt-url", help="use an external broker (mqtt://host:port) instead of the embedded one"
     )
@@ -435,6 +435,8 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     }
     _real_checks(parser, values, environ)
     _publish_checks(parser, values, environ)
+    if "host" in values and "mqtt_host" not in values:  # every server on the address asked for
+        values["mqtt_host"] = values["host"]
     port_variable = "PORT" if values.get("release") == "0.9.17" else "NEOMIND_PORT"  # renamed after 0.9.17
     if "port" not in values and environ.get(port_variable, "").isdigit():
         values["port"] = int(environ[port_variable])

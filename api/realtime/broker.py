@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from amqtt.adapters import ReaderAdapter, WriterAdapter
 from amqtt.broker import Broker
-from amqtt.errors import BrokerError
+from amqtt.errors import AMQTTError, BrokerError, MQTTError
 from amqtt.mqtt.disconnect import DisconnectPacket
 from amqtt.plugins.base import BaseAuthPlugin, BasePlugin
 
@@ -25,6 +26,59 @@ BRIDGE_CLIENT_ID = "twin-bridge"
 MAX_SESSIONS = 10_000
 MAX_OUTAGES = 1000
 """Broker outages a :class:`SessionLog` keeps (the oldest go first), like its sessions."""
+MAX_PACKET = 1024 * 1024
+"""The largest packet (its remaining length) a client may send: the real server's broker (rmqtt's
+listener builder, whose default the server keeps) refuses larger ones by closing the connection."""
+HANDSHAKE_TIMEOUT_S = 30.0
+"""A connection whose ``CONNECT`` has not been read and answered by then is closed (rmqtt's default)."""
+
+
+class PacketTooLarge(MQTTError):
+    pass
+
+
+class BoundedReader(ReaderAdapter):
+    """A client's byte stream, read as the broker reads it, that follows the packets' framing: a
+    packet announcing more than ``limit`` bytes, or a length that is no MQTT length, cuts the
+    connection (``cut``) before its body is read, so it is never buffered."""
+
+    def __init__(self, inner: ReaderAdapter, limit: int, cut: Callable[[], None]) -> None:
+        self.inner, self.limit, self.cut = inner, limit, cut
+        self._left = 0
+        """Bytes of the current packet's body still to come."""
+        self._head = bytearray()
+        """The next packet's fixed header so far."""
+
+    async def read(self, n: int = -1) -> bytes:
+        data = await self.inner.read(n)
+        self._follow(data)
+        return data
+
+    def feed_eof(self) -> None:
+        self.inner.feed_eof()
+
+    def _follow(self, data: bytes) -> None:
+        i = 0
+        while i < len(data):
+            if self._left:
+                taken = min(self._left, len(data) - i)
+                self._left, i = self._left - taken, i + taken
+                continue
+            self._head.append(data[i])
+            i += 1
+            if len(self._head) < 2 or self._head[-1] & 0x80:
+                if len(self._head) > 5:  # a remaining length is at most 4 bytes
+                    self._refuse("malformed remaining length")
+                continue
+            length = sum((b & 0x7F) << (7 * k) for k, b in enumerate(self._head[1:]))
+            self._head.clear()
+            if length > self.limit:
+                self._refuse(f"packet of {length} bytes, past the {self.limit} the broker takes")
+            self._left = length
+
+    def _refuse(self, why: str) -> None:
+        self.cut()
+        raise PacketTooLarge(why)
 
 
 @dataclass(slots=True)
@@ -119,6 +173,30 @@ class _Broker(Broker):
     def __init__(self, config: dict[str, Any], watch: _Watch) -> None:
         super().__init__(config)
         self._watch = watch
+        self.handshake = HANDSHAKE_TIMEOUT_S
+
+    async def _client_connected(
+        self, listener_name: str, reader: ReaderAdapter, writer: WriterAdapter
+    ) -> None:
+        """Every connection's packets are bounded (:data:`MAX_PACKET`); whatever ends its handling
+        (a first packet that is no ``CONNECT``, garbage, a refused login, a handshake past
+        :data:`HANDSHAKE_TIMEOUT_S`, the client leaving) ends the connection too."""
+
+        def cut() -> None:
+            transport = getattr(getattr(writer, "_writer", None), "transport", None)
+            if transport is not None:
+                transport.abort()
+
+        try:
+            await super()._client_connected(listener_name, BoundedReader(reader, MAX_PACKET, cut), writer)
+        finally:
+            cut()
+
+    async def _initialize_client_session(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await asyncio.wait_for(super()._initialize_client_session(*args, **kwargs), self.handshake)
+        except TimeoutError as err:
+            raise AMQTTError("no CONNECT in time") from err
 
     async def _handle_disconnect(self, client_session: Any, *args: Any) -> None:
         """``(client_session, handler, disconnect_waiter)``: the waiter holds the ``DISCONNECT``

@@ -8,10 +8,12 @@ that is not connected and a broker that cannot be restarted.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from hardware.ports.errors import InvalidInput, NotFound
 from hardware.ports.mqtt import (
+    SYSTEM_USER,
     BrokerAuth,
     BrokerConfig,
     ConfigApplied,
@@ -87,10 +89,20 @@ class TwinMqtt:
         self.link: MqttLink = DetachedLink()
         self.device_filters: dict[str, int] = {}
         """The client's own device topic filters (``device/+/+/uplink``...): kept whatever is asked."""
+        self.require_login = False
+        """Set by the composition root (``--mqtt-require-login``): the embedded broker asks every
+        client for a login (the stored credentials, or the server's own), whatever its stored
+        configuration says."""
 
     def attach(self, link: MqttLink, device_filters: dict[str, int]) -> None:
         self.link, self.device_filters = link, dict(device_filters)
-        link.use_login(self.settings.system_login())
+        link.use_login(self.login())
+
+    def login(self) -> tuple[str, str] | None:
+        """The server's own client's login on the embedded broker, when the broker asks for one."""
+        if self.require_login:
+            return SYSTEM_USER, self.settings.system_password()
+        return self.settings.system_login()
 
     @property
     def settings(self) -> BrokerSettings:
@@ -107,7 +119,8 @@ class TwinMqtt:
         return self.settings.stored(), self.settings.pems()
 
     def current(self) -> BrokerConfig:
-        return self.settings.config(self.link.address())
+        config = self.settings.config(self.link.address())
+        return dataclasses.replace(config, auth_enabled=True) if self.require_login else config
 
     # Status and subscriptions --------------------------------------------------------------------
     def status(self) -> MqttStatus:
@@ -185,14 +198,15 @@ class TwinMqtt:
         auth_enabled: bool | None = None,
         tls_enabled: bool | None = None,
     ) -> ConfigApplied:
-        before = self.current()
+        before = self.settings.config(self.link.address())  # as stored: the switch is not stored
         config = self.settings.update(before, listen, port, auth_enabled, tls_enabled)
-        self.link.use_login(self.settings.system_login())
+        self.link.use_login(self.login())
+        shown = dataclasses.replace(config, auth_enabled=True) if self.require_login else config
         bind = (before.listen, before.port, before.tls_enabled)
         if bind == (config.listen, config.port, config.tls_enabled):
-            return ConfigApplied(config, True)  # authentication is read on every connection
+            return ConfigApplied(shown, True)  # authentication is read on every connection
         tls = self.settings.pems() if config.tls_enabled else None
-        return ConfigApplied(config, await self.link.apply(config, tls))
+        return ConfigApplied(shown, await self.link.apply(config, tls))
 
     def upload_tls(self, cert_pem: str, key_pem: str, ca_pem: str | None) -> TlsFiles:
         return self.settings.upload_tls(self.current(), cert_pem, key_pem, ca_pem)
@@ -219,7 +233,7 @@ class _Auth:
         self.mqtt = mqtt
 
     def required(self) -> bool:
-        return self.mqtt.settings.required()
+        return self.mqtt.require_login or self.mqtt.settings.required()
 
     def check(self, username: str | None, password: str | None) -> bool:
         return self.mqtt.settings.check(username, password)
