@@ -14,6 +14,7 @@ camera's LEDs. Fog (intensity 0..1) hides far things first; rain darkens and dul
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import cv2
 import numpy as np
@@ -240,8 +241,10 @@ def _rows(c: _Canvas) -> np.ndarray:
     return np.array([min(FAR_WALL_M, depth_at(y)) for y in ys], np.float32)
 
 
+@lru_cache(maxsize=4)
 def panorama(key: int, width: int, height: int, light: Light, weather: Weather, ir: bool) -> np.ndarray:
-    """The background panorama (BGR) for a scene seeded by ``key``."""
+    """The background panorama (BGR) for a scene seeded by ``key``: a pure function, kept for the
+    next viewer of the same picture (read-only: it is shared)."""
     u = hash_uniform(key, np.arange(400)).reshape(100, 4)
     c = _Canvas(width, height)
     scene_light = _IR if ir else light
@@ -267,6 +270,7 @@ def panorama(key: int, width: int, height: int, light: Light, weather: Weather, 
         f = np.array([fog_factor(d, fog) for d in depth], np.float32)[:, None, None]
         veil = np.array(fog_color(light, ir), np.float32)
         img = (img * (1 - f) + veil * f).astype(np.uint8)
+    img.flags.writeable = False
     return img
 
 
