@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import inspect
 import socket
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -20,16 +21,26 @@ def socket_settings(**overrides) -> Settings:
     return Settings(**{"scenario": SCENARIOS / "test.yaml", "step": True, **LOOPBACK, **overrides})
 
 
-async def until(check: Callable, attempts: int = 250) -> None:
-    """Poll ``check`` (plain or async) every 20 ms until it is true; fail after ``attempts``."""
-    for _ in range(attempts):
+UNTIL_S = 60.0
+"""Wall seconds :func:`until` waits before it fails: a bound for a hung test, never a pace it expects
+(a loaded CI machine runs background work many times slower than an idle one)."""
+
+
+async def until(check: Callable, attempts: int | None = None, *, timeout: float = UNTIL_S) -> None:
+    """Poll ``check`` (plain or async) every 20 ms until it is true; fail after ``timeout`` wall
+    seconds, and not before ``attempts`` polls were made."""
+    deadline = time.monotonic() + timeout
+    polls = 0
+    while True:
         result = check()
         if inspect.isawaitable(result):
             result = await result
         if result:
             return
+        polls += 1
+        if time.monotonic() > deadline and polls >= (attempts or 0):
+            raise AssertionError(f"condition not reached in {polls} polls and {timeout:g} s")
         await asyncio.sleep(0.02)
-    raise AssertionError("condition not reached")
 
 
 async def mqtt_packet(reader: asyncio.StreamReader) -> tuple[int, bytes]:

@@ -141,13 +141,16 @@ class FixtureWriter:
             return {"text": mask(payload, self.secrets), **opening}
         return {"b64": base64.b64encode(mask_bytes(payload, self.secrets)).decode(), **opening}
 
-    def end(self) -> None:
-        """Write the end and end every exchange still open: an event stream ends for its client too."""
+    def end(self) -> set[asyncio.Task]:
+        """Write the end and end every exchange still open: an event stream ends for its client too
+        (a WebSocket with 1001). Returns the exchanges told to end."""
         if not self.closed:
             self._line({"t": self.offset(), "kind": "end"})
             self.closed = True
-        for task in self.in_flight:
+        ending = set(self.in_flight)
+        for task in ending:
             task.cancel()
+        return ending
 
     def _line(self, record: dict[str, Any]) -> None:
         self.out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -373,7 +376,9 @@ async def record(
                 poller.cancel()
                 with contextlib.suppress(BaseException):
                     await poller
-            writer.end()
+            ending = writer.end()
+            if ending:  # they end as the recording does (1001), not as the server shuts down (1012)
+                await asyncio.wait(ending, timeout=SHUTDOWN_GRACE_S + 5)
             server.should_exit = True
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(task, SHUTDOWN_GRACE_S + 5)

@@ -85,6 +85,8 @@ async def test_three_failures_then_success_shows_four_attempts_and_loses_nothing
         )
         assert written.status_code == 200
         await until(lambda: len(lake.requests) == 1)
+        # the outcome is back (the receiver answered before the worker read its answer)
+        await until(lambda: automation_of(twin.world).outbox.stats("push", [target_id])[0].attempts == 1)
         (entry,) = await logs(automation, auth, target_id)
         assert (
             entry["status"] == "retrying" and entry["attempts"] == 1 and entry["error"].startswith("HTTP 500")

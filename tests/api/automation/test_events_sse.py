@@ -34,7 +34,7 @@ class SseReader:
         self._next: asyncio.Future[bytes] | None = None
         self._buffer = b""
 
-    async def next_block(self, timeout: float = 5.0) -> bytes:
+    async def next_block(self, timeout: float = 30.0) -> bytes:
         """The next message or comment; ``TimeoutError`` if none comes (the read stays pending, so
         a timeout does not end the stream)."""
         while b"\n\n" not in self._buffer:

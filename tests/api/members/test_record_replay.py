@@ -80,6 +80,34 @@ def at(lines: list[dict], kind: str, path: str) -> list[float]:
     return [r["t"] for r in lines if r.get("kind") == kind and r.get("path") == path]
 
 
+async def test_a_stream_open_at_the_end_closes_with_1001_however_slow_its_upstream(
+    stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorder ends its open streams (1001) before its server shuts down, which would close
+    them with 1012: on a loaded machine the upstream's close handshake outlasts the server's tick."""
+    from websockets.asyncio.client import ClientConnection
+
+    close = ClientConnection.close
+
+    async def slow_close(self, *args, **kwargs):
+        await asyncio.sleep(0.5)  # a busy machine
+        return await close(self, *args, **kwargs)
+
+    monkeypatch.setattr(ClientConnection, "close", slow_close)
+    _, up = stand_in
+    recorder = Recorder(
+        RecordOptions("gateway", up.url("cam-01/http"), tmp_path / "cam.ndjson", duration=120)
+    )
+    base = await recorder.url()
+    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+        token = (await rsa_login(http, base)).removeprefix("Bearer ")
+    async with connect(base.replace("http://", "ws://") + f"/api/v1/events/stream?token={token}") as ws:
+        await recorder.finish()
+        with pytest.raises(ConnectionClosed) as ended:
+            await asyncio.wait_for(ws.recv(), 10)
+    assert ended.value.rcvd is not None and ended.value.rcvd.code == 1001
+
+
 async def test_a_recorded_camera_replays_on_the_world_clock(stand_in, tmp_path: Path) -> None:
     up_twin, up = stand_in
     out = tmp_path / "cam.ndjson"
