@@ -64,7 +64,7 @@ PARTS: tuple[Part, ...] = (
     Part("publisher", "publisher", json_to,
          "the fleet published to an outside MQTT broker: produced, received, lost"),
     Part("hostile", "hostile", json_to,
-         "a hostile local client: cross-site POST /reset refused; 4 x 50 MiB endless headers, RSS"),
+         "a hostile local client: cross-site control, endless headers, idle sockets, stalled SSE"),
 )
 # fmt: on
 BY_NAME = {part.name: part for part in PARTS}
