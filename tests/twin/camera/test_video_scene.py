@@ -60,12 +60,15 @@ def test_the_street_has_people_bikes_cars_and_trucks_that_come_and_go() -> None:
 
 
 def test_walking_legs_move_and_a_sprite_has_a_soft_silhouette() -> None:
-    frames = [draw("person", 3, k, 60, 150, False) for k in range(8)]
+    frames = [draw("person", 3, k, 60, 150, False)[:2] for k in range(8)]
     assert len({digest(img) for img, _ in frames}) >= 4
     _img, mask = frames[2]
     assert 0.15 < (mask > 128).mean() < 0.6 and ((mask > 0) & (mask < 255)).any()  # anti-aliased edge
-    _car, car_mask = draw("car", 1, 0, 330, 113, True)
+    _car, car_mask, lights = draw("car", 1, 0, 330, 113, True)
     assert (car_mask > 128).mean() > 0.5
+    assert (
+        0 < (lights > 0).mean() < 0.05 and not draw("car", 1, 0, 330, 113, False)[2].any()
+    )  # lit after dark
 
 
 def test_same_seed_same_frame_in_every_light_and_weather() -> None:
@@ -89,6 +92,8 @@ def test_light_follows_the_hour_and_ir_night_is_gray_and_near_is_brighter() -> N
     r = Renderer(Scene(42), 320, 180, "cam-01")
     day, dusk, night = (r.render(61.0, at(h)).astype(float) for h in (11.0, 17.6, 23.0))
     assert day.mean() > dusk.mean() > night.mean()
+    cars = [b for b in r.scene.boxes(61.0) if b.label in ("car", "truck") and 0.25 < b.x < 0.7]
+    assert cars and night.max() >= 250  # headlights and lamps still shine
     sky = (slice(0, 20), slice(None))
     assert dusk[sky][:, :, 2].mean() > dusk[sky][:, :, 0].mean()  # a warm sky at dusk
     assert day[sky][:, :, 0].mean() > day[sky][:, :, 2].mean()  # a blue sky by day

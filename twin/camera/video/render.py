@@ -275,7 +275,13 @@ class Renderer:
 
         shade_key = (params, round(ambient, 2), ir, fog, veil)
         sprite = self.sprites.get(
-            box.label, box.variant, box.step, box.facing, (w, h), light.lamps, (shade_key, shade)
+            box.label,
+            box.variant,
+            box.step,
+            box.facing,
+            (w, h),
+            light.lamps and not view.night,
+            (shade_key, shade),
         )
         blit(img, sprite, x0, y0)
 

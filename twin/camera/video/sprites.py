@@ -61,6 +61,8 @@ class _Pen:
     def __init__(self, w_px: int, h_px: int, w_m: float, h_m: float) -> None:
         self.img = np.zeros((h_px, w_px, 3), np.uint8)
         self.mask = np.zeros((h_px, w_px), np.uint8)
+        self.glow = np.zeros((h_px, w_px), np.uint8)
+        """Where the object's own lights shine (they keep their brightness in the dark)."""
         self.sx, self.sy = w_px / w_m, h_px / h_m
         self.w_m, self.h_m = w_m, h_m
 
@@ -71,6 +73,13 @@ class _Pen:
         pts = np.array([self.pt(x, y) for x, y in points], np.int32)
         cv2.fillPoly(self.img, [pts], color, cv2.LINE_AA, 4)
         cv2.fillPoly(self.mask, [pts], 255, cv2.LINE_AA, 4)
+
+    def lamp(self, points: list[tuple[float, float]], color: tuple[int, ...], lit: bool) -> None:
+        """A light of the object's own: a shape that keeps its brightness after dark when ``lit``."""
+        self.poly(points, color)
+        if lit:
+            pts = np.array([self.pt(x, y) for x, y in points], np.int32)
+            cv2.fillPoly(self.glow, [pts], 255, cv2.LINE_8, 4)
 
     def line(
         self, a: tuple[float, float], b: tuple[float, float], width_m: float, color: tuple[int, ...]
@@ -175,11 +184,15 @@ def _car(pen: _Pen, variant: int, lit: bool) -> None:
     for x in (-1.35, 1.35):
         pen.disc((x, 0.33), 0.34, (20, 20, 22))
         pen.disc((x, 0.33), 0.17, (150, 150, 155))
-    pen.poly(
-        [(2.05, 0.66), (2.2, 0.66), (2.2, 0.76), (2.0, 0.76)], (200, 240, 255) if lit else (170, 200, 210)
+    pen.lamp(
+        [(2.05, 0.66), (2.2, 0.66), (2.2, 0.76), (2.0, 0.76)],
+        (200, 240, 255) if lit else (170, 200, 210),
+        lit,
     )
-    pen.poly(
-        [(-2.2, 0.66), (-2.06, 0.66), (-2.06, 0.8), (-2.18, 0.8)], (40, 40, 255) if lit else (30, 30, 160)
+    pen.lamp(
+        [(-2.2, 0.66), (-2.06, 0.66), (-2.06, 0.8), (-2.18, 0.8)],
+        (40, 40, 255) if lit else (30, 30, 160),
+        lit,
     )
 
 
@@ -193,14 +206,19 @@ def _truck(pen: _Pen, variant: int, lit: bool) -> None:
     for x in (-2.8, -1.75, 2.95):
         pen.disc((x, 0.48), 0.48, (20, 20, 22))
         pen.disc((x, 0.48), 0.22, (140, 140, 145))
-    pen.poly([(3.65, 0.9), (3.8, 0.9), (3.8, 1.1), (3.65, 1.1)], (200, 240, 255) if lit else (170, 200, 210))
-    pen.poly([(-3.8, 0.9), (-3.68, 0.9), (-3.68, 1.2), (-3.8, 1.2)], (40, 40, 255) if lit else (30, 30, 160))
+    pen.lamp(
+        [(3.65, 0.9), (3.8, 0.9), (3.8, 1.1), (3.65, 1.1)], (200, 240, 255) if lit else (170, 200, 210), lit
+    )
+    pen.lamp(
+        [(-3.8, 0.9), (-3.68, 0.9), (-3.68, 1.2), (-3.8, 1.2)], (40, 40, 255) if lit else (30, 30, 160), lit
+    )
 
 
 def draw(
     label: str, variant: int, frame: int, w_px: int, h_px: int, lit: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """A ``label`` sprite (facing right) of ``w_px`` x ``h_px``: BGR and its 0..255 mask."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A ``label`` sprite (facing right) of ``w_px`` x ``h_px``: BGR, its 0..255 mask, and where its
+    lights shine when ``lit`` (headlights and tail lights after dark)."""
     w_m, h_m, _ = SIZES[label]
     pen = _Pen(w_px, h_px, w_m, h_m)
     step = frame / STRIDE_FRAMES
@@ -212,12 +230,13 @@ def draw(
         _truck(pen, variant, lit)
     else:
         _car(pen, variant, lit)
-    return pen.img, pen.mask
+    return pen.img, pen.mask, pen.glow
 
 
 class Sprites:
     """Sprites as the renderer blends them, cached by everything that shapes their pixels; ``shade``
-    turns a drawn BGR sprite into its look in the current light and weather (a per-pixel colour map)."""
+    turns a drawn BGR sprite into its look in the current light and weather (a per-pixel colour map),
+    except where its lights shine when ``lit``."""
 
     def __init__(self) -> None:
         self._cache: OrderedDict[tuple, Sprite] = OrderedDict()
@@ -240,11 +259,13 @@ class Sprites:
         if sprite is not None:
             self._cache.move_to_end(key)
             return sprite
-        img, mask = draw(label, variant, frame, size[0], size[1], lit)
+        img, mask, glow = draw(label, variant, frame, size[0], size[1], lit)
         if facing < 0:
-            img, mask = img[:, ::-1], mask[:, ::-1]
+            img, mask, glow = img[:, ::-1], mask[:, ::-1], glow[:, ::-1]
         alpha = mask.astype(np.float32) / 255
-        sprite = Sprite(np.ascontiguousarray(shade[1](img)), np.ascontiguousarray(alpha), 1.0 - alpha)
+        shaded = np.ascontiguousarray(shade[1](img))
+        np.copyto(shaded, img, where=glow[:, :, None] > 0)  # lights stay bright
+        sprite = Sprite(shaded, np.ascontiguousarray(alpha), 1.0 - alpha)
         self._cache[key] = sprite
         if len(self._cache) > CACHE:
             self._cache.popitem(last=False)
