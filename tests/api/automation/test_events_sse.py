@@ -13,6 +13,7 @@ from api.automation.routers import events as events_router
 from hardware.ports.events import EventKind
 from tests.api.automation.test_events_ws import api_key, live_twin
 from tests.conftest import admin_token
+from tests.sockets import until
 from twin.automation.server import automation_of
 from twin.sensors import sensors_of
 from twin.serve import Twin
@@ -152,11 +153,7 @@ async def test_disconnecting_releases_the_subscription_and_drops_are_counted(liv
     async with httpx.AsyncClient(base_url=base, timeout=10) as http, stream(http, f"?token={token}") as resp:
         assert resp.status_code == 200
         assert len(bus._subs) == before + 1
-    for _ in range(250):
-        if len(bus._subs) == before:
-            break
-        await asyncio.sleep(0.02)
-    assert len(bus._subs) == before
+    await until(lambda: len(bus._subs) == before)
     # A subscriber that cannot keep up loses the oldest events, counted on the bus (/metrics).
     sub = twin.automation.bus.subscribe(frozenset({EventKind.DEVICE_TELEMETRY}), maxlen=2)
     twin.clock.advance(0)

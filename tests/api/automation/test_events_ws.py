@@ -15,7 +15,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from hardware.ports.events import EventKind
-from tests.sockets import socket_settings
+from tests.sockets import socket_settings, until
 from twin.sensors import sensors_of
 from twin.serve import Twin, build
 
@@ -266,11 +266,7 @@ async def test_closing_the_socket_releases_the_subscription(live) -> None:
     ws = await open_authenticated(base, token)
     assert len(twin.world.bus._subs) == before + 1
     await ws.close()
-    for _ in range(250):
-        if len(twin.world.bus._subs) == before:
-            break
-        await asyncio.sleep(0.02)
-    assert len(twin.world.bus._subs) == before
+    await until(lambda: len(twin.world.bus._subs) == before)
 
 
 async def test_realtime_paths_are_not_rate_limited(live) -> None:

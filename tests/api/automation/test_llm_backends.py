@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from tests.conftest import admin_token
+from tests.sockets import until
 from twin.serve import Twin
 
 DEVICE = "env_sensor-0001"
@@ -204,12 +205,12 @@ async def test_openai_compatible_backend_is_probed_and_used_by_an_agent(
         "executions"
     ]
     assert rows[0]["trigger_type"] == "schedule"
-    for _ in range(200):
+
+    async def completed() -> bool:
         rows = (await automation.get(f"/api/agents/{agent_id}/executions", headers=auth)).json()["data"]
-        if rows["executions"][0]["status"] == "Completed":
-            break
-        await asyncio.sleep(0.01)
-    assert rows["executions"][0]["status"] == "Completed"
+        return rows["executions"][0]["status"] == "Completed"
+
+    await until(completed)
 
 
 async def test_ollama_compatible_backend(automation: httpx.AsyncClient, auth: dict, stub: Stub) -> None:

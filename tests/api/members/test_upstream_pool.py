@@ -11,6 +11,7 @@ import pytest
 
 from api.members import upstream as upstream_mod
 from api.members.upstream import Upstream, UpstreamError
+from tests.sockets import until
 
 pytestmark = pytest.mark.socket
 
@@ -94,8 +95,8 @@ async def test_a_kept_connection_the_server_closed_is_replaced_for_a_request_wit
                 assert await collect(response) == b"1"
                 response.close()
                 await asyncio.sleep(0.05)
-            conn = up._pool.idle[-1] if up._pool and up._pool.idle else None
-            assert conn is None or conn.closed  # noticed when it closed
+            pool = up._pool
+            await until(lambda: not (pool and pool.idle) or pool.idle[-1].closed)  # noticed when it closed
         finally:
             await up.aclose()
     assert raw.connections == 2

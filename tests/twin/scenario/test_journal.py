@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from websockets.asyncio.client import connect
 
 from api.journal import NO_CURSOR, cursor_in, query_of, state_in
 from tests.conftest import admin_token
-from tests.sockets import socket_settings
+from tests.sockets import socket_settings, until
 from twin.serve import Twin, build, start, stop
 
 
@@ -108,10 +107,7 @@ async def test_websockets_are_journalled_when_they_end() -> None:
                     pass
             except Exception:
                 pass
-            for _ in range(100):
-                if sum(e.method == "WS" for e in live.journal.entries) == 2:
-                    break
-                await asyncio.sleep(0.02)
+            await until(lambda: sum(e.method == "WS" for e in live.journal.entries) == 2)
         finally:
             await stop(running)
     opened, denied = [e for e in live.journal.entries if e.method == "WS"]
