@@ -191,7 +191,12 @@ async def test_weather_actions_set_and_undo_the_weather(control: httpx.AsyncClie
     await act("weather_rain", {"camera": "cam-01"})  # a later change outlives the glare's end
     await control.post("/clock/advance", json={"seconds": 61})
     assert weather_of(twin.world, "cam-01") == Weather("rain", 0.6)
+    snapshot = (await control.post("/snapshots")).json()["id"]  # the weather is part of the world
     await act("weather_clear", {"camera": "cam-01"})
+    assert weather_of(twin.world, "cam-01") == Weather()
+    assert (await control.post(f"/snapshots/{snapshot}/restore")).status_code == 200
+    assert weather_of(twin.world, "cam-01") == Weather("rain", 0.6)
+    await control.post("/reset")
     assert weather_of(twin.world, "cam-01") == Weather()
     for params, status in (
         ({"camera": "cam-01", "intensity": 1.5}, 400),
