@@ -24,8 +24,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench.bare", description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--loop", default="auto", choices=("auto", "asyncio", "uvloop"), help="uvicorn's loop"
+    )
+    parser.add_argument(
+        "--http", default="auto", choices=("auto", "h11", "httptools"), help="uvicorn's parser"
+    )
     args = parser.parse_args(argv)
-    uvicorn.run(app, host=args.host, port=args.port, workers=1, access_log=False, log_level="warning")
+    uvicorn.run(
+        app, host=args.host, port=args.port, workers=1, access_log=False, log_level="warning",
+        loop=args.loop, http=args.http,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

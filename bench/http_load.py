@@ -1,29 +1,37 @@
 """``python -m bench.http_load`` (``python -m bench --only http``): req/s of a bare FastAPI
-``GET /api/health`` next to the twin's, from one run, plus two twin API loads with targets, in a
+``GET /api/health`` next to the twin's, from one run, plus three twin API loads with targets, in a
 1 000-device world (``bench/scenario.yaml``).
 
 Both servers run in their own subprocess on free loopback ports; the load generator runs here.
 The twin runs the bench scenario on a step clock with the rate limiter out of the way; the bench
 advances its clock 6 000 s over the control plane (so the one-second sensor ``fast-0001`` has more
-than 5 000 samples), creates the first admin and sends that bearer token with the twin API loads:
+than 5 000 samples), creates the first admin and logs in to the camera's gateway, and sends those
+tokens with the twin API loads:
 
   baseline   GET /api/health, bare FastAPI                         (--connections)
   twin       GET /api/health                                       (--connections)
   device     GET /api/devices/env_sensor-0001, authenticated       (--connections)
-             target: median req/s >= 0.50 x the baseline's median req/s
+             target: median req/s >= 1.0 x the baseline's median req/s
+  sysinfo    the gateway's GET /api/v1/system/info, authenticated  (--connections)
+             target: req/s per server core-second >= 1.5 x the baseline's
   telemetry  GET /api/devices/fast-0001/telemetry?metric=temperature&limit=5000, authenticated,
              1 connection (sequential requests); target: p50 <= 15 ms
 
-Trials alternate over the four loads so that drift on the machine hits all alike. The table shows
-the median req/s over the trials, every trial's req/s, p50/p99 latency of the median trial, the
-non-200 responses and transport errors over all trials, each server's RSS after all loads, the
-ratio of the median req/s to the baseline's, and the targets with PASS/MISS.
+Trials alternate over the loads so that drift on the machine hits all alike. Each server's CPU
+time is read from ``/proc/<pid>/stat`` as the measured window of a trial opens and closes, so a
+load's req/s per server core-second is what one busy core of that server answers, whatever the
+load generator (on the same machine) manages. The table shows the median req/s over the trials,
+every trial's req/s, p50/p99 latency of the median trial, the non-200 responses and transport
+errors over all trials, each server's RSS after all loads, the server's busy cores and req/s per
+core-second (medians over the trials), the ratios of both to the baseline's, and the targets with
+PASS/MISS.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import math
 import os
@@ -34,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import loadgen, servers
-from bench.report import Summary, Target, ratio, table
+from bench.report import Summary, Target, core_ratio, ratio, table
+from bench.soak import gateway_of
 
 PATH = "/api/health"
 DEVICE_PATH = "/api/devices/env_sensor-0001"
@@ -42,7 +51,10 @@ TELEMETRY_ROWS = 5000
 TELEMETRY_PATH = f"/api/devices/fast-0001/telemetry?metric=temperature&limit={TELEMETRY_ROWS}"
 ADVANCE_SECONDS = 6000  # sim seconds of history: > TELEMETRY_ROWS samples of the one-second sensor
 ADMIN = {"username": "admin", "password": "bench12345"}
-DEVICE_RATIO_TARGET = 0.50
+GATEWAY_PATH = "/api/v1/system/info"
+GATEWAY_LOGIN = {"username": "admin", "password": "password"}
+DEVICE_RATIO_TARGET = 1.0
+GATEWAY_CORE_RATIO_TARGET = 1.5
 TELEMETRY_P50_TARGET_MS = 15.0
 
 
@@ -51,7 +63,7 @@ class Load:
     """One row of the table: what to request from which server, on how many connections."""
 
     name: str
-    server: str  # "baseline" or "twin"
+    server: str  # "baseline", "twin" or "gateway" (the twin's camera gateway)
     path: str
     connections: int
     headers: dict[str, str] = field(default_factory=dict)
@@ -82,23 +94,41 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def loads(args: argparse.Namespace, token: str) -> list[Load]:
-    """The four loads, in the order every round of trials runs them."""
+def loads(args: argparse.Namespace, token: str, gateway_token: str) -> list[Load]:
+    """The loads, in the order every round of trials runs them."""
     auth = {"Authorization": f"Bearer {token}"}
     return [
         Load("baseline", "baseline", PATH, args.connections),
         Load("twin", "twin", PATH, args.connections),
         Load("device", "twin", DEVICE_PATH, args.connections, auth),
+        Load("sysinfo", "gateway", GATEWAY_PATH, args.connections, {"Authorization": gateway_token}),
         Load("telemetry", "twin", TELEMETRY_PATH, 1, auth),
     ]
 
 
 def trial(server: servers.Server, load: Load, args: argparse.Namespace) -> loadgen.Result:
-    """One timed load against ``server``."""
+    """One timed load against ``server``, with the server process's CPU time over the window."""
+    pid = server.proc.pid
     run = loadgen.run(
-        servers.HOST, server.port, load.path, load.connections, args.duration, args.warmup, load.headers
-    )
+        servers.HOST, server.port, load.path, load.connections, args.duration, args.warmup, load.headers,
+        cpu=lambda: servers.cpu_seconds(pid),
+    )  # fmt: skip
     return asyncio.run(run)
+
+
+def gateway_login(gateway: servers.Server) -> str:
+    """Log in to the camera's gateway; its ``Authorization`` header value."""
+    status, body = servers.http_json("POST", gateway.url + "/api/login", GATEWAY_LOGIN)
+    try:
+        token = body["data"]["token"]
+    except (KeyError, TypeError):
+        token = None
+    if status != 200 or not isinstance(token, str):
+        raise servers.ServerError(f"gateway: POST /api/login answered {status}: {str(body)[:500]}")
+    status, body = servers.http_json("GET", gateway.url + GATEWAY_PATH, headers={"Authorization": token})
+    if status != 200:
+        raise servers.ServerError(f"gateway: GET {GATEWAY_PATH} answered {status}: {str(body)[:500]}")
+    return token
 
 
 def prepare_twin(twin: servers.Server) -> tuple[str, int | None]:
@@ -153,7 +183,8 @@ def run_trials(
             results[load.name].append(result)
             print(
                 f"  trial {n}/{args.trials} {load.name:<9} {result.rps:9.1f} req/s  "
-                f"p50 {result.p50_ms:7.2f} ms",
+                f"p50 {result.p50_ms:7.2f} ms  server {result.server_cores:4.2f} cores "
+                f"{result.per_core_second:7.0f} req/core-s",
                 file=sys.stderr,
             )
     rss = {name: servers.rss_mb(server.proc.pid) for name, server in started.items()}
@@ -173,6 +204,14 @@ def targets(summaries: list[Summary]) -> list[Target]:
             ">=",
             DEVICE_RATIO_TARGET,
             f"≥ {DEVICE_RATIO_TARGET:.2f}",
+        ),
+        Target(
+            "sysinfo",
+            "req/s per server core-second over the baseline's",
+            core_ratio(by_name["sysinfo"], by_name["baseline"]),
+            ">=",
+            GATEWAY_CORE_RATIO_TARGET,
+            f"≥ {GATEWAY_CORE_RATIO_TARGET:.1f} per core",
         ),
         Target(
             "telemetry",
@@ -208,6 +247,7 @@ def to_json(
     by_name = {s.name: s for s in summaries}
     value = ratio(by_name["twin"], by_name["baseline"])
     goal_by_row = {g.row: g for g in goals}
+    base = by_name["baseline"]
     return {
         "path": PATH,
         "connections": args.connections,
@@ -226,12 +266,18 @@ def to_json(
                 "connections": load.connections,
                 "authenticated": "Authorization" in load.headers,
                 **by_name[load.name].as_dict(),
+                "ratio_over_baseline": _num(ratio(by_name[load.name], base)),
+                "per_core_ratio_over_baseline": _num(core_ratio(by_name[load.name], base)),
                 "target": goal_by_row[load.name].as_dict() if load.name in goal_by_row else None,
             }
             for load in plan
             if load.name not in ("baseline", "twin")
         },
     }
+
+
+def _num(value: float) -> float | None:
+    return None if math.isnan(value) else round(value, 4)
 
 
 def measure(args: argparse.Namespace) -> tuple[list[Summary], list[Load], int | None]:
@@ -247,8 +293,10 @@ def measure(args: argparse.Namespace) -> tuple[list[Summary], list[Load], int | 
                 file=sys.stderr,
             )
         token, devices = prepare_twin(started["twin"])
-        plan = loads(args, token)
-        return run_trials(started, plan, args), plan, devices
+        twin = started["twin"]
+        gateway = dataclasses.replace(twin, name="gateway", port=int(gateway_of(twin).rsplit(":", 1)[1]))
+        plan = loads(args, token, gateway_login(gateway))
+        return run_trials({**started, "gateway": gateway}, plan, args), plan, devices
     finally:
         for server in reversed(started.values()):
             servers.stop(server)
@@ -270,8 +318,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     by_name = {s.name: s for s in summaries}
     goals = targets(summaries)
-    ratios = {s.name: ratio(s, by_name["baseline"]) for s in summaries if s.name in ("twin", "device")}
-    print(table(summaries, header(args, plan, devices), ratios, goals))
+    base = by_name["baseline"]
+    ratios = {s.name: ratio(s, base) for s in summaries if s.name not in ("baseline", "telemetry")}
+    per_core = {s.name: core_ratio(s, base) for s in summaries if s.name not in ("baseline", "telemetry")}
+    print(table(summaries, header(args, plan, devices), ratios, goals, per_core))
     print(f"\ntwin/baseline ratio of medians: {ratio(by_name['twin'], by_name['baseline']):.3f}")
     for goal in goals:
         print(f"target {goal.row}: {goal.what} = {goal.value:.3f}, want {goal.text}: {goal.verdict}")

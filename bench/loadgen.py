@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 GRACE = 2.0  # seconds after the deadline before stragglers are cancelled
@@ -59,10 +59,26 @@ class Result:
     duration: float
     p50_ms: float
     p99_ms: float
+    server_cpu_s: float | None = None
+    """CPU seconds the server process used over the measured window (None: not measured)."""
 
     @property
     def rps(self) -> float:
         return self.requests / self.duration if self.duration > 0 else 0.0
+
+    @property
+    def per_core_second(self) -> float:
+        """Requests per second of server CPU time: what one fully busy server core would answer."""
+        if not self.server_cpu_s:
+            return math.nan
+        return self.requests / self.server_cpu_s
+
+    @property
+    def server_cores(self) -> float:
+        """The server's CPU time over the window's wall time (1.0: one core busy throughout)."""
+        if self.server_cpu_s is None or self.duration <= 0:
+            return math.nan
+        return self.server_cpu_s / self.duration
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -169,16 +185,24 @@ async def run(
     duration: float,
     warmup: float,
     headers: Mapping[str, str] | None = None,
+    cpu: Callable[[], float] | None = None,
 ) -> Result:
     """Load ``http://host:port/path`` with ``connections`` workers; measure ``duration`` after ``warmup``.
 
-    ``headers`` are sent with every request (none by default, as for ``GET /api/health``).
+    ``headers`` are sent with every request (none by default, as for ``GET /api/health``). ``cpu``
+    reads the server's CPU seconds so far; it is read as the window opens and as it closes.
     """
     now = time.perf_counter()
     window = Window(now + warmup, now + warmup + duration)
     tally = Tally()
     request = request_bytes(path, headers)
     tasks = [asyncio.create_task(worker(host, port, request, window, tally)) for _ in range(connections)]
+    used: list[float] = []
+    if cpu is not None:
+        loop = asyncio.get_running_loop()
+        offset = loop.time() - time.perf_counter()
+        for at in (window.start, window.end):
+            loop.call_at(at + offset, lambda: used.append(cpu()))
     _, pending = await asyncio.wait(tasks, timeout=warmup + duration + GRACE)
     for task in pending:
         task.cancel()
@@ -192,4 +216,5 @@ async def run(
         duration=duration,
         p50_ms=percentile(latencies, 50) * 1000,
         p99_ms=percentile(latencies, 99) * 1000,
+        server_cpu_s=used[1] - used[0] if len(used) == 2 else None,
     )

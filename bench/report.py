@@ -31,6 +31,18 @@ class Summary:
         return ranked[(len(ranked) - 1) // 2]
 
     @property
+    def median_per_core_second(self) -> float:
+        """Median over the trials of req/s per server core-second (NaN when CPU was not measured)."""
+        values = [t.per_core_second for t in self.trials if not math.isnan(t.per_core_second)]
+        return statistics.median(values) if values else math.nan
+
+    @property
+    def median_cores(self) -> float:
+        """Median over the trials of the server's busy cores (CPU time over wall time)."""
+        values = [t.server_cores for t in self.trials if not math.isnan(t.server_cores)]
+        return statistics.median(values) if values else math.nan
+
+    @property
     def non_200(self) -> int:
         return sum(t.non_200 for t in self.trials)
 
@@ -45,6 +57,8 @@ class Summary:
             "trials_rps": [round(t.rps, 1) for t in self.trials],
             "p50_ms": _rounded(median.p50_ms if median else math.nan, 3),
             "p99_ms": _rounded(median.p99_ms if median else math.nan, 3),
+            "median_per_core_second": _rounded(self.median_per_core_second, 1),
+            "median_server_cores": _rounded(self.median_cores, 3),
             "requests": sum(t.requests for t in self.trials),
             "non_200": self.non_200,
             "errors": self.errors,
@@ -62,6 +76,12 @@ def _rounded(value: float | None, digits: int) -> float | None:
 def ratio(twin: Summary, baseline: Summary) -> float:
     """Twin median req/s over baseline median req/s."""
     return twin.median_rps / baseline.median_rps if baseline.median_rps > 0 else math.nan
+
+
+def core_ratio(twin: Summary, baseline: Summary) -> float:
+    """Twin median req/s per server core-second over the baseline's."""
+    base = baseline.median_per_core_second
+    return twin.median_per_core_second / base if base > 0 else math.nan
 
 
 @dataclass(frozen=True)
@@ -106,26 +126,33 @@ def table(
     header: str,
     ratios: dict[str, float] | None = None,
     targets: list[Target] | None = None,
+    core_ratios: dict[str, float] | None = None,
 ) -> str:
     """The plain-text table printed by ``python -m bench``: one row per summary, with its ratio to the
-    baseline (``ratios``, by row name) and its target and verdict (``targets``) where there are any."""
-    ratios = ratios or {}
-    by_row = {t.row: t for t in targets or []}
+    baseline (``ratios``, by row name), req/s per server core-second and its ratio to the baseline's
+    (``core_ratios``), and its target and verdict (``targets``) where there are any."""
+    ratios, core_ratios = ratios or {}, core_ratios or {}
+    by_row: dict[str, list[Target]] = {}
+    for goal in targets or []:
+        by_row.setdefault(goal.row, []).append(goal)
     width = max([10, *(len(s.name) + 2 for s in summaries)])
     columns = (
-        f"{'load':<{width}}{'median req/s':>13}  {'trials req/s':<28}{'p50 ms':>8}{'p99 ms':>8}"
-        f"{'non-200':>9}{'errors':>8}{'RSS MB':>8}{'ratio':>8}  target"
+        f"{'load':<{width}}{'median req/s':>13}  {'trials req/s':<22}{'p50 ms':>8}{'p99 ms':>8}"
+        f"{'non-200':>8}{'errors':>7}{'RSS MB':>7}{'cores':>6}{'req/core-s':>11}{'ratio':>7}{'/core':>7}"
+        "  target"
     )
     lines = [header, "", columns, "-" * (len(columns) + 16)]
     for s in summaries:
         median = s.median_trial
         trials = " ".join(f"{t.rps:.0f}" for t in s.trials)
-        target = by_row.get(s.name)
+        goals = "; ".join(f"{t.text} {t.verdict}" for t in by_row.get(s.name, []))
         lines.append(
-            f"{s.name:<{width}}{_cell(s.median_rps, '.1f'):>13}  {trials:<28}"
+            f"{s.name:<{width}}{_cell(s.median_rps, '.1f'):>13}  {trials:<22}"
             f"{_cell(median.p50_ms if median else None, '.2f'):>8}"
             f"{_cell(median.p99_ms if median else None, '.2f'):>8}"
-            f"{s.non_200:>9}{s.errors:>8}{_cell(s.rss_mb, '.1f'):>8}{_cell(ratios.get(s.name), '.3f'):>8}"
-            + (f"  {target.text} {target.verdict}" if target else "")
+            f"{s.non_200:>8}{s.errors:>7}{_cell(s.rss_mb, '.1f'):>7}{_cell(s.median_cores, '.2f'):>6}"
+            f"{_cell(s.median_per_core_second, '.0f'):>11}"
+            f"{_cell(ratios.get(s.name), '.3f'):>7}{_cell(core_ratios.get(s.name), '.3f'):>7}"
+            + (f"  {goals}" if goals else "")
         )
     return "\n".join(lines)

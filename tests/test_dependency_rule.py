@@ -44,6 +44,7 @@ TWIN_ROOT = {
     "cli",
     "listeners",
     "http_limits",
+    "loopwatch",
     "serving",
     "wings",
     # the twin in a user's own test suite (what the pytest plugin, pytest_twin.py, is built on)

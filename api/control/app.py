@@ -143,6 +143,21 @@ def create_app(
     async def health() -> dict:
         return {"status": "ok"}
 
+    @app.get("/loop")
+    async def loop(request: Request) -> dict:
+        """How long the event loop was held since ``POST /loop/reset`` (the probe runs only once reset)."""
+        watch = getattr(request.app.state, "loop_watch", None)
+        return watch.figures() if watch is not None else {"watching": False}
+
+    @app.post("/loop/reset")
+    async def loop_reset(request: Request) -> dict:
+        """Start the event-loop probe if it is not running, and zero its figures."""
+        watch = getattr(request.app.state, "loop_watch", None)
+        if watch is None:
+            raise NotFound("this control plane has no event-loop probe", resource="loop")
+        watch.start()
+        return watch.figures()
+
     @app.get("/clock")
     async def clock(control: Control) -> dict:
         return clock_json(control.clock.state())
