@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         from twin.scenario.live import LiveScenarios
         from twin.scenario.model import load_scenario
         from twin.scenario.runner import attach
-        from twin.serve import Running, serve
+        from twin.serve import Running, serve_forever
 
         def on_start(running: Running) -> None:  # the scenario's timeline, the MQTT broker switch
             files = settings.scenario_files
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             running.twin.control.scenarios = LiveScenarios(running.twin.control, allowed=files)  # console
 
         try:
-            asyncio.run(serve(settings, on_start))
+            serve_forever(settings, on_start)
         except ScenarioError as err:
             _problems(err, "twin: ")
             return 2

@@ -48,6 +48,8 @@ from hardware.ports.mqtt import BrokerAuth, BrokerConfig, TlsPems
 log = logging.getLogger(__name__)
 
 
+YIELD_EVERY = 64
+"""Messages the bridge publishes before it lets other tasks run (about a millisecond of work)."""
 DEVICE_FILTERS = {UPLINK_FILTER: 0, DOWNLINK_FILTER: 1}
 """The bridge's own subscriptions and their QoS."""
 WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
@@ -215,8 +217,12 @@ class MqttBridge:
 
     # Traffic --------------------------------------------------------------------------------------
     async def _send(self, client: MQTTClient, sub: Subscription) -> None:
+        sent = 0
         while True:
             event = await sub.get()
+            sent += 1
+            if sent % YIELD_EVERY == 0:  # a tick of a big fleet is queued at once, and neither get()
+                await asyncio.sleep(0)  # nor a QoS 0 publish waits: let the loop breathe between runs
             if event.kind is EventKind.DEVICE_TELEMETRY:
                 topic = uplink_topic(event.data["device_type"], event.source)
                 self._sensors.add(event.source)
