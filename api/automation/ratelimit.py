@@ -7,6 +7,7 @@ host-derived threshold unless overridden; the control plane can lower it for a w
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
@@ -28,7 +29,10 @@ def host_limit(cpu_count: int, mem_total_mb: int) -> int:
     return max(5000, min(100_000, max(cpu_count * 2000, mem_total_mb // 2)))
 
 
+@functools.lru_cache(maxsize=4096)
 def _h(value: str) -> str:
+    """A short hash of a key or token: clients send the same one request after request, so each
+    is hashed once while it is in use."""
     return hashlib.sha256(value.encode()).hexdigest()[:16]
 
 

@@ -82,7 +82,8 @@ class UserDirectory:
         self.sessions = world.store.collection("sessions")
         self.settings = world.store.collection("settings")
         self._secret_value: bytes | None = None
-        self._verified: dict[str, tuple[User, int]] = {}
+        self._verified: dict[str, tuple[User, int, str]] = {}
+        """Tokens already verified, by token: the user, the expiry and the session key."""
         self._next_sweep = 0.0
 
     def _secret(self) -> bytes:
@@ -155,16 +156,21 @@ class UserDirectory:
         self._next_sweep = now + SESSION_SWEEP_S
         for key, doc in self.sessions.items():
             if doc.get("exp", 0) + CLOCK_SKEW_S < now:
-                self._verified.pop(key, None)
+                self._forget(key)
                 self.sessions.delete(key)
 
+    def _forget(self, key: str) -> None:
+        """Forget the verified token of session ``key`` (a logout, a removed user, an expired session)."""
+        for token in [t for t, (_, _, k) in self._verified.items() if k == key]:
+            del self._verified[token]
+
     def authenticate(self, token: str) -> User:
-        """Signature, expiry (world clock), then the session and its user. A session already
-        verified is remembered in memory (logout and user removal forget it), so the common case
-        is a dictionary lookup rather than an HMAC and two queries."""
-        key = _token_key(token)
-        known = self._verified.get(key)
+        """Signature, expiry (world clock), then the session and its user. A token already
+        verified is remembered in memory by the token itself (logout and user removal forget it),
+        so the common case is one dictionary lookup and the expiry check, no hash at all."""
+        known = self._verified.get(token)
         if known is None:
+            key = _token_key(token)
             claims = verify_hs256(token, self._secret())
             exp = claims.get("exp", 0)
             if exp + CLOCK_SKEW_S < self.world.now():
@@ -176,15 +182,16 @@ class UserDirectory:
                 raise Unauthenticated("Session has been revoked")
             if len(self._verified) >= MAX_VERIFIED:
                 self._verified.clear()
-            known = self._verified[key] = (_user(doc), exp)
-        user, exp = known
+            known = self._verified[token] = (_user(doc), exp, key)
+        user, exp, _ = known
         if exp + CLOCK_SKEW_S < self.world.now():
             raise Unauthenticated("Token has expired")
         return user
 
     def logout(self, token: str) -> None:
         key = _token_key(token)
-        self._verified.pop(key, None)
+        self._verified.pop(token, None)
+        self._forget(key)
         self.sessions.delete(key)
 
     # Self-service registration, administration, passwords -------------------------------------
@@ -220,7 +227,7 @@ class UserDirectory:
             raise NotFound(f"User '{username}' not found", resource="user")
         for key, doc in self.sessions.items():
             if doc["username"] == username:
-                self._verified.pop(key, None)
+                self._forget(key)
                 self.sessions.delete(key)
 
     def change_password(self, user: User, old: str, new: str) -> None:

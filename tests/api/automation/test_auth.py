@@ -417,3 +417,19 @@ async def test_release_0917_users_routes_read_only_a_bearer_jwt(settings: Settin
         listed = await client.get("/api/users", headers=bearer(admin) | {"X-API-Key": "ignored"})
         assert [u["username"] for u in listed.json()["users"]] == ["admin", "alice"]
     twin.world.store.close()
+
+
+async def test_a_verified_token_is_remembered_by_itself_and_forgotten_at_logout(twin, automation) -> None:
+    token = (
+        await automation.post("/api/setup/initialize", json={"username": "cached", "password": "abc12345"})
+    ).json()["token"]
+    users = twin.automation.users
+    assert (await automation.get("/api/devices", headers=bearer(token))).status_code == 200
+    assert token in users._verified  # the next request is one lookup, no hash
+    other = users.login("cached", "abc12345").token
+    assert users.authenticate(other).username == "cached"
+    assert (await automation.post("/api/auth/logout", headers=bearer(token))).status_code == 200
+    assert token not in users._verified and other in users._verified  # only that session is forgotten
+    refused = await automation.get("/api/devices", headers=bearer(token))
+    assert refused.status_code == 401 and refused.json()["error"]["message"] == "Session has been revoked"
+    assert (await automation.get("/api/devices", headers=bearer(other))).status_code == 200
