@@ -109,7 +109,8 @@ class LeanRoute(APIRoute):
             self.body_field is None and self.status_code in (None, 200, 201) and _simple(self.dependant)
         )
         if self.lean:
-            self.app = request_response(self._lean_handler())
+            self.lean_handler = self._lean_handler()
+            self.app = request_response(self.lean_handler)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -298,10 +299,12 @@ class AreaRoutes(BaseRoute):
             return Match.FULL, {}
         return Match.NONE, {}
 
+    def router_for(self, path: str) -> Router:
+        """The routes ``path`` can match, in their original order."""
+        return self._exact.get(path) or self._by_slashes.get(path.count("/"), self._other)
+
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        router = self._exact.get(path) or self._by_slashes.get(path.count("/"), self._other)
-        await router.app(scope, receive, send)
+        await self.router_for(scope.get("path", "")).app(scope, receive, send)
 
     def url_path_for(self, name: str, /, **path_params: str):  # pragma: no cover - names are not used
         raise NotImplementedError
