@@ -31,7 +31,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 bench: $(STAMP)
-	@echo "make bench: every part of python -m bench in turn, about 14 minutes on 2 cores; one part: make bench ARGS='--only http' (list: ARGS=--list)"
+	@echo "make bench: every part of python -m bench in turn, about 20 minutes on 2 cores; one part: make bench ARGS='--only http' (list: ARGS=--list)"
 	$(BIN)/python -m bench $(ARGS)
 
 # Locust against a running twin (make run): see loadtests/locustfile.py for the users and variables.

@@ -1,5 +1,6 @@
 """``python -m bench``: the twin's benchmarks, one part after another (all of them by default, about
-14 minutes on 2 cores), or only the parts named with ``--only`` (``--only http,camera``).
+20 minutes on 2 cores; each part says how long it took), or only the parts named with ``--only``
+(``--only http,camera``).
 
 Every part is also a module of its own (``python -m bench.<module> --help`` for all its options);
 this command runs each with the options below where they apply, and ``--json PATH`` writes the HTTP
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +119,7 @@ def run_part(part: Part, args: argparse.Namespace) -> int:
     argv = part.argv(args, part.name)
     print(f"== bench part {part.name}: python -m bench.{part.module} {' '.join(argv)}".rstrip())
     sys.stdout.flush()
+    started = time.monotonic()
     try:
         module = importlib.import_module(f"bench.{part.module}")
         status = module.main(argv)
@@ -124,6 +127,7 @@ def run_part(part: Part, args: argparse.Namespace) -> int:
         raise
     except SystemExit as exit_:  # an argparse error of the part
         status = exit_.code if isinstance(exit_.code, int) else 1
+    print(f"== bench part {part.name}: {time.monotonic() - started:.0f} s")
     return int(status or 0)
 
 
