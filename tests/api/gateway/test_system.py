@@ -72,8 +72,8 @@ async def test_time_reads_the_world_clock(twin: Twin, gateway: httpx.AsyncClient
         "current_time": "2026-01-01T00:02:05Z",
         "unix_timestamp": EPOCH + 125,
         "timezone": "UTC",
-        "uptime": 125,
-        "uptime_formatted": "2 minutes",
+        "uptime": 7 * 86_400 + 125,  # up since the world's past began (a week by default)
+        "uptime_formatted": "7 days 0 hours",
     }
 
 
@@ -184,7 +184,11 @@ async def test_stats_are_deterministic(twin: Twin, gateway: httpx.AsyncClient, a
     assert first == again
     assert first["timestamp"] == EPOCH + 3
     npu = first["services"]["ai-runtime"]
-    assert set(npu) == {"device_utilization", "device_temperature", "total_memory_bytes", "used_memory_bytes"}
+    assert set(npu) == {
+        "device_utilization", "device_temperature", "total_memory_bytes", "used_memory_bytes",
+        "cpu_utilization", "ram_total_kib", "ram_used_kib",  # the host part: the camera machine's figures
+    }  # fmt: skip
+    assert 0 < npu["ram_used_kib"] < npu["ram_total_kib"] and npu["cpu_utilization"] > 0
     assert 0 < npu["used_memory_bytes"] < npu["total_memory_bytes"]
     assert 20 < npu["device_temperature"] < 80
 
