@@ -11,6 +11,7 @@ import pytest
 
 from tests.twin.camera.test_video import media  # noqa: F401  (the fixture)
 from twin.camera.detections import MISS_RATE, Detector, _hidden
+from twin.camera.video import sprites
 from twin.camera.video.render import Renderer, View
 from twin.camera.video.scene import SCENES, Scene, daylight, sun_side
 from twin.camera.video.sprites import draw
@@ -223,3 +224,16 @@ def test_an_object_hidden_behind_a_nearer_one_is_not_detected() -> None:
             if cover >= 1.0:
                 assert box.object_id not in found
     assert hidden > 0 and partly > 0
+
+
+def test_the_sprite_cache_is_bounded_and_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sprites, "CACHE_BYTES", 400_000)
+    r = Renderer(Scene(5, kind="crowd"), 640, 360, "cam-01")
+    for k in range(300):
+        r.render(k * 2.0, at(11.0))
+        assert r.sprites.bytes <= 400_000 or len(r.sprites._cache) == 1
+    drawn = []
+    monkeypatch.setattr(sprites, "draw", lambda *a: drawn.append(a) or draw(*a))
+    r.render(600.0, at(11.0))
+    r.render(600.04, at(11.0))  # a frame later: the same sizes, the stride frame mostly the same
+    assert len(drawn) < 2 * SCENES["crowd"]

@@ -21,7 +21,8 @@ from twin.camera.video.scene import SIZES
 
 STRIDE_FRAMES = 8
 """Frames of a walking or pedalling cycle."""
-CACHE = 3000
+CACHE_BYTES = 48 * 1024 * 1024
+"""What one renderer's sprites may hold; the least recently used go first beyond it."""
 SHIRTS = (
     (40, 40, 200),
     (200, 120, 30),
@@ -240,6 +241,7 @@ class Sprites:
 
     def __init__(self) -> None:
         self._cache: OrderedDict[tuple, Sprite] = OrderedDict()
+        self.bytes = 0
 
     def get(
         self,
@@ -267,9 +269,14 @@ class Sprites:
         np.copyto(shaded, img, where=glow[:, :, None] > 0)  # lights stay bright
         sprite = Sprite(shaded, np.ascontiguousarray(alpha), 1.0 - alpha)
         self._cache[key] = sprite
-        if len(self._cache) > CACHE:
-            self._cache.popitem(last=False)
+        self.bytes += _size(sprite)
+        while self.bytes > CACHE_BYTES and len(self._cache) > 1:
+            self.bytes -= _size(self._cache.popitem(last=False)[1])
         return sprite
+
+
+def _size(sprite: Sprite) -> int:
+    return sprite.bgr.nbytes + sprite.alpha.nbytes + sprite.rest.nbytes
 
 
 def blit(img: np.ndarray, sprite: Sprite, x: int, y: int) -> None:
