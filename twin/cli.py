@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from twin import http_limits
 from twin import settings as settings_mod
 from twin.camera.video.decoder import SourceError
 from twin.scenario.model import ScenarioError
@@ -132,7 +133,13 @@ def record_main(argv: list[str]) -> int:
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        return await record(options, lambda url: print(f"twin: recording at {url}", flush=True), stop)
+        limits = http_limits.GO if args.camera else http_limits.HYPER  # the recorded member's own
+        return await record(
+            options,
+            lambda url: print(f"twin: recording at {url}", flush=True),
+            stop,
+            http=http_limits.protocol(limits),
+        )
 
     try:
         summary = asyncio.run(recording())

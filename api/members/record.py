@@ -329,9 +329,11 @@ async def record(
     options: RecordOptions,
     on_start: Callable[[str], object] | None = None,
     stop: asyncio.Event | None = None,
+    http: Any = "auto",
 ) -> Summary:
     """Serve the recording passthrough on ``options.host:port`` for ``options.duration`` seconds (or
-    until ``stop`` is set), writing ``options.out``. ``on_start`` gets the address clients use.
+    until ``stop`` is set), writing ``options.out``. ``on_start`` gets the address clients use;
+    ``http`` is uvicorn's HTTP protocol (the command line gives one with the vendor's limits).
     Raises ``OSError`` if the address cannot be bound or the fixture cannot be written."""
     # no storms at the recorder: the real server applies its own limit
     gate = GatewayGate() if options.vendor == "gateway" else AutomationGate(None, "0.9.24")
@@ -349,7 +351,7 @@ async def record(
         writer.learn(options.api_key)
         app.add_middleware(RecordMiddleware, writer=writer)
         config = uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="off", ws="websockets-sansio",
+            app, http=http, log_level="warning", access_log=False, lifespan="off", ws="websockets-sansio",
             ws_per_message_deflate=False, server_header=False, date_header=False,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )  # fmt: skip

@@ -212,3 +212,30 @@ async def test_twin_run_serves_every_listener_with_its_vendors_limits(tmp_path) 
             writer.close()
     finally:
         await stop(running)
+
+
+@pytest.mark.socket
+async def test_the_recorder_holds_its_clients_to_the_recorded_members_limits(tmp_path) -> None:
+    from api.members.record import RecordOptions, record
+    from tests.sockets import socket_settings
+    from twin.serve import build, start, stop
+
+    up = await start(build(socket_settings()), tmp_path)
+    try:
+        cls = protocol(GO.timed(header_timeout=0.3, idle_timeout=60))
+        address: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        options = RecordOptions("gateway", up.url("cam-01/http"), tmp_path / "cam.ndjson", duration=120)
+        stopped = asyncio.Event()
+        task = asyncio.create_task(record(options, address.set_result, stopped, http=cls))
+        host, port = (await asyncio.wait_for(address, 30)).removeprefix("http://").rsplit(":", 1)
+        answer = await _exchange(host, int(port), _get(b"x-big: " + b"a" * (GO.max_head + 1) + b"\r\n"))
+        assert _status(answer) == 431
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"GET / HTTP/1.1\r\n")
+        assert await _closed(reader) == b""
+        writer.close()
+        assert cls.counters.too_large == cls.counters.slow == 1
+        stopped.set()
+        await asyncio.wait_for(task, 30)
+    finally:
+        await stop(up)
