@@ -80,14 +80,11 @@ class Settings:
     mqtt_require_login: bool = False
     """``--mqtt-require-login``: the embedded broker refuses anonymous clients, whatever is stored."""
     mqtt_url: str | None = None
-    control_host: str = "127.0.0.1"
-    """Beyond loopback, the control plane asks for its token (:mod:`api.control.guard`)."""
+    control_host: str = "127.0.0.1"  # beyond loopback the control plane asks for its token
     control_port: int = 9380
-    header_timeout: float = http_limits.HEADER_TIMEOUT_S
+    header_timeout: float = http_limits.HEADER_TIMEOUT_S  # wall seconds (twin/http_limits.py)
     idle_timeout: float = http_limits.IDLE_TIMEOUT_S
     ws_auth_timeout: float = http_limits.WS_AUTH_TIMEOUT_S
-    """Wall seconds: a request head to arrive, a kept-alive connection to idle, an event WebSocket to
-    authenticate (:mod:`twin.http_limits`)."""
     log_level: str = "info"
     rate_limit: int | None = None
     """Requests per minute per client; ``None`` derives it from the host like the real server."""
