@@ -14,6 +14,8 @@ from twin import http_limits
 from twin import settings as settings_mod
 from twin.camera.video.decoder import SourceError
 from twin.scenario.model import ScenarioError
+from twin.scenario.notices import CLIENT_VARIABLES
+from twin.scenario.suite import FAILED, INCONCLUSIVE, INVALID, NOT_RUN, PASSED
 from twin.state_dir import StateError
 
 if TYPE_CHECKING:
@@ -25,11 +27,10 @@ COMMANDS = {
     "run": "start the world and every server on it (options: twin run --help)",
     "scenario list": "list the scenario library, each file with what it proves",
     "scenario validate": "check scenario files: every problem, one line each (file:line: message)",
-    "scenario run": "run a scenario against a client under test and judge it",
+    "scenario run": "run scenario files (or directories of them) against a client under test and judge it",
     "record": "record a real camera or automation server into a fixture a scenario replays (--help)",
 }
 
-PASSED, FAILED, INVALID, INCONCLUSIVE, NOT_RUN = 0, 1, 2, 3, 4
 EXIT_STATUS = f"""exit status of twin scenario run:
   {PASSED}  passed: every expectation was exercised and held (optional ones may be inconclusive),
      and the client ended as the scenario expects
@@ -38,7 +39,16 @@ EXIT_STATUS = f"""exit status of twin scenario run:
   {INVALID}  the scenario file is invalid or unreadable, or the command line is wrong
   {INCONCLUSIVE}  inconclusive: nothing failed, but an expectation the scenario requires was not
      exercised (a run without --client exercises none)
-  {NOT_RUN}  the run could not be carried out (the client could not be started, a port is taken)"""
+  {NOT_RUN}  the run could not be carried out (the client could not be started, a port is taken)
+A suite (several files, or a directory) exits with its worst outcome, in the order
+  error ({INVALID}, then {NOT_RUN}) > failed ({FAILED}) > inconclusive ({INCONCLUSIVE}) > passed ({PASSED})"""
+CLIENT_ENV = "environment of the client under test (its own environment, plus):\n" + "\n".join(
+    f"  {name:<19} {text}" for name, text in CLIENT_VARIABLES.items()
+)
+PACING = """clock: with --client a run keeps the file's clock (every library file is realtime at a speed of
+its own, so a client that sleeps on its own clock meets the timeline); --step is for a client that
+paces itself through POST /clock/sleep on TWIN_CONTROL_URL; without --client the run is in step
+mode, as fast as the CPU allows (nothing is judged then)."""
 
 CLIENT_TAIL_LINES = 15
 """Lines of a failed client's output shown on stderr."""
@@ -67,6 +77,12 @@ def _listen(value: str) -> tuple[str, int]:
     if not host or not port.isdigit() or int(port) > 65535:
         raise argparse.ArgumentTypeError("expected HOST:PORT")
     return host.strip("[]"), int(port)
+
+
+def _jobs(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 64:
+        raise argparse.ArgumentTypeError("expected a whole number from 1 to 64")
+    return int(value)
 
 
 def _positive(value: str) -> float:
@@ -159,15 +175,29 @@ def _scenario_parser() -> argparse.ArgumentParser:
         "run",
         help=COMMANDS["scenario run"],
         description=COMMANDS["scenario run"],
-        epilog=EXIT_STATUS,
+        epilog=f"{PACING}\n\n{CLIENT_ENV}\n\n{EXIT_STATUS}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument("file", type=Path)
+    run.add_argument("files", type=Path, nargs="+", metavar="FILE|DIR", help="scenario files or directories")
     pace = run.add_mutually_exclusive_group()
-    pace.add_argument("--speed", type=float, help="realtime at this speed factor")
-    pace.add_argument("--step", action="store_true", default=None, help="step mode: as fast as possible")
+    pace.add_argument("--speed", type=_positive, help="realtime at this speed factor, whatever the file says")
+    pace.add_argument(
+        "--step",
+        action="store_true",
+        default=None,
+        help="step mode: time moves only when the client calls POST /clock/sleep (or a request waits on it)",
+    )
     run.add_argument("--client", help="command line of the client under test (run as a subprocess)")
-    run.add_argument("--report", type=Path, help="directory for summary, JUnit XML, HTML report and trace")
+    run.add_argument(
+        "--report",
+        type=Path,
+        help="directory for summary, JUnit XML, HTML report, trace and client log (a suite: junit.xml and "
+        "summary.txt there, the rest under DIR/<scenario>/)",
+    )
+    run.add_argument(
+        "--junit", type=Path, metavar="FILE", help="write the JUnit XML (one file for a suite) here"
+    )
+    run.add_argument("--jobs", type=_jobs, default=1, metavar="N", help="a suite: run N scenarios at once")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--until", type=float, help="stop at this sim time if the file says later")
     validate = sub.add_parser("validate", help=COMMANDS["scenario validate"])
@@ -208,6 +238,12 @@ def scenario_main(argv: list[str]) -> int:
         return PASSED
     if args.action == "validate":
         return _validate(args.files)
+    if len(args.files) > 1 or args.files[0].is_dir():
+        return _suite(args)
+    return _single(args, args.files[0])
+
+
+def _single(args: argparse.Namespace, path: Path) -> int:
     from twin.scenario import report
     from twin.scenario.runner import RunOptions, progress_printer, run
 
@@ -220,7 +256,7 @@ def scenario_main(argv: list[str]) -> int:
         stop_at=args.until,
     )
     try:
-        result = asyncio.run(run(args.file, opts))
+        result = asyncio.run(run(path, opts))
     except ScenarioError as err:
         _problems(err)
         return INVALID
@@ -232,8 +268,51 @@ def scenario_main(argv: list[str]) -> int:
     print(report.summary(result))
     if args.report:
         report.write(result, args.report)
+    if args.junit:
+        _write(args.junit, report.junit(result))
     _explain(result)
     return {"passed": PASSED, "failed": FAILED, "inconclusive": INCONCLUSIVE}[result.outcome.value]
+
+
+def _suite(args: argparse.Namespace) -> int:
+    """Several files: each in a process of its own (``--jobs`` at once), one JUnit document."""
+    import tempfile
+    import time
+
+    from twin.scenario.report import junit_of
+    from twin.scenario.suite import files_of, run_suite, table, worst
+
+    files = files_of(args.files)
+    if not files:
+        print(f"twin: no scenario file (*.yaml) in {', '.join(map(str, args.files))}", file=sys.stderr)
+        return INVALID
+    passed_on = [
+        f"--{k}={v}" for k, v in (("client", args.client), ("speed", args.speed), ("until", args.until))
+    ]
+    child_args = [a for a in passed_on if not a.endswith("=None")] + (["--step"] if args.step else [])
+
+    def done(member) -> None:
+        print(member.summary or f"scenario {member.path}: {member.stderr.strip()[:500]}", flush=True)
+
+    wall0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="twin-suite-") as tmp:
+        root = args.report or Path(tmp)
+        members = asyncio.run(run_suite(files, child_args, args.jobs, root, done))
+    status = worst([m.status for m in members])
+    closing = table(members, status, time.monotonic() - wall0)
+    print(closing)
+    document = junit_of([m.suite for m in members])
+    if args.report:
+        _write(args.report / "junit.xml", document)
+        _write(args.report / "summary.txt", "\n\n".join(m.summary for m in members) + "\n\n" + closing + "\n")
+    if args.junit:
+        _write(args.junit, document)
+    return status
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
 
 
 def _explain(result: RunResult) -> None:

@@ -76,6 +76,9 @@ class Verdict:
     """Nothing in the run exercised the expectation: neither passed nor failed."""
     optional: bool = False
     """The scenario lets the run pass while this verdict is inconclusive."""
+    blame: tuple[int, ...] = ()
+    """The journal ``seq`` of each request a failed verdict holds against the client (the report
+    marks them)."""
 
     def __post_init__(self) -> None:
         if self.passed and self.inconclusive:
@@ -118,8 +121,10 @@ class Expect(BaseModel):
     def entries(self, run: RunRecord) -> list[JournalEntry]:
         return [e for e in run.journal if self.server is None or e.server == self.server]
 
-    def verdict(self, passed: bool, message: str) -> Verdict:
-        return Verdict(self.label, passed, message, optional=self.optional)
+    def verdict(self, passed: bool, message: str, blame: list[JournalEntry] | tuple = ()) -> Verdict:
+        """``blame``: the requests a failed verdict holds against the client."""
+        seqs = tuple(e.seq for e in blame) if not passed else ()
+        return Verdict(self.label, passed, message, optional=self.optional, blame=seqs)
 
     def not_exercised(self, why: str) -> Verdict:
         """The inconclusive verdict: ``why`` says what never happened in the run."""

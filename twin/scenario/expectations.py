@@ -74,10 +74,12 @@ class HonoursRetryAfter(Expect):
             wait = float(e.retry_after)
             nxt = next((n for n in entries[i + 1 :] if n.client == e.client), None)
             if nxt is not None and nxt.at + self.tolerance < e.end + wait:
+                early = [n for n in entries[i + 1 :] if n.client == e.client and n.at < e.end + wait]
                 return self.verdict(
                     False,
                     f"{fmt_entry(nxt)} came {nxt.at - e.end:g} s after a 429 with "
                     f"Retry-After: {e.retry_after} ({fmt_entry(e)})",
+                    early,
                 )
         if not limited:
             return self.not_exercised("no 429 with Retry-After was answered")
@@ -99,7 +101,7 @@ class StopsAtNullCursor(Expect):
             key = (e.client, e.path)
             prev = last.get(key)
             if prev is not None and prev.status == 200 and prev.next_cursor is None and "cursor" in _query(e):
-                return self.verdict(False, f"{fmt_entry(e)} asked for another page after a null cursor")
+                return self.verdict(False, f"{fmt_entry(e)} asked for another page after a null cursor", [e])
             if e.status == 200 and e.next_cursor is None:
                 ends += 1
             last[key] = e
@@ -130,6 +132,7 @@ class PagesComplete(Expect):
                         False,
                         f"{fmt_entry(e)} sent cursor {cursor} where the previous page said next_cursor "
                         f"{expected!r}: points are missed or read twice",
+                        [e],
                     )
                 chained += 1
             if e.status == 200:
@@ -167,6 +170,7 @@ class HandlesDeletedDevice(Expect):
                 False,
                 f"{len(repeats)} requests for {self.device} after its 404 at t={seen_404.at:g} "
                 f"(allowed {self.max_repeats}); first: {fmt_entry(repeats[0])}",
+                repeats,
             )
         return self.verdict(True, f"stopped polling {self.device} after its 404 (or asked for history)")
 
@@ -195,10 +199,11 @@ class ReloginAfterSessionsDropped(Expect):
                     return self.verdict(
                         False,
                         f"{streak[e.client]} 401s in a row without logging in again; last: {fmt_entry(e)}",
+                        [e],
                     )
         if pending:
             e = next(iter(pending.values()))
-            return self.verdict(False, f"never logged in again after {fmt_entry(e)}")
+            return self.verdict(False, f"never logged in again after {fmt_entry(e)}", [e])
         if not seen:
             return self.not_exercised("no request was refused with 401")
         return self.verdict(True, f"logged in again after each of {seen} 401 responses")
@@ -236,7 +241,8 @@ class NoUnknownRoutes(Expect):
             return self.not_exercised(f"no request to {self.server or 'any server'}")
         bad = [e for e in entries if e.route == "unmatched" and e.fault is None]
         if bad:
-            return self.verdict(False, f"{len(bad)} requests to unknown routes; first: {fmt_entry(bad[0])}")
+            first = fmt_entry(bad[0])
+            return self.verdict(False, f"{len(bad)} requests to unknown routes; first: {first}", bad)
         return self.verdict(True, f"each of {len(entries)} requests matched a vendor route")
 
 
@@ -248,17 +254,20 @@ class RequestRate(Expect):
     per: float = Field(default=1.0, gt=0)
 
     def judge(self, run: RunRecord) -> Verdict:
-        times = [e.at for e in self.entries(run)]
+        entries = self.entries(run)
+        times = [e.at for e in entries]
         if not times:
             return self.not_exercised(f"no request to {self.server or 'any server'}")
-        lo, peak, at = 0, 0, 0.0
+        lo, peak, at, window = 0, 0, 0.0, (0, 0)
         for hi, t in enumerate(times):
             while times[lo] <= t - self.per:
                 lo += 1
             if hi - lo + 1 > peak:
-                peak, at = hi - lo + 1, t
+                peak, at, window = hi - lo + 1, t, (lo, hi + 1)
         if peak > self.max:
-            return self.verdict(False, f"{peak} requests in {self.per:g} s at t={at:g} (bound {self.max})")
+            busiest = entries[window[0] : window[1]]
+            message = f"{peak} requests in {self.per:g} s at t={at:g} (bound {self.max})"
+            return self.verdict(False, message, busiest)
         return self.verdict(True, f"peak {peak} requests per {self.per:g} s (bound {self.max})")
 
 

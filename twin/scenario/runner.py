@@ -2,12 +2,16 @@
 as a subprocess, then verdicts.
 
 The client gets the servers' addresses in environment variables (``TWIN_AUTOMATION_URL``,
-``TWIN_GATEWAY_URL``, ``TWIN_GATEWAY_URLS``, ``TWIN_CONTROL_URL``, ``TWIN_MQTT_URL``). In step mode
-time moves only when the client pauses through the control plane (``POST /clock/sleep``) or when
-one of its requests waits on the world clock (injected latency: the runner then steps to the next
-world event). A client that paces itself this way gets the same trace on every run of the same
-file and seed. Without a client, step mode runs the timeline to the stop time as fast as the CPU
-allows; nothing is exercised then, so every expectation is inconclusive.
+``TWIN_GATEWAY_URL``, ``TWIN_GATEWAY_URLS``, ``TWIN_CONTROL_URL``, ``TWIN_MQTT_URL``; the whole set is
+:data:`twin.scenario.notices.CLIENT_VARIABLES`). With a client the run keeps the file's clock:
+every library file is realtime at a speed factor of its own, so a client that knows nothing of the
+twin (it sleeps on its own clock) meets the timeline. ``--step`` is for a client that paces itself:
+time then moves only when it pauses through the control plane (``POST /clock/sleep``) or when one
+of its requests waits on the world clock (injected latency: the runner then steps to the next world
+event), and it gets the same trace on every run of the same file and seed; a step-mode run whose
+world stood still while timeline steps were due says so (:func:`twin.scenario.notices.stalled`).
+Without a client the run is in step mode unless told otherwise, and runs the timeline to the stop
+time as fast as the CPU allows; nothing is exercised then, so every expectation is inconclusive.
 
 A scenario's real members (a camera group's ``real``, ``servers.automation.real``) are served through
 the twin's layers by the composition root; they keep wall time, so ``--step`` and speeds other than
@@ -29,20 +33,23 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from hardware.ports.events import Event, EventKind
 from hardware.ports.types import ClockMode
 from twin.camera.wing import cameras_of
+from twin.scenario import notices
 from twin.scenario.broker_switch import BrokerSwitch
 from twin.scenario.client import finish_client, start_client
 from twin.scenario.expectations import Outcome, RunRecord, Verdict, judge_all
-from twin.scenario.model import Scenario, Step, load_scenario
+from twin.scenario.model import Scenario, load_scenario
 from twin.scenario.source import ScenarioError
+from twin.scenario.timeline import attach, schedule
 from twin.sensors import sensors_of
 from twin.settings import LOOPBACK, Settings, in_words, wall_clock_problem
+
+__all__ = ["RealMemberRefused", "RunOptions", "RunResult", "attach", "run", "schedule"]
 
 log = logging.getLogger("twin")
 
@@ -50,8 +57,9 @@ NO_CLIENT_SLICES = 200
 NO_BROKER = "mqtt://127.0.0.1:1"
 """Where a run without MQTT points the bridge, which is then never started."""
 POLL_WALL_S = 0.002
-MAX_EVENTS = 200_000
-_TELEMETRY = EventKind.DEVICE_TELEMETRY
+STALL_WALL_S = 30.0
+"""A step-mode run whose world clock has not moved for this many wall seconds ends: its client does
+not pace itself (when timeline steps were due, :func:`twin.scenario.notices.stalled` says so)."""
 
 
 @dataclass
@@ -66,6 +74,8 @@ class RunOptions:
     """Starts the ``client`` in place of a subprocess (the pytest plugin's in-process client):
     called as :func:`start_client` is; returns what has a subprocess's ``wait``, ``returncode``,
     ``terminate`` and ``kill``."""
+    stall_wall_s: float | None = None
+    """Step mode: end the run once the world clock stood still this long (default :data:`STALL_WALL_S`)."""
 
 
 class RealMemberRefused(OSError):
@@ -90,13 +100,18 @@ class RunResult:
     client_verdict: Verdict | None = None
     """The client's exit status against the scenario's ``client.expect_exit``; ``None``: no client."""
     client_command: str | None = None
+    notices: list[str] = field(default_factory=list)
+    """What went wrong with the run itself (:mod:`twin.scenario.notices`): never a pass."""
+    speed: float = 1.0
+    judge_s: list[float] = field(default_factory=list)
+    """Wall seconds spent judging each expectation, in the file's order."""
 
     @property
     def outcome(self) -> Outcome:
         client_failed = self.client_verdict is not None and not self.client_verdict.passed
         if self.errors or client_failed or self.failed:
             return Outcome.FAILED
-        if self.inconclusive:
+        if self.inconclusive or self.notices:
             return Outcome.INCONCLUSIVE
         return Outcome.PASSED
 
@@ -115,83 +130,6 @@ class RunResult:
         return [v for v in self.verdicts if v.inconclusive and not v.optional]
 
 
-class _Recorder:
-    """Keeps every non-telemetry world event (bounded) and starts ``after`` steps when their event
-    is emitted: synchronously (a world observer), inside the SimPy step that emitted it, so they
-    fire on time."""
-
-    def __init__(self, world, steps: list[Step], fire: Callable[[Step, float], None]) -> None:
-        self.world = world
-        self.events: list[Event] = []
-        self.pending = list(steps)
-        self.fire = fire
-        world.observers.append(self.observe)
-
-    def observe(self, event: Event) -> None:
-        if event.kind is _TELEMETRY:
-            return
-        if len(self.events) < MAX_EVENTS:
-            self.events.append(event)
-        for step in list(self.pending):
-            after = step.after
-            if (
-                after is not None
-                and after.event == event.kind.value
-                and (after.source is None or after.source == event.source)
-            ):
-                self.pending.remove(step)
-                self.fire(step, after.delay)
-
-    def close(self) -> None:
-        if self.observe in self.world.observers:
-            self.world.observers.remove(self.observe)
-
-
-def schedule(scenario: Scenario, control, errors: list[str]) -> _Recorder:
-    """Put the scenario's timeline on the world clock: ``at`` steps as SimPy processes, ``after``
-    steps when their event is published. A step that fails is appended to ``errors`` (with its
-    sim time) and the timeline goes on. Returns the recorder of world events."""
-    world = control.world
-
-    def do(step: Step) -> None:
-        try:
-            control.run_action(step.do, step.params, step.for_)
-        except Exception as err:
-            errors.append(f"t={world.env.now:g} {step.do}: {getattr(err, 'message', err)}")
-
-    def later(step: Step, delay: float):
-        if delay > 0:
-            yield world.env.timeout(delay)
-        do(step)
-
-    def fire(step: Step, delay: float) -> None:
-        world.env.process(later(step, delay))
-
-    recorder = _Recorder(world, [s for s in scenario.timeline if s.after is not None], fire)
-    for s in scenario.timeline:
-        if s.at is not None:
-            world.env.process(later(s, s.at - world.env.now))
-    return recorder
-
-
-def attach(running, scenario: Scenario | None) -> list[str]:
-    """For ``twin run``: the broker switch for the control plane, and the scenario's timeline on
-    the world clock (its failures are logged, not judged). Returns the list failures go to."""
-    control = running.twin.control
-    if running.broker is not None:
-        control.broker = BrokerSwitch(running)
-    errors: list[str] = _LoggedList()
-    if scenario is not None and scenario.timeline:
-        schedule(scenario, control, errors)
-    return errors
-
-
-class _LoggedList(list):
-    def append(self, item: str) -> None:
-        log.warning("twin: scenario step failed: %s", item)
-        super().append(item)
-
-
 def runner_settings(source: Path, opts: RunOptions, mqtt: bool = True) -> Settings:
     """Every server on a free loopback port; the scenario's clock unless overridden."""
     return Settings(
@@ -205,6 +143,7 @@ def runner_settings(source: Path, opts: RunOptions, mqtt: bool = True) -> Settin
 
 
 def client_env(running) -> dict[str, str]:
+    """The servers' addresses for the client (every variable: :data:`notices.CLIENT_VARIABLES`)."""
     cams = list(cameras_of(running.twin.world))
     env = {
         "TWIN_AUTOMATION_URL": running.url("automation"),
@@ -220,12 +159,24 @@ def client_env(running) -> dict[str, str]:
     return env
 
 
+def pacing(scenario: Scenario, opts: RunOptions) -> RunOptions:
+    """The run's clock: ``--step`` or ``--speed`` when given; else with a client the file's clock
+    (realtime at its speed for every library file), and without one step mode, which runs the
+    timeline as fast as the CPU allows (nothing is judged then; a file with real members keeps
+    wall time, and its run ends once the members answered their start-up checks)."""
+    if opts.step is not None or opts.speed is not None or opts.client is not None:
+        return opts
+    if scenario.real_names():
+        return opts
+    return replace(opts, step=True)
+
+
 async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
     """Run the scenario file ``source``; raises ``ScenarioError`` if it does not validate."""
     from twin.serve import build, start, stop  # the composition root, imported when a run starts
 
-    opts = opts or RunOptions()
     scenario = load_scenario(source)
+    opts = pacing(scenario, opts or RunOptions())
     real = in_words(scenario.real_names())
     if real and (problem := wall_clock_problem(real, bool(opts.step), opts.speed or 1.0)):
         raise ScenarioError(f"{source}: {problem}")
@@ -238,6 +189,8 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         clock.set_mode(ClockMode.REALTIME)
     step_mode = clock.mode is ClockMode.STEP
     stop_at = scenario.stop.at if opts.stop_at is None else min(opts.stop_at, scenario.stop.at)
+    if real and opts.client is None and opts.speed is None:
+        stop_at = 0.0  # wall time and no client: nothing to see; the start-up checks of the members ran
     if step_mode:
         control.stop_at = stop_at
     errors: list[str] = []
@@ -264,6 +217,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
                 proc = await (opts.launch or start_client)(opts.client, env, log_path)
             waiter = asyncio.ensure_future(proc.wait()) if proc is not None else None
             slice_s = stop_at / NO_CLIENT_SLICES
+            still = (world.env.now, time.monotonic())
             while True:
                 if waiter is not None and waiter.done() and scenario.stop.on_client_exit:
                     break
@@ -278,6 +232,10 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
                 elif step_mode:
                     if clock.waiting and world.env.peek() <= stop_at:
                         clock.run_to(world.env.peek())
+                    if world.env.now != still[0]:
+                        still = (world.env.now, time.monotonic())
+                    elif time.monotonic() - still[1] > (opts.stall_wall_s or STALL_WALL_S):
+                        break  # the client does not pace itself (a notice says so if steps were due)
                     await asyncio.sleep(POLL_WALL_S)
                 else:
                     await asyncio.sleep(0.02)
@@ -293,7 +251,6 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
             recorder.close()
         if log_path.exists():
             log_text = log_path.read_text(errors="replace")
-    wall = time.monotonic() - wall0
     record = RunRecord(
         journal=list(journal.entries),
         events=recorder.events,
@@ -304,10 +261,13 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         broker_outages=list(mqtt_log.outages) if mqtt_log is not None else [],
         client_stopped=client_stopped,
     )
-    verdicts = judge_all(scenario.expectations, record)
-    windows = [
-        (t, control.actions_undone.get(action_id), name) for t, action_id, name, _ in control.actions_run
+    paced = step_mode and opts.client is not None
+    client_verdict = scenario.client.judge(record)
+    said = [
+        notices.stalled(scenario, record.end, stop_at, bool(opts.step)) if paced else None,
+        notices.unreached(scenario, record, client_verdict.passed if client_verdict else None),
     ]
+    verdicts, judge_s = _judged(scenario, record)
     return RunResult(
         scenario=scenario,
         source=source,
@@ -315,15 +275,30 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         record=record,
         trace=trace_of(record, control.actions_run),
         errors=errors,
-        wall_s=wall,
+        wall_s=time.monotonic() - wall0,
         mode=clock.mode.value,
         client_output=log_text,
-        fault_windows=windows,
+        fault_windows=[(t, control.actions_undone.get(i), name) for t, i, name, _ in control.actions_run],
         watched=watched_series(scenario, world, record.end),
         events_published=world.events_emitted,
-        client_verdict=scenario.client.judge(record),
+        client_verdict=client_verdict,
         client_command=opts.client,
+        notices=[n for n in said if n],
+        speed=clock.speed,
+        judge_s=judge_s,
     )
+
+
+def _judged(scenario: Scenario, record: RunRecord) -> tuple[list[Verdict], list[float]]:
+    """Every expectation's verdict and the wall seconds its judging took."""
+    if not record.client_ran:
+        return judge_all(scenario.expectations, record), [0.0] * len(scenario.expectations)
+    verdicts, times = [], []
+    for exp in scenario.expectations:
+        t0 = time.perf_counter()
+        verdicts.append(exp.judge(record))
+        times.append(time.perf_counter() - t0)
+    return verdicts, times
 
 
 SETTLE_WALL_S = 10.0

@@ -23,7 +23,7 @@ def test_careful_client_polls_a_failed_install_to_its_end_at_every_stage(stage: 
     assert "stage: deploy" in text
     path = tmp_path / f"ota_failure_{stage}.yaml"
     path.write_text(text.replace("stage: deploy", f"stage: {stage}"))
-    result = asyncio.run(run(path, RunOptions(client=client("careful") + " --ota")))
+    result = asyncio.run(run(path, RunOptions(step=True, client=client("careful") + " --ota")))
     assert result.passed, report.summary(result)
     verdict = next(v for v in result.verdicts if v.name == "polls_ota_to_terminal")
     assert verdict.message.startswith("polled to 'failed'"), verdict.message

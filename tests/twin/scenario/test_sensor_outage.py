@@ -16,7 +16,9 @@ from twin.scenario.runner import RunOptions, run
 
 def test_careful_client_pages_across_the_outages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TWIN_CLIENT_ROUNDS", "55")  # polls until t=550: past the link coming back
-    result = asyncio.run(run(SCENARIOS / "sensor_outage.yaml", RunOptions(client=client("careful"))))
+    result = asyncio.run(
+        run(SCENARIOS / "sensor_outage.yaml", RunOptions(step=True, client=client("careful")))
+    )
     assert result.passed, report.summary(result)
     assert all("not exercised" not in v.message for v in result.verdicts), report.summary(result)
     changes = [
