@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -107,10 +108,13 @@ def test_a_bad_marker_is_reported(twin):
 
 
 def _short_delete() -> str:
-    """The library's delete-mid-poll scenario, stopped at 120 s."""
+    """The library's delete-mid-poll scenario, stopped at 120 s, in step mode (its clients pace
+    themselves through ``ctx.sleep``)."""
     text = (SCENARIOS / "delete_mid_poll.yaml").read_text()
-    assert "stop: {at: 600}" in text
-    return text.replace("stop: {at: 600}", "stop: {at: 120}")
+    text, stops = re.subn(r"(?m)^stop: \{at: \d+\}$", "stop: {at: 120}", text)
+    text, clocks = re.subn(r"(?m)^clock: \{mode: \w+, ", "clock: {mode: step, ", text)
+    assert stops == clocks == 1
+    return text
 
 
 def _plugin_args() -> list[str]:
