@@ -25,8 +25,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import psutil
-
 from bench import loadgen, servers
 from bench.report import Summary, core_ratio, ratio, table
 
@@ -52,15 +50,26 @@ def variants() -> dict[str, list[str]]:
 
 
 def tree_cpu(pid: int) -> float:
-    """CPU seconds of ``pid`` and its children so far."""
-    proc = psutil.Process(pid)
+    """CPU seconds of ``pid`` and its descendants so far (Granian serves from a worker process), from
+    ``/proc``; a process that ended meanwhile counts nothing."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    tree, grew = {pid}, True
+    while grew:
+        more = {child for child, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
     total = 0.0
-    for p in (proc, *proc.children(recursive=True)):
+    for member in tree:
         try:
-            times = p.cpu_times()
-        except psutil.NoSuchProcess:
+            total += servers.cpu_seconds(member)
+        except (OSError, ValueError, IndexError):
             continue
-        total += times.user + times.system
     return total
 
 
@@ -101,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
         rss = {name: servers.rss_mb(server.proc.pid) for name, server in started.items()}
-    except (servers.ServerError, OSError, psutil.Error) as err:
+    except (servers.ServerError, OSError) as err:
         print(f"bench.server_choice: {err}", file=sys.stderr)
         return 1
     finally:
