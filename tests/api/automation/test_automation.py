@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import httpx
 import pytest
 
 from tests.conftest import admin_token
-from twin.serve import Twin
+from twin.serve import build
+from twin.settings import Settings
 
 
 async def test_health_endpoints_answer_raw_json(automation: httpx.AsyncClient) -> None:
@@ -121,15 +124,17 @@ async def test_logout_revokes_the_session(automation: httpx.AsyncClient) -> None
     assert resp.json()["error"]["message"] == "Session has been revoked"
 
 
-async def test_tokens_expire_after_seven_days_of_world_time(
-    twin: Twin, automation: httpx.AsyncClient
-) -> None:
-    auth = {"Authorization": f"Bearer {await admin_token(automation)}"}
-    twin.clock.advance(7 * 86_400)
-    assert (await automation.get("/api/auth/me", headers=auth)).status_code == 200  # 30 s skew allowed
-    twin.clock.advance(31)
-    resp = await automation.get("/api/auth/me", headers=auth)
-    assert resp.status_code == 401 and resp.json()["error"]["message"] == "Token has expired"
+async def test_tokens_expire_after_seven_days_of_world_time(settings: Settings) -> None:
+    twin = build(dataclasses.replace(settings, cameras=0, sensors=0))  # the week is simulated: no devices
+    transport = httpx.ASGITransport(app=twin.automation_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://automation") as automation:
+        auth = {"Authorization": f"Bearer {await admin_token(automation)}"}
+        twin.clock.advance(7 * 86_400)
+        assert (await automation.get("/api/auth/me", headers=auth)).status_code == 200  # 30 s skew allowed
+        twin.clock.advance(31)
+        resp = await automation.get("/api/auth/me", headers=auth)
+        assert resp.status_code == 401 and resp.json()["error"]["message"] == "Token has expired"
+    twin.world.store.close()
 
 
 async def test_unknown_route_and_wrong_method(automation: httpx.AsyncClient) -> None:
