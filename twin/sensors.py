@@ -104,6 +104,9 @@ class SensorFleet:
         """The number of the oldest sample of the world's past (``<= 0``; sample ``k`` at ``k * period``)."""
         self.last_sample_at: float | None = None
         self._last_row: dict[str, np.ndarray] | None = None
+        self._read: dict[int, tuple[float, float, dict[str, float]]] = {}
+        """Each device's signal values at the instant last read by :meth:`values_of` (a pure function of
+        device, time and epoch; windows are applied on every read), so polling one device costs a lookup."""
         self.samples_taken = 0
         """Single samples (one device at one tick) taken since the world was built."""
         self.windows: list[Window] = []
@@ -125,10 +128,16 @@ class SensorFleet:
         i = self.index[device_id]
         if t == self.last_sample_at and self._last_row is not None:
             return {name: column[i].item() for name, column in self._last_row.items()}
-        values = {
-            m.name: float(evaluate(m.signal, self._metric_keys[k][i : i + 1], t, self.world.epoch)[0])
-            for k, m in enumerate(self.group.metrics)
-        }
+        epoch = self.world.epoch
+        known = self._read.get(i)
+        if known is not None and known[0] == t and known[1] == epoch:
+            values = dict(known[2])
+        else:
+            values = {
+                m.name: float(evaluate(m.signal, self._metric_keys[k][i : i + 1], t, epoch)[0])
+                for k, m in enumerate(self.group.metrics)
+            }
+            self._read[i] = (t, epoch, dict(values))
         for w in self.windows:
             if w.device == i and w.metric in values and w.covers(t):
                 values[w.metric] = self._shifted(w.metric, values[w.metric], w.delta)

@@ -126,3 +126,16 @@ def test_spans_and_first_ticks() -> None:
     ]
     assert parse_span(3.0) == 3.0 and parse_span("soon") == "soon"
     assert first_tick(DAY, 10.0) == -8640 and first_tick(0.0, 10.0) == 0 and first_tick(25.0, 10.0) == -2
+
+
+def test_reading_one_device_again_gives_the_same_values_and_follows_new_spikes() -> None:
+    world = sensor_world()
+    fleet = sensors_of(world).by_device[SENSOR]
+    first = fleet.values_of(SENSOR, -DAY)
+    first["temperature"] = 1e9  # a caller's copy: changing it changes nothing of the fleet
+    again = fleet.values_of(SENSOR, -DAY)
+    assert again == fleet.values_of(SENSOR, -DAY) and again["temperature"] != 1e9
+    fleet.open_window(SENSOR, -2 * DAY, None, metric="temperature", delta=5.0)
+    spiked = fleet.values_of(SENSOR, -DAY)
+    assert spiked["temperature"] == pytest.approx(again["temperature"] + 5.0)
+    assert spiked["humidity"] == again["humidity"]
