@@ -37,6 +37,27 @@ def metric_def(m: MetricDef) -> dict[str, Any]:
     return with_optional({**body, "unit": m.unit}, min=m.min, max=m.max) | {"required": m.required}
 
 
+_RENDERED: dict[tuple[int, int], tuple[Any, Any, list[dict[str, Any]], list[dict[str, Any]]]] = {}
+_RENDERED_MAX = 64
+
+
+def type_defs(
+    metrics: tuple[MetricDef, ...], commands: tuple[CommandDef, ...]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The wire forms of a device type's metrics and commands, rendered once per pair of tuples (a
+    type's definitions are frozen: a type that changes is a new object, so it is rendered afresh).
+    The lists are shared between answers: hand them to the serialiser, never change them."""
+    key = (id(metrics), id(commands))
+    found = _RENDERED.get(key)
+    if found is not None and found[0] is metrics and found[1] is commands:
+        return found[2], found[3]
+    rendered = [metric_def(m) for m in metrics], [command_def(c) for c in commands]
+    if len(_RENDERED) >= _RENDERED_MAX:
+        _RENDERED.clear()
+    _RENDERED[key] = (metrics, commands, *rendered)
+    return rendered
+
+
 def param_def(p: ParameterDef) -> dict[str, Any]:
     body = {
         "name": p.name,

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.automation.schemas.device_types import command_def, metric_def, param_def, with_optional
+from api.automation.schemas.device_types import param_def, type_defs, with_optional
 from hardware.ports.devices import (
     Approval,
     CommandDef,
@@ -252,12 +252,13 @@ def device_page(p: DevicePage) -> dict[str, Any]:
 
 
 def device_detail(detail: DeviceDetail) -> dict[str, Any]:
+    metrics, commands = type_defs(detail.metrics, detail.commands)
     return {
         **device_dto(detail.device),
         "connection_config": dict(detail.device.connection_config),
         "current_values": dict(detail.current_values),
-        "metrics": [metric_def(m) for m in detail.metrics],
-        "commands": [command_def(c) for c in detail.commands],
+        "metrics": metrics,
+        "commands": commands,
     }
 
 
