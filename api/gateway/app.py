@@ -32,12 +32,18 @@ from api.gateway.routers import (
     upgrade,
     workbench,
 )
-from api.routing import finish, mount, remember_routes, reuse_routes
+from api.routing import NO_TELEMETRY, finish, mount, remember_routes, reuse_routes
 from hardware.ports.gateway import GatewayBackend
 
 
 def create_app(backend: GatewayBackend) -> FastAPI:
-    app = FastAPI(title=f"Edge gateway {backend.id}", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title=f"Edge gateway {backend.id}",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        telemetry=NO_TELEMETRY,
+    )
     app.state.backend = backend
     app.state.json_policy = json_input.GO
     body_limit.install(app, lambda method, path: errors.NGINX_LIMIT, errors.NGINX_LIMIT.size)
