@@ -20,7 +20,8 @@ it stops the run before the client starts (:class:`RealMemberRefused`).
 
 A run's :attr:`RunResult.outcome` is ``failed`` when an expectation failed, the client's exit status
 is not the one the scenario expects (``client.expect_exit``) or a timeline step failed;
-``inconclusive`` when nothing failed but an expectation the scenario requires was not exercised;
+``inconclusive`` when nothing failed but an expectation the scenario requires was not exercised,
+or the run has a notice (:mod:`twin.scenario.notices`);
 ``passed`` otherwise.
 """
 
