@@ -15,6 +15,7 @@ until it is stopped, or --seconds have passed."""
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import sys
@@ -43,8 +44,8 @@ class Api:
                 return resp.status, _json(resp.read()), resp.headers
         except urllib.error.HTTPError as err:
             return err.code, _json(err.read()), err.headers
-        except (urllib.error.URLError, OSError):
-            return 0, {}, Message()
+        except (urllib.error.URLError, OSError, http.client.HTTPException):
+            return 0, {}, Message()  # refused, reset, timed out, or a body cut short
 
     def login(self) -> bool:
         creds = {"username": USER, "password": PASSWORD}
