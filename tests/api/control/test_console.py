@@ -131,6 +131,7 @@ async def run_a_scenario(page: Page, control: httpx.AsyncClient) -> None:
     await page.click("#tab-scenarios")
     await page.click("[data-scenario=flaky_network] button", timeout=WAIT_MS)
     await page.wait_for_selector("#scenario-start:not([disabled])", timeout=WAIT_MS)
+    await page.select_option("#run-mode", "step")  # the file is realtime at speed 20: 30 s of wall time
     await page.click("#scenario-start")
     await page.wait_for_selector("#scenario-state[data-state=running]", timeout=WAIT_MS)
     done = await page.wait_for_selector("#scenario-state[data-state=finished]", timeout=WAIT_MS)
