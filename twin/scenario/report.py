@@ -24,7 +24,7 @@ from twin.scenario.expectations import Outcome, Verdict
 from twin.scenario.runner import RunResult
 
 _W, _H, _PAD = 900, 220, 40
-_LANE_H, _MAX_LANES, _LABEL_W = 18, 40, 300
+_LANE_H, _MAX_LANES, _LABEL_W = 18, 40, 360
 CLIENT_TAIL_CHARS = 20_000
 """The tail of the client's output in a JUnit ``<system-err>``."""
 _DEVICE = re.compile(r"/devices/([^/?]+)")
