@@ -32,6 +32,8 @@ ws_router = APIRouter(prefix="/api/v1", tags=["terminal"])
 LOGIN_ATTEMPTS = 3
 LOGIN_TIMEOUT_S = 60.0
 MAX_LINE = 4096
+MAX_PENDING_LINES = 64
+"""Typed lines the shell has not run yet; past this the socket is not read until it catches up."""
 
 
 @router.get("/config")
@@ -112,7 +114,7 @@ async def terminal(websocket: WebSocket) -> None:
         return
     session: TerminalSession = backend.shell.open_terminal()
     await websocket.accept()
-    lines: asyncio.Queue[str | None] = asyncio.Queue()
+    lines: asyncio.Queue[str | None] = asyncio.Queue(MAX_PENDING_LINES)
     keys = _Keys()
     state = {"echo": True}
 
@@ -129,8 +131,8 @@ async def terminal(websocket: WebSocket) -> None:
                 elif echo.endswith("\r\n"):
                     await websocket.send_text("\r\n")
                 for line in done:
-                    lines.put_nowait(line)
-        lines.put_nowait(None)
+                    await lines.put(line)
+        await lines.put(None)
 
     async def shell() -> None:
         with contextlib.suppress(WebSocketDisconnect, RuntimeError, DomainError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import tarfile
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from api.gateway.routers.terminal import MAX_PENDING_LINES
 from tests.conftest import gateway_token
 from tests.sockets import socket_settings
 from twin.camera.power import RESTART_DELAY_S
@@ -315,6 +317,24 @@ async def test_terminal_login_and_a_shell_over_the_virtual_fs(device, tmp_path: 
         "/api/v1/files/content", params={"path": "/tmp/from-shell.txt"}, headers={"Authorization": token}
     )
     assert read.json()["data"]["content"] == "written by the shell\n"
+
+
+@pytest.mark.socket
+async def test_a_flood_of_typed_lines_is_run_in_order_and_none_is_lost(device) -> None:
+    """More lines than the shell holds pending: the socket is read as the shell catches up."""
+    _, ws_base, token, _ = device
+    async with connect(f"{ws_base}/api/v1/terminal/ws?token={token}") as ws:
+        await read_until(ws, "login: ")
+        await type_line(ws, "admin")
+        await read_until(ws, "Password: ")
+        await type_line(ws, "password")
+        await read_until(ws, "# ")
+        count = MAX_PENDING_LINES * 4
+        for n in range(count):
+            await type_line(ws, f"echo line-{n}")
+        seen = await read_until(ws, f"line-{count - 1}\r\n", timeout=60.0)
+    answers = [int(n) for n in re.findall(r"(?<!echo )line-(\d+)\r\n", seen)]
+    assert answers == list(range(count))
 
 
 @pytest.mark.socket
