@@ -5,7 +5,9 @@ Each access unit's NAL units go out in order with the access unit's timestamp: a
 (type 28) carrying at most :data:`RTP_MTU` bytes each; the marker bit is set on the access unit's last
 packet. Payload type 96, a 90 kHz clock. A session's sequence numbers start at 0 and its timestamps
 at 0 on its first frame (as the device does); they then follow the frames' world-time PTS, so a
-skipped tick leaves its gap in RTP time. Over TCP each packet is framed ``$``, channel, u16 length.
+skipped tick leaves its gap in RTP time. A picture repeated while the world stands still
+(:mod:`api.gateway.rtsp.repeat`) is one frame interval on from the last one, and the frames after
+it keep that shift, so RTP time never goes back. Over TCP each packet is framed ``$``, channel, u16 length.
 
 Each access unit is followed at once by the access unit delimiter (NAL type 9) that opens the next
 one, stamped with the time the next frame is due (one frame interval on, as the last two frames were
@@ -67,6 +69,8 @@ class RtpStream:
     base: int | None = None
     last: int | None = None
     interval: int = CLOCK_RATE // 30
+    shift: int = 0
+    """RTP time added by repeated pictures (:meth:`repeat`) while the world stood still."""
 
     def packets(self, frame: MediaFrame) -> list[bytes]:
         """The access unit's packets, then the next one's delimiter."""
@@ -75,8 +79,17 @@ class RtpStream:
         if self.last is not None and 0 < (frame.pts - self.last) & 0xFFFFFFFF < CLOCK_RATE:
             self.interval = (frame.pts - self.last) & 0xFFFFFFFF
         self.last = frame.pts
-        ts = (frame.pts - self.base) & 0xFFFFFFFF
-        payloads = [part for nal in nal_units(frame.payload) for part in fragments(nal)]
+        return self._unit((frame.pts - self.base + self.shift) & 0xFFFFFFFF, frame.payload)
+
+    def repeat(self, payload: bytes) -> list[bytes]:
+        """A picture sent one frame interval after the last one, its world time standing still."""
+        if self.last is None or self.base is None:
+            return []
+        self.shift += self.interval
+        return self._unit((self.last - self.base + self.shift) & 0xFFFFFFFF, payload)
+
+    def _unit(self, ts: int, payload: bytes) -> list[bytes]:
+        payloads = [part for nal in nal_units(payload) for part in fragments(nal)]
         out = []
         for n, payload in enumerate(payloads):
             marker = 0x80 if n == len(payloads) - 1 else 0

@@ -14,7 +14,9 @@
 - **Frames:** the same encoded frames the WebSocket viewers get (a viewer of the stream's fan-out),
   packetised per RFC 6184 (:mod:`api.gateway.rtsp.rtp`). A viewer is opened at DESCRIBE, so the
   SDP carries the stream's SPS/PPS and PLAY starts on a key frame; in step mode with the clock
-  paused the key frame is a picture of the current instant, at once.
+  paused the key frame is a picture of the current instant, at once; while the clock stands still
+  the session repeats that picture at the stream's frame rate of wall time (skipped P frames, see
+  :mod:`api.gateway.rtsp.session`), so a client probing with FFmpeg's defaults starts at once.
 - **Faults** (the camera's fault set, as on its HTTP server): latency before each answer, a hang
   (no answer until it lifts, then the connection closes; playing sessions stall meanwhile),
   resets and loss (the connection drops), error bursts (the status as an RTSP answer), and
@@ -61,8 +63,11 @@ class RtspServer:
         udp: bool = False,
         journal: Journal | None = None,
         clock: Callable[[], float] = time.monotonic,
+        world_now: Callable[[], float] | None = None,
     ) -> None:
         self.backend, self.faults, self.name = backend, faults, name
+        self.world_now = world_now
+        """The world clock: sessions repeat the picture while it stands still (see the session)."""
         self.host, self.port, self.udp = host, port, udp
         self.sleep, self.journal, self.clock = sleep, journal, clock
         self.connections: set[_Connection] = set()
@@ -293,7 +298,11 @@ class _Connection:
             if old.viewer is not viewer:
                 old.close()
         server = self.server
-        session = Session(name, viewer, transport, server.faults, server.sleep, server.clock)
+        fps = next((c.fps for c in server.backend.media.streams() if c.stream_id == name), 30)
+        session = Session(
+            name, viewer, transport, server.faults, server.sleep, server.clock, fps=fps,
+            world_now=server.world_now,
+        )  # fmt: skip
         if old is not None:
             session.id = old.id  # one session per connection, as on the device
         if not transport.tcp:

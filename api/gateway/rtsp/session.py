@@ -8,6 +8,14 @@ NAT punches) keeps the session alive like a request does.
 
 While the fault layer hangs the server, the session stalls: frames wait in the viewer (and drop
 when it is full) until the hang lifts.
+
+While the world clock stands still (step mode paused, or a paused realtime run), a playing session
+that gets no frame for one frame interval of wall time (the stream's nominal rate) repeats the
+picture with a skipped P frame (:mod:`api.gateway.rtsp.repeat`), as a real camera keeps sending at
+its frame rate; a client probing the stream with FFmpeg's defaults then has its frames at once.
+The world's frames take over as soon as its clock moves; a frame that is merely late (the clock
+moving) is waited for, never repeated. This is transport timing only: the world and its trace
+are untouched.
 """
 
 from __future__ import annotations
@@ -20,8 +28,9 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from api.faults import HANG_POLL_S, FaultSet
+from api.gateway.rtsp import repeat
 from api.gateway.rtsp.protocol import Transport
-from api.gateway.rtsp.rtp import RtpStream, interleaved
+from api.gateway.rtsp.rtp import CLOCK_RATE, RtpStream, interleaved, nal_units
 from hardware.ports.errors import DomainError
 from hardware.ports.media import MediaViewer
 
@@ -55,12 +64,23 @@ class Session:
         faults: FaultSet,
         sleep: Sleep,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        fps: int = 30,
+        world_now: Callable[[], float] | None = None,
     ) -> None:
         self.id = secrets.token_hex(8).upper()
         self.stream_id = stream_id
         self.viewer = viewer
         self.transport = transport
-        self.rtp = RtpStream(secrets.randbits(32))
+        self.rtp = RtpStream(secrets.randbits(32), interval=CLOCK_RATE // max(1, fps))
+        self.fps = max(1, fps)
+        self.world_now = world_now
+        """The world clock: a picture is repeated only while it stands still (None: whenever late)."""
+        self.repeats = 0
+        self._syntax: repeat.Syntax | None = None
+        self._ref: tuple[int, int] | None = None
+        self._skip: bytes | None = None
+        self._world_at: float | None = None
         self.faults, self.sleep, self.clock = faults, sleep, clock
         self.playing = False
         self.last_seen = clock()
@@ -94,12 +114,12 @@ class Session:
 
     async def pump(self, writer: asyncio.StreamWriter) -> None:
         """Send frames until the viewer closes (the stream went away) or the connection does."""
+        self._learn(self.viewer.config_frame().payload)
         with contextlib.suppress(DomainError, ConnectionError):
             while True:
-                frame = await self.viewer.next_frame()
+                packets = await self._next()
                 while self.faults.hang:
                     await self.sleep(HANG_POLL_S, background=True)
-                packets = self.rtp.packets(frame)
                 if self.transport.tcp:
                     channel = self.transport.channels[0]
                     writer.write(b"".join(interleaved(channel, p) for p in packets))
@@ -108,6 +128,47 @@ class Session:
                     for packet in packets:
                         self._udp[0].sendto(packet, self._peer)
                     await asyncio.sleep(0)  # let requests and RTCP in between frames
+
+    async def _next(self) -> list[bytes]:
+        """The next frame's packets: the world's, or the picture repeated while the world stands still."""
+        while True:
+            if self._skip is None or self.viewer.pending():
+                frame = await self.viewer.next_frame()
+            else:
+                try:
+                    frame = await asyncio.wait_for(self.viewer.next_frame(), 1 / self.fps)
+                except TimeoutError:
+                    now = self.world_now() if self.world_now is not None else None
+                    if now is not None and now != self._world_at:
+                        self._world_at = now  # the world moves: its frame is on the way
+                        continue
+                    self.repeats += 1
+                    return self.rtp.repeat(len(self._skip).to_bytes(4, "big") + self._skip)
+            self._world_at = self.world_now() if self.world_now is not None else None
+            self._learn(frame.payload)
+            return self.rtp.packets(frame)
+
+    def _learn(self, payload: bytes) -> None:
+        """Follow the stream's parameter sets and last reference picture, for :meth:`_next`'s repeats."""
+        nals = nal_units(payload)
+        sps = next((n for n in nals if n[0] & 0x1F == repeat.NAL_SPS), None)
+        pps = next((n for n in nals if n[0] & 0x1F == repeat.NAL_PPS), None)
+        if sps is not None and pps is not None:
+            self._syntax = repeat.syntax(sps, pps)
+        if self._syntax is None:
+            self._skip = None
+            return
+        for nal in nals:
+            if nal[0] & 0x1F in (repeat.NAL_SLICE, repeat.NAL_IDR):
+                ref = repeat.reference(nal, self._syntax)
+                if ref is not None:
+                    self._ref = ref
+                    self._skip = repeat.skip_frame(self._syntax, ref)
+                elif nal[0] & 0x60 == 0:  # a non-reference picture: the last reference stands
+                    pass
+                else:
+                    self._skip = None  # something the repeats cannot follow
+                break
 
     def close(self) -> None:
         self.viewer.close()

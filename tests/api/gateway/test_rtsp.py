@@ -388,3 +388,45 @@ async def test_ffmpeg_reads_50_frames_of_the_sub_stream(camera, ffmpeg_tools, tr
     command = [ffmpeg, "-v", "error", "-rtsp_transport", transport, "-i", server.url("sub")]
     done = await while_time_moves(twin, lambda: run([*command, "-frames:v", "50", "-f", "null", "-"]))
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def first_picture_with_default_options(url: str) -> tuple[int, int]:
+    """What a stock client does: ``av.open`` with FFmpeg's default probing, then the first frame."""
+    with av.open(url, timeout=60) as container:
+        frame = next(container.decode(video=0))
+        return frame.width, frame.height
+
+
+@pytest.mark.parametrize("camera", [1.0], indirect=True)
+async def test_a_stock_client_of_the_paused_clock_gets_the_picture_repeated(camera) -> None:
+    twin, server, _ = camera
+    at = twin.clock.now()
+    size = await asyncio.to_thread(first_picture_with_default_options, server.url("main"))
+    assert size == (1920, 1080)
+    assert twin.clock.now() == at  # transport time only: the world never moved
+
+
+async def test_repeated_pictures_are_skipped_frames_then_the_world_takes_over(camera) -> None:
+    twin, server, _ = camera
+    client = await Client.open(server.url("main"))
+    try:
+        parameter_sets = await client.play()
+        units = [await client.access_unit() for _ in range(4)]  # the join picture, then repeats
+        assert [t for t, _, _ in units] == [0, 3000, 6000, 9000]
+        assert all(len(u) < 20 and u[4] == 0x01 for _, _, u in units[1:])  # non-reference P, all skipped
+        pictures_paused = pictures(parameter_sets, [u for _, _, u in units])
+        assert len(pictures_paused) == 4
+        assert all((p.to_ndarray() == pictures_paused[0].to_ndarray()).all() for p in pictures_paused)
+        twin.clock.advance(0.5)
+        world: list[tuple[int, int, bytes]] = []
+        while len(world) < 15:
+            unit = await client.access_unit()
+            if len(unit[2]) >= 20 or unit[2][4] != 0x01:
+                world.append(unit)
+        stamps = [t for t, _, _ in world]
+        assert all(b - a >= 3000 for a, b in zip(stamps, stamps[1:], strict=False))  # RTP time never goes back
+        assert stamps[0] > units[-1][0]
+        session = next(c.session for c in server.connections if c.session is not None)
+        assert session.repeats >= 3
+    finally:
+        client.close()
