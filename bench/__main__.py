@@ -53,6 +53,8 @@ PARTS: tuple[Part, ...] = (
          "req/s: bare FastAPI, twin health, device GET (JWT), 5 000-point page"),
     Part("camera", "camera", json_to,
          "live video: the scene's render cost; one camera's CPU and render-to-client latency; the sweep"),
+    Part("rtsp", "rtsp_paused", json_to,
+         "a stock RTSP client (default probing) of a paused world: first frame; a paused viewer's CPU"),
     Part("fanout", "fanout", json_to,
          "event fan-out to WebSocket and SSE clients: drops; the largest drop-free fleet"),
     Part("servers", "server_choice", json_to,

@@ -104,7 +104,8 @@ def camera_servers(site: Site) -> list[Served]:
             served.powered = functools.partial(_powered, site, camera_id)
             served.rtsp = RtspServer(
                 gateway, site.fault_set(camera_id), name=camera_id, host=host, port=rtsp,
-                sleep=site.clock.sleep, udp=s.rtsp_udp, journal=site.journal, world_now=site.clock.now,
+                sleep=site.clock.sleep, udp=s.rtsp_udp, journal=site.journal,
+                sim_time=lambda: site.clock.state().sim_time,
             )  # fmt: skip
             served.rtsp_port = gateway.media.use_rtsp_port
             # the media configuration routes reconcile it (a replay shares it)

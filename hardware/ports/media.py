@@ -80,6 +80,9 @@ class MediaViewer(Protocol):
     async def next_frame(self) -> MediaFrame:
         """The next frame, waiting (in world time) until one is encoded; ``Unavailable`` once closed."""
 
+    def pending(self) -> int:
+        """Frames waiting in the queue."""
+
     def close(self) -> None:
         """Leave the stream; idempotent. The stream stops encoding when its last viewer leaves."""
 

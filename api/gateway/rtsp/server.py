@@ -63,11 +63,11 @@ class RtspServer:
         udp: bool = False,
         journal: Journal | None = None,
         clock: Callable[[], float] = time.monotonic,
-        world_now: Callable[[], float] | None = None,
+        sim_time: Callable[[], float] | None = None,
     ) -> None:
         self.backend, self.faults, self.name = backend, faults, name
-        self.world_now = world_now
-        """The world clock: sessions repeat the picture while it stands still (see the session)."""
+        self.sim_time = sim_time
+        """The world's sim time: sessions repeat the picture while it stands still (see the session)."""
         self.host, self.port, self.udp = host, port, udp
         self.sleep, self.journal, self.clock = sleep, journal, clock
         self.connections: set[_Connection] = set()
@@ -301,7 +301,7 @@ class _Connection:
         fps = next((c.fps for c in server.backend.media.streams() if c.stream_id == name), 30)
         session = Session(
             name, viewer, transport, server.faults, server.sleep, server.clock, fps=fps,
-            world_now=server.world_now,
+            sim_time=server.sim_time,
         )  # fmt: skip
         if old is not None:
             session.id = old.id  # one session per connection, as on the device

@@ -47,6 +47,10 @@ session lives as long as its connection); a UDP session with no request, RTCP or
 that long of wall time ends."""
 
 
+CATCH_UP_S = 1.0
+"""Wall time without a frame after which a still world's stream is taken as caught up."""
+
+
 class _Datagrams(asyncio.DatagramProtocol):
     def __init__(self, seen: Callable[[], None]) -> None:
         self.seen = seen
@@ -66,7 +70,7 @@ class Session:
         clock: Callable[[], float] = time.monotonic,
         *,
         fps: int = 30,
-        world_now: Callable[[], float] | None = None,
+        sim_time: Callable[[], float] | None = None,
     ) -> None:
         self.id = secrets.token_hex(8).upper()
         self.stream_id = stream_id
@@ -74,13 +78,14 @@ class Session:
         self.transport = transport
         self.rtp = RtpStream(secrets.randbits(32), interval=CLOCK_RATE // max(1, fps))
         self.fps = max(1, fps)
-        self.world_now = world_now
-        """The world clock: a picture is repeated only while it stands still (None: whenever late)."""
+        self.sim_time = sim_time
+        """The world's sim time: a picture is repeated only while it stands still (None: whenever late)."""
         self.repeats = 0
         self._syntax: repeat.Syntax | None = None
         self._ref: tuple[int, int] | None = None
         self._skip: bytes | None = None
         self._world_at: float | None = None
+        self._frame_at = clock()
         self.faults, self.sleep, self.clock = faults, sleep, clock
         self.playing = False
         self.last_seen = clock()
@@ -138,15 +143,29 @@ class Session:
                 try:
                     frame = await asyncio.wait_for(self.viewer.next_frame(), 1 / self.fps)
                 except TimeoutError:
-                    now = self.world_now() if self.world_now is not None else None
-                    if now is not None and now != self._world_at:
-                        self._world_at = now  # the world moves: its frame is on the way
+                    if not self._still():
                         continue
                     self.repeats += 1
                     return self.rtp.repeat(len(self._skip).to_bytes(4, "big") + self._skip)
-            self._world_at = self.world_now() if self.world_now is not None else None
+            self._world_at = self.sim_time() if self.sim_time is not None else None
+            self._frame_at = self.clock()
             self._learn(frame.payload)
             return self.rtp.packets(frame)
+
+    def _still(self) -> bool:
+        """Whether the world stands still with no frame of it on the way: its clock has not moved
+        since the last look, and the last frame is of its current instant (or none came for
+        :data:`CATCH_UP_S`: the frames of a time step that the stream skipped never come)."""
+        if self.sim_time is None:
+            return True
+        now = self.sim_time()
+        if now != self._world_at:
+            self._world_at = now  # the world moves: its frame is on the way
+            return False
+        device_pts = (round(now * 1e9) // 11111) & 0xFFFFFFFF  # the stream's PTS of that instant
+        behind = (device_pts - (self.rtp.last or 0)) & 0xFFFFFFFF
+        caught_up = behind < 2 * self.rtp.interval or behind >= 1 << 31
+        return caught_up or self.clock() - self._frame_at >= CATCH_UP_S
 
     def _learn(self, payload: bytes) -> None:
         """Follow the stream's parameter sets and last reference picture, for :meth:`_next`'s repeats."""

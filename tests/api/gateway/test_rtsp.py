@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import itertools
 import os
 import shutil
 import socket
@@ -179,13 +180,28 @@ async def test_a_client_of_the_paused_clock_gets_a_decodable_picture_at_once(cam
         status, fields, _ = await client.request("GET_PARAMETER", Session=client.session)
         assert (status, fields["Session"]) == (200, client.session)
         twin.clock.advance(1)
-        units = [await client.access_unit() for _ in range(30)]
-        assert [t for t, _, _ in units] == [round(k / 30 * 1e9) // 11111 for k in range(1, 31)]
+        units = await world_units(client, 30)  # the picture repeated meanwhile left out
+        pts = [round(k / 30 * 1e9) // 11111 for k in range(1, 31)]
+        assert [t - units[0][0] for t, _, _ in units] == [p - pts[0] for p in pts]
         assert len(pictures(parameter_sets, [unit] + [u for _, _, u in units])) == 31
         assert (await client.request("TEARDOWN", Session=client.session))[0] == 200
         assert await client.reader.read() == b""  # the daemon closes the connection after TEARDOWN
     finally:
         client.close()
+
+
+def repeated(unit: bytes) -> bool:
+    """A skipped, non-reference P frame: the picture repeated while the world stands still."""
+    return unit[4] == 0x01 and len(unit) < 20
+
+
+async def world_units(client: Client, count: int) -> list[tuple[int, int, bytes]]:
+    units: list[tuple[int, int, bytes]] = []
+    while len(units) < count:
+        unit = await client.access_unit()
+        if not repeated(unit[2]):
+            units.append(unit)
+    return units
 
 
 def test_large_nal_units_are_cut_into_fu_a_fragments() -> None:
@@ -413,20 +429,45 @@ async def test_repeated_pictures_are_skipped_frames_then_the_world_takes_over(ca
         parameter_sets = await client.play()
         units = [await client.access_unit() for _ in range(4)]  # the join picture, then repeats
         assert [t for t, _, _ in units] == [0, 3000, 6000, 9000]
-        assert all(len(u) < 20 and u[4] == 0x01 for _, _, u in units[1:])  # non-reference P, all skipped
+        assert all(repeated(u) for _, _, u in units[1:])  # non-reference P frames, every macroblock skipped
         pictures_paused = pictures(parameter_sets, [u for _, _, u in units])
         assert len(pictures_paused) == 4
         assert all((p.to_ndarray() == pictures_paused[0].to_ndarray()).all() for p in pictures_paused)
         twin.clock.advance(0.5)
-        world: list[tuple[int, int, bytes]] = []
-        while len(world) < 15:
-            unit = await client.access_unit()
-            if len(unit[2]) >= 20 or unit[2][4] != 0x01:
-                world.append(unit)
+        world = await world_units(client, 15)
         stamps = [t for t, _, _ in world]
-        assert all(b - a >= 3000 for a, b in zip(stamps, stamps[1:], strict=False))  # RTP time never goes back
+        assert all(b - a >= 3000 for a, b in itertools.pairwise(stamps))  # RTP time never goes back
         assert stamps[0] > units[-1][0]
         session = next(c.session for c in server.connections if c.session is not None)
         assert session.repeats >= 3
     finally:
         client.close()
+
+
+def test_a_skipped_picture_repeats_the_last_and_leaves_the_encoders_references_alone() -> None:
+    import numpy as np
+
+    from api.gateway.rtsp import repeat
+    from twin.camera.video.encoder import H264Encoder
+
+    encoder = H264Encoder(320, 176, 30, 500_000, 30)
+    rng = np.random.default_rng(7)
+    images = [rng.integers(0, 255, (22, 40, 3), dtype=np.uint8).repeat(8, 0).repeat(8, 1) for _ in range(4)]
+    head = [encoder.encode(image)[0].avcc for image in images[:2]]
+    stx = repeat.syntax(encoder.sps or b"", encoder.pps or b"")
+    assert stx is not None and stx.mbs == 20 * 11 and stx.poc_type == 2
+    last_ref = repeat.reference(rtp.nal_units(head[1])[0], stx)
+    assert last_ref == (1, 0)
+    skip = to_avcc([repeat.skip_frame(stx, last_ref)])
+    tail = [encoder.encode(image)[0].avcc for image in images[2:]]
+    parameter_sets = encoder.parameter_sets()
+    with_skips = pictures(parameter_sets, [*head, skip, skip, skip, *tail])
+    without = pictures(parameter_sets, [*head, *tail])
+    assert len(with_skips) == 7
+    assert all((p.to_ndarray() == with_skips[1].to_ndarray()).all() for p in with_skips[2:5])
+    assert [p.to_ndarray().tobytes() for p in with_skips[5:]] == [
+        p.to_ndarray().tobytes() for p in without[2:]
+    ]
+    cabac = bytes((0x68, 0b11100000))  # pps_id 0, sps_id 0, entropy_coding_mode_flag 1
+    assert repeat.syntax(encoder.sps or b"", cabac) is None  # not followed: nothing is repeated
+    assert repeat.syntax(b"\x67", b"\x68") is None  # truncated parameter sets
