@@ -95,6 +95,8 @@ class TwinControl:
         self.stop_at: float | None = None
         """Set by a step-mode scenario run: a client's world sleep never goes past it."""
         self.stopped = asyncio.Event()
+        self.released = asyncio.Event()
+        """Set by the scenario run once its client is stopped: the sleeps held at :attr:`stop_at` answer."""
         self.settle: Callable[[], Awaitable[None]] | None = None
         """Awaited after a client's world sleep: lets sockets catch up with the world (a camera
         that went down closes its listeners, one that booted opens them) before the client goes on."""
@@ -288,7 +290,8 @@ class TwinControl:
                 if self.stop_at > self.world.env.now:
                     self.clock.run_to(self.stop_at)
                 self.stopped.set()
-                await asyncio.Event().wait()  # held until the run ends and the client is stopped
+                await self.released.wait()  # held until the run ends and the client is stopped
+                return self.clock.state()
             self.clock.run_to(target)
             if self.settle is not None:
                 await self.settle()

@@ -194,6 +194,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         stop_at = 0.0  # wall time and no client: nothing to see; the start-up checks of the members ran
     if step_mode:
         control.stop_at = stop_at
+        control.released.clear()
     errors: list[str] = []
     recorder = schedule(scenario, control, errors)
 
@@ -246,6 +247,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
             if proc is not None:
                 client_stopped = proc.returncode is None
                 client_exit = await finish_client(proc)
+            control.released.set()  # a sleep held at the stop answers now, not cancelled at shutdown
             if switch is not None:
                 await switch.settle()
             await stop(running)

@@ -16,6 +16,7 @@ from tests.conftest import SCENARIOS
 from twin.cli import main
 from twin.scenario import report
 from twin.scenario.runner import RunOptions, run
+from twin.testing import ClientContext, run_scenario
 
 ROOT = SCENARIOS.parent
 CLIENTS = ROOT / "tests" / "clients"
@@ -252,3 +253,16 @@ async def test_twin_run_puts_the_timeline_on_the_clock(tmp_path: Path) -> None:
         assert errors == ["t=15 device_delete: Device nope not found"]
     finally:
         await stop(running)
+
+
+def test_a_sleep_held_at_the_stop_answers_when_the_run_ends(capfd: pytest.CaptureFixture[str]) -> None:
+    """A client that sleeps on the world clock past the stop is held there; once it is stopped its
+    sleep is answered, not cancelled by the servers' shutdown (no traceback, no grace wait)."""
+
+    def sleeper(ctx: ClientContext) -> None:
+        while ctx.sleep(5):
+            pass
+
+    result = run_scenario(SCENARIOS / "delete_mid_poll.yaml", sleeper, step=True)
+    assert result.record.end == result.scenario.stop.at
+    assert "Traceback" not in capfd.readouterr().err
