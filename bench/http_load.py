@@ -76,22 +76,30 @@ class Load:
         )
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The command line."""
+def load_parser(prog: str, description: str | None, per: str) -> argparse.ArgumentParser:
+    """The options of an HTTP load bench (trials per ``per``, their length, connections, JSON)."""
     p = argparse.ArgumentParser(
-        prog="python -m bench.http_load",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--trials", type=int, default=3, help="trials per load (default 3)")
+    p.add_argument("--trials", type=int, default=3, help=f"trials per {per} (default 3)")
     p.add_argument("--duration", type=float, default=3.0, help="measured seconds per trial (default 3)")
     p.add_argument("--warmup", type=float, default=0.5, help="unmeasured seconds per trial (default 0.5)")
     p.add_argument("--connections", type=int, default=32, help="keep-alive connections (default 32)")
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers as JSON to PATH")
+    return p
+
+
+def load_args(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``argv`` read by ``p`` (a :func:`load_parser`), its figures checked."""
     args = p.parse_args(argv)
     if args.trials < 1 or args.duration <= 0 or args.warmup < 0 or args.connections < 1:
         p.error("--trials and --connections must be >= 1, --duration > 0, --warmup >= 0")
     return args
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line."""
+    return load_args(load_parser("python -m bench.http_load", __doc__, "load"), argv)
 
 
 def loads(args: argparse.Namespace, token: str, gateway_token: str) -> list[Load]:

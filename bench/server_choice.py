@@ -16,7 +16,6 @@ of that server answers, whatever the load generator on the same machine manages.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import importlib.util
 import json
@@ -26,6 +25,7 @@ import sys
 from pathlib import Path
 
 from bench import loadgen, servers
+from bench.http_load import load_args, load_parser
 from bench.report import Summary, core_ratio, ratio, table
 
 PATH = "/api/health"
@@ -74,19 +74,7 @@ def tree_cpu(pid: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m bench.server_choice",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--trials", type=int, default=3, help="trials per server (default 3)")
-    p.add_argument("--duration", type=float, default=3.0, help="measured seconds per trial (default 3)")
-    p.add_argument("--warmup", type=float, default=0.5, help="unmeasured seconds per trial (default 0.5)")
-    p.add_argument("--connections", type=int, default=32, help="keep-alive connections (default 32)")
-    p.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers as JSON to PATH")
-    args = p.parse_args(argv)
-    if args.trials < 1 or args.duration <= 0 or args.warmup < 0 or args.connections < 1:
-        p.error("--trials and --connections must be >= 1, --duration > 0, --warmup >= 0")
+    args = load_args(load_parser("python -m bench.server_choice", __doc__, "server"), argv)
     started: dict[str, servers.Server] = {}
     results: dict[str, list[loadgen.Result]] = {}
     try:

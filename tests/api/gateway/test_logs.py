@@ -230,6 +230,15 @@ async def type_line(ws: ClientConnection, text: str) -> None:
     await ws.send(json.dumps({"type": "input", "data": text + "\r"}))
 
 
+async def log_in(ws: ClientConnection) -> None:
+    """The web terminal's in-band login as admin, up to the first prompt."""
+    await read_until(ws, "login: ")
+    await type_line(ws, "admin")
+    await read_until(ws, "Password: ")
+    await type_line(ws, "password")
+    await read_until(ws, "# ")
+
+
 @pytest.mark.socket
 async def test_log_stream_sends_new_lines_and_ends_on_reboot(device) -> None:
     twin, ws_base, token, http = device
@@ -324,11 +333,7 @@ async def test_a_flood_of_typed_lines_is_run_in_order_and_none_is_lost(device) -
     """More lines than the shell holds pending: the socket is read as the shell catches up."""
     _, ws_base, token, _ = device
     async with connect(f"{ws_base}/api/v1/terminal/ws?token={token}") as ws:
-        await read_until(ws, "login: ")
-        await type_line(ws, "admin")
-        await read_until(ws, "Password: ")
-        await type_line(ws, "password")
-        await read_until(ws, "# ")
+        await log_in(ws)
         count = MAX_PENDING_LINES * 4
         for n in range(count):
             await type_line(ws, f"echo line-{n}")
@@ -369,11 +374,7 @@ async def test_terminal_refuses_three_bad_passwords_and_times_out(device) -> Non
 async def test_a_reboot_ends_the_terminal_session(device) -> None:
     twin, ws_base, token, _ = device
     async with connect(f"{ws_base}/api/v1/terminal/ws?token={token}") as ws:
-        await read_until(ws, "login: ")
-        await type_line(ws, "admin")
-        await read_until(ws, "Password: ")
-        await type_line(ws, "password")
-        await read_until(ws, "# ")
+        await log_in(ws)
         cameras_of(twin.world)["cam-01"].power.restart()
         twin.clock.advance(RESTART_DELAY_S + 1.5)
         with pytest.raises(ConnectionClosed):
