@@ -50,7 +50,7 @@ TWIN_ROOT = {
     # the twin in a user's own test suite (what the pytest plugin, pytest_twin.py, is built on)
     "testing",
 }
-TWIN_WINGS = {"automation", "camera", "scenario"}
+TWIN_WINGS = {"automation", "camera", "cluster", "scenario"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -433,3 +433,14 @@ class Tagged(Point, Failure): pass
     names |= {"Protocol": "typing.Protocol", "dataclass": "dataclasses.dataclass"}
     classes = {f"m.{n.name}": ClassFacts("m", n, names) for n in tree.body if isinstance(n, ast.ClassDef)}
     assert host_reads(classes) == {"m.Focus": {"motor"}, "m.Settings": {"_sync"}}
+
+
+def test_only_the_coordinator_imports_ray() -> None:
+    """A single-process twin never imports Ray: only the coordinator of a sharded run does."""
+    users = {
+        str(path.relative_to(ROOT))
+        for package in PACKAGES
+        for path in files(package)
+        if any(m == "ray" or m.startswith("ray.") for m in imported_modules(path))
+    }
+    assert users == {"twin/cluster/coordinator.py"}

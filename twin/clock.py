@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import cast
 
 import simpy
@@ -28,6 +29,23 @@ from twin.engine import Engine
 log = logging.getLogger(__name__)
 
 SLICE_WALL_S = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """One clock's position shared by several processes (the shards of one world): sim time
+    ``sim_at`` at wall time ``wall_at`` (Unix seconds, a little ahead so that every process takes
+    it at the same instant), then ``speed`` sim seconds per wall second, or held there when
+    ``paused``."""
+
+    sim_at: float
+    wall_at: float
+    speed: float
+    paused: bool
+
+    def sim_time(self, wall: float) -> float:
+        """Sim time at ``wall`` on this anchor."""
+        return self.sim_at if self.paused else self.sim_at + (wall - self.wall_at) * self.speed
 
 
 class SimClock:
@@ -47,6 +65,8 @@ class SimClock:
         self.paused = False
         self._wall = wall
         self._anchor()
+        self._following: list[Anchor] = []
+        """Shared anchors still ahead on the wall clock, oldest first (:meth:`follow`)."""
         self._waiters: set[asyncio.Future[None]] = set()
         self._driving: set[asyncio.Future[None]] = set()
         self.errors = 0
@@ -127,6 +147,15 @@ class SimClock:
         self.mode = mode
         self._anchor()
 
+    def follow(self, anchor: Anchor) -> None:
+        """Realtime on an anchor shared with other processes (``wall`` must then be Unix time, as
+        :func:`time.time` is): from ``anchor.wall_at`` on, sim time is what the anchor says. Until
+        then the clock keeps its current course, which the sender computed the anchor from."""
+        if anchor.speed <= 0:
+            raise InvalidInput("speed must be positive", field="speed")
+        self._following.append(anchor)
+        self.tick()
+
     def advance(self, seconds: float) -> None:
         if seconds < 0:
             raise InvalidInput("cannot advance by a negative duration", field="seconds")
@@ -146,6 +175,8 @@ class SimClock:
     # Driving -------------------------------------------------------------------------------
     def tick(self) -> None:
         """Advance to where the wall clock says sim time should be (realtime, not paused)."""
+        while self._following and self._wall() >= self._following[0].wall_at:
+            self._take(self._following.pop(0))
         if self.mode is ClockMode.STEP or self.paused:
             self._anchor()
             return
@@ -158,6 +189,11 @@ class SimClock:
         while True:
             await asyncio.sleep(slice_wall)
             self.tick()
+
+    def _take(self, anchor: Anchor) -> None:
+        self._run_until(anchor.sim_at)
+        self.mode, self.speed, self.paused = ClockMode.REALTIME, anchor.speed, anchor.paused
+        self._anchor_wall, self._anchor_sim = anchor.wall_at, max(anchor.sim_at, self.world.env.now)
 
     def _anchor(self) -> None:
         self._anchor_wall = self._wall()

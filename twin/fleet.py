@@ -62,10 +62,13 @@ class SensorGroup:
     period: float = 10.0
     """Sampling period in sim seconds."""
     id_prefix: str | None = None
+    first: int = 0
+    """How many of the group's devices come before these: a shard's slice of a group numbers its
+    devices where the whole group has them (``first=500, count=500``: ``...-0501`` to ``...-1000``)."""
 
     def device_ids(self) -> list[str]:
         prefix = self.id_prefix or self.device_type
-        return [f"{prefix}-{i + 1:04d}" for i in range(self.count)]
+        return [f"{prefix}-{i + 1:04d}" for i in range(self.first, self.first + self.count)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,20 @@ class CameraSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetSlice:
+    """The part of the fleet one shard's world holds (:mod:`twin.cluster`); the rest of the fleet
+    is held by other shards of the same world."""
+
+    cameras: tuple[str, ...] = ()
+    """The cameras it builds; each keeps its number in the whole fleet (and so its addresses)."""
+    sensors: tuple[int, int] = (0, 0)
+    """The simulated sensors it samples: ``[first, end)`` over the fleet's devices in the groups'
+    order (the fleet publisher's share, when the automation server is held elsewhere)."""
+    automation: bool = False
+    """Whether it holds the automation server, which samples every simulated sensor."""
+
+
+@dataclass(frozen=True, slots=True)
 class WorldConfig:
     seed: int = 0
     epoch: float = DEFAULT_EPOCH
@@ -118,6 +135,8 @@ class WorldConfig:
     gateway_password: str = "password"
     entries: tuple[tuple[str, Any], ...] = ()
     """The fleet entries of registered kinds that have no field here: (kind name, its frozen spec)."""
+    slice: FleetSlice | None = None
+    """The part of the fleet this world holds; ``None``: all of it (one process)."""
 
     def entry(self, kind: str) -> Any:
         """The fleet entry of the registered kind ``kind``; ``None`` when the fleet has none."""
@@ -136,6 +155,25 @@ class WorldConfig:
         if not videos:
             return out
         return [(cid, replace(spec, video=videos.get(cid, videos.get("*", spec.video)))) for cid, spec in out]
+
+    def held_cameras(self) -> list[tuple[int, str]]:
+        """The cameras this world builds: each one's number in the whole fleet (from 1) and its id."""
+        ids = [camera_id for camera_id, _ in self.camera_specs()]
+        held = None if self.slice is None else set(self.slice.cameras)
+        return [(i + 1, camera_id) for i, camera_id in enumerate(ids) if held is None or camera_id in held]
+
+    def sensor_groups(self) -> tuple[SensorGroup, ...]:
+        """The sensor groups this world samples: every group, or this slice's share of them."""
+        if self.slice is None or self.slice.automation:
+            return self.sensors
+        lo, hi = self.slice.sensors
+        out, offset = [], 0
+        for group in self.sensors:
+            a, b = max(lo, offset), min(hi, offset + group.count)
+            if a < b:
+                out.append(replace(group, first=group.first + a - offset, count=b - a))
+            offset += group.count
+        return tuple(out)
 
 
 @lru_cache(maxsize=32)

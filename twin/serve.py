@@ -48,7 +48,7 @@ from twin.camera.video.source import parse_video_sources
 from twin.camera.wing import CAMERAS, cameras_of
 from twin.clock import SimClock
 from twin.control import TwinControl
-from twin.fleet import WorldConfig, default_sensor_group
+from twin.fleet import FleetSlice, WorldConfig, default_sensor_group
 from twin.journal import RequestJournal
 from twin.kinds import Kinds
 from twin.listeners import Listener
@@ -76,7 +76,8 @@ class Twin:
     """Every member the wings expose, by name, in start order."""
     faults: dict[str, FaultSet]
     control_app: FastAPI
-    bridge: MqttBridge
+    bridge: MqttBridge | None
+    """The automation server's MQTT link; ``None`` in a shard that does not hold the server."""
     publisher: FleetPublisher | None = None
     journal: RequestJournal | None = None
     members: dict[str, RealMember] = field(default_factory=dict)  # each with the credential checked at start
@@ -156,17 +157,28 @@ def _front(app: App, faults: FaultSet, journal: RequestJournal, name: str, clock
     app.add_middleware(JournalMiddleware, journal=journal, server=name)
 
 
-def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KINDS) -> Twin:
+def build(
+    settings: Settings,
+    *,
+    record_trace: bool = False,
+    kinds: Kinds = KINDS,
+    slice: FleetSlice | None = None,
+    wall: Callable[[], float] = time.monotonic,
+) -> Twin:
+    """The twin of ``settings``; with ``slice``, one shard's part of its world (:mod:`twin.cluster`),
+    whose clock reads ``wall`` (Unix time, to follow the coordinator's anchors)."""
     scenario = (
         load_scenario(settings.scenario, allowed=settings.scenario_files) if settings.scenario else None
     )
     config, mode, speed = world_config(settings, scenario)
     store = open_state(settings.state_dir) if settings.state_dir else Store()
-    world = World(config, store=store, kinds=kinds, record_trace=record_trace)
+    world = World(
+        dataclasses.replace(config, slice=slice), store=store, kinds=kinds, record_trace=record_trace
+    )
     real = settings.real_members(
         list(cameras_of(world)), scenario.real_members(os.environ) if scenario else {}
     )
-    clock = SimClock(world, mode=mode, speed=speed)
+    clock = SimClock(world, mode=mode, speed=speed, wall=wall)
     replays = scenario.replays() if scenario else {}  # members served from a recorded session
     journal = RequestJournal(world)
     site = Site(settings, world, clock, journal, real, replays, settings.rate_limit or host_rate_limit())
@@ -183,23 +195,30 @@ def build(settings: Settings, *, record_trace: bool = False, kinds: Kinds = KIND
     )  # fmt: skip
     control_app = create_control_app(control, faults, limiters, journal=journal, actions=ACTIONS.describe())
     control_app.state.loop_watch = LoopWatch()  # started by POST /loop/reset
-    automation: TwinAutomation = served[AUTOMATION].backend
-    if isinstance(served[AUTOMATION].app, FastAPI):
-        served[AUTOMATION].app.state.ws_auth_timeout = settings.ws_auth_timeout
+    bridge = _mqtt_bridge(settings, served[AUTOMATION]) if AUTOMATION in served else None
+    twin = Twin(
+        settings, world, clock, control, served, faults, control_app, bridge,
+        journal=journal, members=real,
+    )  # fmt: skip
+    if (out := settings.publish_fleet) is not None:  # the simulated sensors on an outside broker
+        source = twin.automation if bridge is not None else world  # a shard's world without the server
+        twin.publisher = FleetPublisher(source, out.url, out.login, buffer=out.buffer, seed=world.seed)
+        twin.control_app.state.publisher = twin.publisher
+    return twin
+
+
+def _mqtt_bridge(settings: Settings, member: Served) -> MqttBridge:
+    """The automation server's MQTT link: to the embedded broker, or to ``--mqtt-url``'s."""
+    automation: TwinAutomation = member.backend
+    if isinstance(member.app, FastAPI):
+        member.app.state.ws_auth_timeout = settings.ws_auth_timeout
     mqtt_url = settings.mqtt_url or f"mqtt://127.0.0.1:{settings.mqtt_port}"
     listen = (settings.mqtt_host, settings.mqtt_port)
     bridge = MqttBridge(automation, mqtt_url, listen=listen, external_url=settings.mqtt_url)
     automation.mqtt_ready = lambda: bridge.connected
     automation.mqtt.require_login = settings.mqtt_require_login
     automation.mqtt.attach(bridge, DEVICE_FILTERS)
-    twin = Twin(
-        settings, world, clock, control, served, faults, control_app, bridge,
-        journal=journal, members=real,
-    )  # fmt: skip
-    if (out := settings.publish_fleet) is not None:  # the simulated sensors on an outside broker
-        twin.publisher = FleetPublisher(automation, out.url, out.login, buffer=out.buffer, seed=world.seed)
-        twin.control_app.state.publisher = twin.publisher
-    return twin
+    return bridge
 
 
 @dataclass
@@ -221,11 +240,12 @@ class Running:
         self.tasks.append(asyncio.create_task(work, name=name))
 
 
-async def start(twin: Twin, cert_dir: Path) -> Running:
-    """Start everything; returns once every listener is bound. Raises ``OSError`` if one cannot bind."""
+async def start(twin: Twin, cert_dir: Path, *, control: bool = True) -> Running:
+    """Start everything; returns once every listener is bound. Raises ``OSError`` if one cannot bind.
+    Without ``control`` the control plane is not served (a shard's: its coordinator serves one)."""
     running = Running(twin)
     try:
-        await _start(running, cert_dir)
+        await _start(running, cert_dir, control)
     except OSError:
         await stop(running)
         raise
@@ -233,14 +253,15 @@ async def start(twin: Twin, cert_dir: Path) -> Running:
     return running
 
 
-async def _start(running: Running, cert_dir: Path) -> None:
-    twin, s = running.twin, running.twin.settings
-    if s.mqtt_url is None:  # on the stored configuration, if any; the link follows whichever broker runs
-        mqtt = twin.automation.mqtt
-        running.broker = await twin.bridge.start_broker(*mqtt.startup(), mqtt.auth)
-        twin.bridge.current = lambda: running.broker
+async def _start(running: Running, cert_dir: Path, serve_control: bool) -> None:
+    twin, s, bridge = running.twin, running.twin.settings, running.twin.bridge
+    if bridge is not None and s.mqtt_url is None:
+        mqtt = twin.automation.mqtt  # on the stored configuration, if any; the link follows the broker
+        running.broker = await bridge.start_broker(*mqtt.startup(), mqtt.auth)
+        bridge.current = lambda: running.broker
     running.spawn(twin.clock.run(), "clock")
-    running.spawn(twin.bridge.run(), "mqtt-bridge")
+    if bridge is not None:
+        running.spawn(bridge.run(), "mqtt-bridge")
     if twin.publisher is not None:
         running.spawn(twin.publisher.run(), "fleet-publisher")
     for member in twin.served.values():
@@ -266,7 +287,9 @@ async def _start(running: Running, cert_dir: Path) -> None:
             listeners.append(Listener(a.name, server, scheme="https" if a.tls else "http"))
         if member.rank == 0 and control not in listeners:
             listeners.append(control)
-    if control not in listeners:
+    if not serve_control:
+        listeners = [listener for listener in listeners if listener is not control]
+    elif control not in listeners:
         listeners.insert(0, control)
     running.listeners = {listener.name: listener for listener in listeners}
     await http.open_all(listeners)

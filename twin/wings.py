@@ -155,7 +155,7 @@ KINDS = Kinds()
 """The registered kinds, in building order: the sensor groups, the cameras, the automation server
 (whose devices include the simulated sensors)."""
 
-KINDS.register(Kind(SENSORS, lambda world: SensorWing(world, world.config.sensors)))
+KINDS.register(Kind(SENSORS, lambda world: SensorWing(world, world.config.sensor_groups())))
 KINDS.register(Kind(CAMERAS, CameraWing, servers=camera_servers, actions=CAMERA_ACTIONS))
 KINDS.register(
     Kind(

@@ -32,10 +32,10 @@ import random
 import ssl
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from hardware.ports.automation import AutomationBackend
+from hardware.ports.automation import EventSource
 from hardware.ports.device_topics import uplink_payload, uplink_topic
 from hardware.ports.events import Event, EventKind, Subscription
 
@@ -163,6 +163,14 @@ class _Link(asyncio.Protocol):
         self._on_lost(self)
 
 
+class FleetSource(Protocol):
+    """Where the fleet's ticks come from: the automation server's events, or the world of a shard
+    that samples a slice of the sensors without holding the server."""
+
+    @property
+    def bus(self) -> EventSource: ...
+
+
 class FleetPublisher:
     """Publishes every ``DEVICE_TELEMETRY`` event of ``backend`` to the broker at ``url``.
 
@@ -173,7 +181,7 @@ class FleetPublisher:
 
     def __init__(
         self,
-        backend: AutomationBackend,
+        backend: FleetSource,
         url: str,
         login: tuple[str, str] | None = None,
         *,
@@ -182,6 +190,7 @@ class FleetPublisher:
         backoff: tuple[float, float] = (0.5, 30.0),
         seed: int = 0,
         client_id: str = "twin-fleet",
+        only: frozenset[str] | None = None,
     ) -> None:
         self.backend = backend
         self.url = url
@@ -189,6 +198,8 @@ class FleetPublisher:
         self._login = login
         self.buffer, self.window, self.backoff = buffer, min(window, MAX_WINDOW), backoff
         self.client_id = client_id
+        self.only = only
+        """The devices whose ticks it publishes (``None``: all): a shard's share of the fleet."""
         self._jitter = random.Random(seed)
         self._pending: deque[tuple[str, bytes]] = deque()
         self._inflight: dict[int, tuple[str, bytes]] = {}
@@ -247,6 +258,8 @@ class FleetPublisher:
 
     # The world's side ----------------------------------------------------------------------------
     def _take(self, event: Event) -> None:
+        if self.only is not None and event.source not in self.only:
+            return
         self._taken += 1
         if len(self._pending) >= self.buffer:
             self._pending.popleft()

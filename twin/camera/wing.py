@@ -1,4 +1,5 @@
-"""The cameras of a world as one wing: every camera of the fleet's groups, numbered in order."""
+"""The cameras of a world as one wing: every camera of the fleet's groups it holds (all of them, or a
+shard's slice), numbered in the whole fleet's order."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ class CameraWing:
     def __init__(self, world: CameraWorld) -> None:
         self.cameras: dict[str, Camera] = {}
         """The cameras by id (``cam-01``...), in the order they were built."""
-        for i, (camera_id, _) in enumerate(world.config.camera_specs()):
-            self.cameras[camera_id] = Camera(world, camera_id, i + 1)
+        for number, camera_id in world.config.held_cameras():
+            self.cameras[camera_id] = Camera(world, camera_id, number)
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         return {cid: cam.state() for cid, cam in self.cameras.items()}
