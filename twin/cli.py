@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from twin import http_limits
 from twin import settings as settings_mod
 from twin.camera.video.decoder import SourceError
+from twin.cluster import options as shard_options
+from twin.cluster.plan import ClusterUnreachable, ShardLost
 from twin.scenario.model import ScenarioError
 from twin.scenario.notices import CLIENT_VARIABLES
 from twin.scenario.suite import FAILED, INCONCLUSIVE, INVALID, NOT_RUN, PASSED
@@ -200,6 +202,7 @@ def _scenario_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=_jobs, default=1, metavar="N", help="a suite: run N scenarios at once")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--until", type=float, help="stop at this sim time if the file says later")
+    shard_options.add_arguments(run)
     validate = sub.add_parser("validate", help=COMMANDS["scenario validate"])
     validate.add_argument("files", type=Path, nargs="+")
     lst = sub.add_parser("list", help=COMMANDS["scenario list"])
@@ -238,6 +241,9 @@ def scenario_main(argv: list[str]) -> int:
         return PASSED
     if args.action == "validate":
         return _validate(args.files)
+    if problem := shard_options.problem(args.shards, args.cluster):
+        print(f"twin scenario run: {problem}", file=sys.stderr)
+        return INVALID
     if len(args.files) > 1 or args.files[0].is_dir():
         return _suite(args)
     return _single(args, args.files[0])
@@ -256,11 +262,14 @@ def _single(args: argparse.Namespace, path: Path) -> int:
         stop_at=args.until,
     )
     try:
-        result = asyncio.run(run(path, opts))
+        result = asyncio.run(_sharded(path, opts, args) if args.shards else run(path, opts))
     except ScenarioError as err:
         _problems(err)
         return INVALID
-    except OSError as err:
+    except ValueError as err:  # a fleet that cannot be split so
+        print(f"twin: {err}", file=sys.stderr)
+        return INVALID
+    except (OSError, ShardLost) as err:  # a port taken, a cluster nobody answers, a shard that died
         print(f"twin: {err}", file=sys.stderr)
         return NOT_RUN
     if show is not None:
@@ -272,6 +281,12 @@ def _single(args: argparse.Namespace, path: Path) -> int:
         _write(args.junit, report.junit(result))
     _explain(result)
     return {"passed": PASSED, "failed": FAILED, "inconclusive": INCONCLUSIVE}[result.outcome.value]
+
+
+async def _sharded(path: Path, opts, args: argparse.Namespace) -> RunResult:
+    from twin.cluster.run import run  # imports Ray: only a sharded run does
+
+    return await run(path, opts, args.shards, args.cluster)
 
 
 def _suite(args: argparse.Namespace) -> int:
@@ -287,8 +302,12 @@ def _suite(args: argparse.Namespace) -> int:
         print(f"twin: no scenario file (*.yaml) in {', '.join(map(str, args.files))}", file=sys.stderr)
         return INVALID
     passed_on = [
-        f"--{k}={v}" for k, v in (("client", args.client), ("speed", args.speed), ("until", args.until))
-    ]
+        f"--{k}={v}"
+        for k, v in (
+            ("client", args.client), ("speed", args.speed), ("until", args.until),
+            ("shards", args.shards), ("cluster", args.cluster),
+        )
+    ]  # fmt: skip
     child_args = [a for a in passed_on if not a.endswith("=None")] + (["--step"] if args.step else [])
 
     def done(member) -> None:
@@ -369,13 +388,21 @@ def main(argv: list[str] | None = None) -> int:
             running.twin.control.scenarios = LiveScenarios(running.twin.control, allowed=files)  # console
 
         try:
-            serve_forever(settings, on_start)
+            if settings.shards is not None:
+                from twin.cluster.serve import serve_sharded  # imports Ray: only a sharded twin does
+
+                serve_sharded(settings)
+            else:
+                serve_forever(settings, on_start)
         except ScenarioError as err:
             _problems(err, "twin: ")
             return 2
-        except (settings_mod.RealMemberError, SourceError, StateError) as err:  # a video source, --state-dir
-            print(f"twin: {err}", file=sys.stderr)
+        except (settings_mod.RealMemberError, SourceError, StateError, ValueError) as err:  # a fleet too
+            print(f"twin: {err}", file=sys.stderr)  # small for its shards, a video source, --state-dir
             return 2
+        except (ClusterUnreachable, ShardLost) as err:  # a cluster nobody answers, a shard that died
+            print(f"twin: {err}", file=sys.stderr)
+            return 4
         except OSError as err:
             print(f"twin: {err}", file=sys.stderr)
             return 1

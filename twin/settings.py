@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from hardware.ports.types import ClockMode
 from twin import http_limits
+from twin.cluster import options as shard_options
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "default.yaml"
 AUTOMATION = "automation"
@@ -110,6 +111,10 @@ class Settings:
     """Cameras' RS485 on a serial port over the scenario's (``--rs485``): each ``CAMERA_ID=URL``."""
     host_stats: tuple[str, ...] = ()
     """Cameras whose monitor figures are this host's (``--host-stats``), by id."""
+    shards: int | None = None
+    """Shards of one world (``--shards``, :mod:`twin.cluster`); ``None``: one process, no Ray."""
+    cluster: str | None = None
+    """The Ray cluster's head (``--cluster HOST:PORT``); ``None``: an embedded Ray, if sharded."""
 
     @property
     def has_real_members(self) -> bool:
@@ -217,11 +222,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--release", choices=("0.9.24", "0.9.17"), help="automation backend release profile")
     run.add_argument("--host", help="automation API bind address")
     run.add_argument("--port", type=int, help="automation API port (env NEOMIND_PORT; default 9375)")
-    run.add_argument(
-        "--gateway-addressing",
-        choices=("ip", "port"),
-        help="ip: 127.0.1.N:8080/8443; port: 127.0.0.1:8080+N/8443+N",
-    )
+    addressing = "ip: 127.0.1.N:8080/8443; port: 127.0.0.1:8080+N/8443+N"
+    run.add_argument("--gateway-addressing", choices=("ip", "port"), help=addressing)
     run.add_argument("--gateway-http-port", type=int)
     run.add_argument("--gateway-https-port", type=int)
     run.add_argument("--rtsp-port", type=int, help="cameras' RTSP port (default 8554)")
@@ -235,12 +237,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--mqtt-host", help="embedded broker bind address (default: the --host address)")
     login = "the embedded broker refuses anonymous clients (default: allowed, as the real server does)"
     run.add_argument("--mqtt-require-login", action="store_true", default=None, help=login)
-    run.add_argument(
-        "--mqtt-url", help="use an external broker (mqtt://host:port) instead of the embedded one"
-    )
+    run.add_argument("--mqtt-url", help="an external broker (mqtt://host:port) in place of the embedded one")
     run.add_argument("--control-port", type=int)
     run.add_argument("--control-host", help="control plane bind address (beyond loopback: token required)")
     http_limits.add_arguments(run)
+    shard_options.add_arguments(run)
     run.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     run.add_argument("--rate-limit", type=int, help="automation API requests per minute per client")
     run.add_argument(
@@ -432,6 +433,8 @@ def parse(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> tupl
     }
     _real_checks(parser, values, environ)
     _publish_checks(parser, values, environ)
+    if problem := shard_options.problem(values.get("shards"), values.get("cluster")):
+        parser.error(problem)
     if "host" in values and "mqtt_host" not in values:  # every server on the address asked for
         values["mqtt_host"] = values["host"]
     port_variable = "PORT" if values.get("release") == "0.9.17" else "NEOMIND_PORT"  # renamed after 0.9.17

@@ -5,7 +5,7 @@ the live world, and the request journal. A backend without a part answers ``404`
 from __future__ import annotations
 
 from dataclasses import asdict, is_dataclass
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
@@ -105,6 +105,20 @@ class ConsoleControl(WorldControl, ActionControl, Protocol):
     def sensors(self, page: int, limit: int, points: int) -> tuple[list[Device], int, dict[str, Any]]: ...
 
 
+@runtime_checkable
+class Directory(Protocol):
+    """Where a sharded world's members are (its coordinator's control object)."""
+
+    @property
+    def clock(self) -> Any: ...
+
+    def members(self) -> list[dict[str, Any]]:
+        """Every server: ``name, shard, node, node_id, pid, urls``."""
+
+    def shards(self) -> list[dict[str, Any]]:
+        """Every shard: ``name, holds, node, pid, state, sim_time, errors``."""
+
+
 class JournalView(Protocol):
     dropped: int
 
@@ -143,12 +157,12 @@ async def _actions(request: Request) -> ActionControl:
     return has(request.app.state.control, "run_action", "scenario actions")
 
 
-async def _console(request: Request) -> ConsoleControl:
+async def console(request: Request) -> ConsoleControl:
     return has(request.app.state.control, "camera_state", "console readings")
 
 
 async def _scenarios(request: Request) -> ConsoleControl:
-    control = await _console(request)
+    control = await console(request)
     if control.scenarios is None:
         message = "this twin runs no scenarios from its control plane (`twin run` does)"
         raise NotFound(message, resource="scenario")
@@ -157,7 +171,7 @@ async def _scenarios(request: Request) -> ConsoleControl:
 
 Control = Annotated[WorldControl, Depends(_control)]
 Actions = Annotated[ActionControl, Depends(_actions)]
-Console = Annotated[ConsoleControl, Depends(_console)]
+Console = Annotated[ConsoleControl, Depends(console)]
 ScenarioConsole = Annotated[ConsoleControl, Depends(_scenarios)]
 """The console's control object with its live scenarios set."""
 

@@ -15,10 +15,19 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter, Query, WebSocket
+from fastapi import APIRouter, Query, Request, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
-from api.control.deps import Console, ConsoleControl, clock_json, error_response, has, plain
+from api.control.deps import (
+    Console,
+    ConsoleControl,
+    Directory,
+    clock_json,
+    console,
+    error_response,
+    has,
+    plain,
+)
 from api.gateway.routers.media import pack
 from api.gateway.ws import deny, drain, until_first_ends
 from hardware.ports.devices import Device
@@ -80,13 +89,19 @@ def _camera(control: ConsoleControl, camera_id: str) -> dict[str, Any]:
 
 @router.get("/fleet")
 async def fleet(
-    control: Console,
+    request: Request,
     page: int = Query(default=1, ge=1),
     limit: int = Query(default=100, ge=1, le=1000),
     points: int = Query(default=60, ge=1, le=240),
 ) -> dict:
     """A page of devices (each with its metrics' last ``points`` values at its sampling ticks) and
-    every camera with its power, services and current figures."""
+    every camera with its power, services and current figures. A sharded world's coordinator
+    answers where each member is instead: its URLs, shard and node, and each shard's state."""
+    found = request.app.state.control
+    if isinstance(found, Directory):
+        clock = clock_json(found.clock.state())
+        return {"clock": clock, "members": found.members(), "shards": found.shards()}
+    control = await console(request)
     devices, total, series = control.sensors(page, limit, points)
     return {
         "clock": clock_json(control.clock.state()),

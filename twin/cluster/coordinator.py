@@ -27,7 +27,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from twin.clock import Anchor
-from twin.cluster.plan import ShardSpec
+from twin.cluster.plan import ClusterUnreachable, ShardLost, ShardSpec
 from twin.cluster.shard import Shard, ShardRecord, ShardTime
 from twin.settings import Settings
 
@@ -36,18 +36,6 @@ CALL_TIMEOUT_S = 120.0
 ANCHOR_LEAD_S = 0.05
 """How far ahead on the wall clock an anchor takes effect: every shard has it by then."""
 REACH_TIMEOUT_S = 5.0
-
-
-class ShardLost(RuntimeError):
-    """A shard's process is gone; the message names the shard."""
-
-    def __init__(self, name: str, why: str) -> None:
-        super().__init__(f"{name} is gone: {why}")
-        self.shard = name
-
-
-class ClusterUnreachable(ConnectionError):
-    """``--cluster ADDRESS`` names nothing that answers."""
 
 
 class _RayShard(Shard):
@@ -140,6 +128,11 @@ class Coordinator:
         self.actors.clear()
         if self._ours:
             ray.shutdown()
+
+    def forget(self, name: str) -> None:
+        """Leave a shard that is gone out of every later call (``twin run`` serves on without it)."""
+        self._watch = {ref: n for ref, n in self._watch.items() if n != name}
+        self.actors.pop(name, None)
 
     def check(self) -> None:
         """:class:`ShardLost` naming a shard whose process is gone (never for a slow one)."""

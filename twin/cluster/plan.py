@@ -21,6 +21,18 @@ class SplitError(ValueError):
     """The fleet cannot be split as asked; the message says why and what would work."""
 
 
+class ShardLost(RuntimeError):
+    """A shard's process is gone; the message names the shard."""
+
+    def __init__(self, name: str, why: str) -> None:
+        super().__init__(f"{name} is gone: {why}")
+        self.shard = name
+
+
+class ClusterUnreachable(ConnectionError):
+    """``--cluster ADDRESS`` names nothing that answers."""
+
+
 @dataclass(frozen=True, slots=True)
 class ShardSpec:
     index: int

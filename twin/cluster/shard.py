@@ -135,6 +135,7 @@ class Shard:
             "rtsp": {name: rtsp.url("main") for name, rtsp in twin.rtsp.items() if rtsp.serving},
             "mqtt": None if self.running.broker is None else f"mqtt://127.0.0.1:{self.running.broker.port}",
             "sim_time": twin.world.env.now,
+            "epoch": twin.world.epoch,
         }
 
     def _schedule(self, scenario: Scenario) -> None:
@@ -208,8 +209,21 @@ class Shard:
     def reset(self, seed: int | None = None) -> float:
         return self.twin.control.reset(seed).sim_time
 
-    def journal(self, since: int = 0, limit: int = 1000, **match: Any) -> list[JournalEntry]:
-        return self.twin.journal.select(since=since, limit=limit, **match)
+    def journal_all(self) -> list[JournalEntry]:
+        return list(self.twin.journal.entries)
+
+    def active(self) -> list[int]:
+        """The ids (this shard's) of its actions still undoable."""
+        return self.twin.control.active_actions()
+
+    def watched(self, end: float) -> dict[str, tuple[list[float], list[float]]]:
+        """The scenario's watched metrics from its sensors (the automation shard's), for the report."""
+        from twin.scenario.runner import watched_series
+
+        if self.settings.scenario is None:
+            return {}
+        scenario = load_scenario(self.settings.scenario, allowed=self.settings.scenario_files)
+        return watched_series(scenario, self.twin.world, end)
 
     def publisher(self) -> dict[str, Any] | None:
         return None if self.twin.publisher is None else self.twin.publisher.status()

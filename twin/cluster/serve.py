@@ -1,0 +1,90 @@
+"""``twin run --shards N`` (or ``--cluster HOST:PORT``): the world served by its shards, the control
+plane by the coordinator, until SIGINT or SIGTERM.
+
+Every member keeps the address it has in one process (the automation API on ``--port``, each
+camera on its own loopback address or port), whichever shard serves it; ``GET /fleet`` on the
+control plane and the banner say where each one is. A shard whose process dies is reported on the
+control plane (``GET /fleet``: its ``state``) and in the log; the others go on serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from hardware.ports.types import ClockMode
+from twin import http_limits as limits
+from twin import listeners as http
+from twin.cluster.control import ClusterClock, ClusterControl, ClusterJournal
+from twin.cluster.coordinator import Coordinator, ShardLost
+from twin.cluster.plan import AUTOMATION_SHARD
+from twin.cluster.run import owners_of
+from twin.settings import Settings
+
+log = logging.getLogger("twin")
+WATCH_WALL_S = 0.5
+
+
+def serve_sharded(settings: Settings) -> None:
+    asyncio.run(_serve(settings))
+
+
+async def _serve(settings: Settings) -> None:
+    from api.control.app import create_app
+    from twin.cluster.plan import split
+    from twin.scenario.catalog import ACTIONS
+    from twin.serve import world_config
+
+    config, mode, speed = world_config(settings)
+    specs = split(config, settings.shards or 1, publishing=settings.publish_fleet is not None)
+    coordinator = Coordinator(settings, specs, owners_of(specs), address=settings.cluster)
+    coordinator.start()  # Ray wants its first call on the main thread
+    try:
+        clock = ClusterClock(coordinator, ClockMode.STEP, speed, coordinator.info[AUTOMATION_SHARD]["epoch"])
+        control = ClusterControl(coordinator, clock, config.seed)
+        if mode is ClockMode.REALTIME:
+            control.set_mode(ClockMode.REALTIME)
+        app = create_app(control, journal=ClusterJournal(coordinator), actions=ACTIONS.describe())
+        server = http.server(app, settings.control_host, settings.control_port, None, limits.CONTROL)
+        listener = http.Listener("control", server)
+        await http.open_all([listener])
+        log.info("%s", banner(control, listener.url))
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        watch = asyncio.create_task(_watch(coordinator, control))
+        await stop.wait()
+        watch.cancel()
+        with contextlib.suppress(BaseException):
+            await watch
+        await http.close_all([listener])
+    finally:
+        log.info("twin: shutting down %d shards", len(coordinator.specs))
+        await asyncio.to_thread(coordinator.shutdown)
+
+
+async def _watch(coordinator: Coordinator, control: ClusterControl) -> None:
+    """Report each shard whose process is gone, once."""
+    while True:
+        await asyncio.sleep(WATCH_WALL_S)
+        try:
+            coordinator.check()
+        except ShardLost as lost:
+            log.error("twin: %s", lost)
+            control.lost[lost.shard] = str(lost)
+            coordinator.forget(lost.shard)
+
+
+def banner(control: ClusterControl, control_url: str) -> str:
+    state = control.clock.state()
+    lines = [f"twin: {len(control.coordinator.specs)} shards, clock {state.mode.value} x{state.speed:g}"]
+    for spec in control.coordinator.specs:
+        info = control.coordinator.info[spec.name]
+        lines.append(f"  {spec.name:<9} {info.get('node_ip')} pid {info.get('pid')}: {spec.describe()}")
+    lines.append(f"  control plane   {control_url}")
+    for m in control.members():
+        lines.append(f"  {m['name']:<14}  {'  '.join(m['urls'].values())}  ({m['shard']})")
+    return "\n".join(lines)
