@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -377,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     command, settings = settings_mod.parse(argv)
     _logging(settings.log_level.upper())
     if command == "run":
+        from hardware.adapters.broker_server import BrokerError, BrokerMissing, start_broker
         from twin.scenario.live import LiveScenarios
         from twin.scenario.model import load_scenario
         from twin.scenario.runner import attach
@@ -386,14 +388,26 @@ def main(argv: list[str] | None = None) -> int:
             files = settings.scenario_files
             attach(running, load_scenario(settings.scenario, allowed=files) if settings.scenario else None)
             running.twin.control.scenarios = LiveScenarios(running.twin.control, allowed=files)  # console
+            running.fleet_broker = broker
 
+        broker = None
         try:
+            if settings.fleet_broker is not None:  # started here, in the thread it must not outlive
+                broker = start_broker(settings.fleet_broker)
+                out = dataclasses.replace(settings.publish_fleet, url=broker.mqtt_url)  # type: ignore[arg-type]
+                settings = dataclasses.replace(settings, publish_fleet=out)
             if settings.shards is not None:
                 from twin.cluster.serve import serve_sharded  # imports Ray: only a sharded twin does
 
                 serve_sharded(settings)
             else:
                 serve_forever(settings, on_start)
+        except BrokerMissing as err:  # --fleet-broker names a broker that is not installed
+            print(f"twin: --fleet-broker: {err}", file=sys.stderr)
+            return 2
+        except BrokerError as err:
+            print(f"twin: --fleet-broker: {err}", file=sys.stderr)
+            return NOT_RUN
         except ScenarioError as err:
             _problems(err, "twin: ")
             return 2
@@ -408,6 +422,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         except KeyboardInterrupt:
             pass
+        finally:
+            if broker is not None:
+                broker.stop()
     return 0
 
 

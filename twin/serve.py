@@ -37,6 +37,7 @@ from api.members.credentials import refused_credentials
 from api.members.passthrough import Passthrough
 from api.realtime.broker import EmbeddedBroker
 from api.realtime.mqtt import DEVICE_FILTERS, MqttBridge
+from hardware.adapters.broker_server import BrokerServer
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from hardware.ports.events import EventKind
 from hardware.ports.types import ClockMode
@@ -231,6 +232,7 @@ class Running:
     refused: list[str] = field(default_factory=list)  # real members that refused their credential at start
     control_token: str | None = None
     """The control plane's token, when it is bound beyond loopback (:mod:`api.control.guard`)."""
+    fleet_broker: BrokerServer | None = None  # the broker twin run --fleet-broker started (it stops it)
 
     def url(self, name: str) -> str:
         return self.listeners[name].url
@@ -375,6 +377,8 @@ def banner(running: Running) -> str:
     lines.append(f"  control plane   {running.url('control')}{_token_note(running)}")
     if running.broker is not None:
         lines.append(f"  MQTT broker     mqtt://{t.settings.mqtt_host}:{running.broker.port}")
+    if running.fleet_broker is not None:
+        lines.append(f"  fleet broker    {running.fleet_broker.describe()}")
     for member in t.served.values():
         if member.rank != 0:
             lines.append(_banner_line(running, member))

@@ -107,6 +107,7 @@ class Settings:
     """Real members (``automation`` or a camera id) whose certificates are not verified."""
     publish_fleet: FleetPublishing | None = None
     """Where the simulated sensors are published as real devices would publish, if anywhere."""
+    fleet_broker: str | None = None  # --fleet-broker: started for publish_fleet (whose url is then "")
     rs485: tuple[str, ...] = ()
     """Cameras' RS485 on a serial port over the scenario's (``--rs485``): each ``CAMERA_ID=URL``."""
     host_stats: tuple[str, ...] = ()
@@ -252,13 +253,16 @@ def _parser() -> argparse.ArgumentParser:
         help="real video in place of the synthetic scene, for every camera or camera ID: a file, an "
         "rtsp://, http(s):// URL or /dev/videoN (repeatable)",
     )
-    run.add_argument(
+    fleet = run.add_mutually_exclusive_group()
+    fleet.add_argument(
         "--publish-fleet-to",
         metavar="URL",
         type=_broker_url,
         help="also publish every simulated sensor's samples to this MQTT broker (mqtt:// or mqtts://) "
         f"as the devices would, QoS 1; login from {PUBLISH_USERNAME_ENV} / {PUBLISH_PASSWORD_ENV}",
     )
+    brokers = "start this broker (loopback, free ports) and publish the fleet into it like --publish-fleet-to"
+    fleet.add_argument("--fleet-broker", choices=("nats", "mosquitto"), help=brokers)
     run.add_argument(
         "--publish-fleet-buffer",
         metavar="N",
@@ -333,20 +337,20 @@ def _broker_url(value: str) -> str:
 
 
 def _publish_checks(parser: argparse.ArgumentParser, values: dict, environ: Mapping[str, str]) -> None:
-    """``--publish-fleet-to`` and its buffer become one :class:`FleetPublishing`; the login comes
-    from the environment only."""
+    """``--publish-fleet-to`` (or ``--fleet-broker``: the URL is known once it runs) and the buffer
+    become one :class:`FleetPublishing`; the login comes from the environment only."""
     url, buffer = values.pop("publish_fleet_to", None), values.pop("publish_fleet_buffer", None)
-    if url is None:
+    if url is None and "fleet_broker" not in values:
         if buffer is not None:
-            parser.error("--publish-fleet-buffer needs --publish-fleet-to")
+            parser.error("--publish-fleet-buffer needs --publish-fleet-to or --fleet-broker")
         return
     if buffer is not None and buffer < 1:
         parser.error("--publish-fleet-buffer must be at least 1")
     user, password = environ.get(PUBLISH_USERNAME_ENV), environ.get(PUBLISH_PASSWORD_ENV)
     if password and not user:
         parser.error(f"{PUBLISH_PASSWORD_ENV} is set without {PUBLISH_USERNAME_ENV}")
-    login = (user, password or "") if user else None
-    values["publish_fleet"] = FleetPublishing(url, login, **({"buffer": buffer} if buffer else {}))
+    login = (user, password or "") if user and url else None
+    values["publish_fleet"] = FleetPublishing(url or "", login, **({"buffer": buffer} if buffer else {}))
 
 
 def _serial_port(value: str) -> str:
