@@ -394,7 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if settings.fleet_broker is not None:  # started here, in the thread it must not outlive
                 broker = start_broker(settings.fleet_broker)
-                out = dataclasses.replace(settings.publish_fleet, url=broker.mqtt_url)  # type: ignore[arg-type]
+                out = settings.publish_fleet or settings_mod.FleetPublishing("")
+                out = dataclasses.replace(out, url=broker.mqtt_url)
                 settings = dataclasses.replace(settings, publish_fleet=out)
             if settings.shards is not None:
                 from twin.cluster.serve import serve_sharded  # imports Ray: only a sharded twin does

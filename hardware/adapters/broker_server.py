@@ -52,6 +52,7 @@ _NATS_LISTENING = {
     "mqtt": re.compile(r"Listening for MQTT clients on mqtt://\S+?:(\d+)"),
     "client": re.compile(r"Listening for client connections on \S+?:(\d+)"),
 }
+_MOSQUITTO_RUNNING = re.compile(r"mosquitto version \S+ running")
 
 
 class BrokerError(RuntimeError):
@@ -251,18 +252,20 @@ def _start(kind: str, binary: str, host: str, port: int | None, timeout: float) 
 
 def _wait_ready(broker: BrokerServer, deadline: float) -> None:
     """Until the broker's ports are known and its MQTT listener answers ``CONNACK`` 0."""
-    problem = "no answer yet"
+    problem: str | None = "no answer yet"
     while time.monotonic() < deadline:
         if broker.proc.poll() is not None:
             raise BrokerError(
                 f"{broker.binary} exited with status {broker.proc.returncode}:\n{broker.log_tail()}"
             )
+        text = broker.log_tail(limit=1 << 20)
         if broker.kind == "nats" and not broker.mqtt_port:
-            text = broker.log_tail(limit=1 << 20)
             ports = {name: pattern.search(text) for name, pattern in _NATS_LISTENING.items()}
             if ports["mqtt"] and ports["client"]:
                 broker.mqtt_port, broker.client_port = int(ports["mqtt"][1]), int(ports["client"][1])
-        if broker.mqtt_port:
+        # Its own log says it bound the port: another broker already there would answer as well
+        # (NATS names the ports it bound; mosquitto says it runs only once its listener is open).
+        if broker.mqtt_port and (broker.kind == "nats" or _MOSQUITTO_RUNNING.search(text)):
             problem = _mqtt_problem(broker.reach.strip("[]"), broker.mqtt_port)
             if problem is None:
                 return
