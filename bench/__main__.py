@@ -71,6 +71,8 @@ PARTS: tuple[Part, ...] = (
          "twin record in front of a member against direct: p50 on one connection"),
     Part("publisher", "publisher", json_to,
          "the fleet published to an outside MQTT broker: produced, received, lost"),
+    Part("brokers", "brokers", json_to,
+         "amqtt vs NATS vs mosquitto at 2 000-10 000 msg/s offered: received/produced, CPU, RSS"),
     Part("hostile", "hostile", json_to,
          "a hostile local client: cross-site control, endless headers, idle sockets, stalled SSE"),
 )

@@ -61,6 +61,15 @@ class UplinkCounter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
+        self._tid: int | None = None
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the thread that reads and counts (``/proc/self/task/<tid>/stat``)."""
+        if self._tid is None:
+            return 0.0
+        with open(f"/proc/self/task/{self._tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def start(self) -> UplinkCounter:
         """Connect and subscribe (raises :class:`CounterError`), then count on a thread."""
@@ -89,6 +98,7 @@ class UplinkCounter:
         """Called about once a second without data."""
 
     def _run(self, buf: bytearray) -> None:
+        self._tid = threading.get_native_id()
         sock = self._sock
         assert sock is not None
         try:
@@ -263,6 +273,7 @@ class PahoCounter(UplinkCounter):
             raise CounterError(f"paho counter on {self.host}:{self.port}: {err}") from err
         client.loop_start()
         self._client = client
+        self._tid = client._thread.native_id  # type: ignore[union-attr]
         if not subscribed.wait(READY_TIMEOUT_S):
             self.stop()
             raise CounterError(f"paho counter on {self.host}:{self.port}: no SUBACK")
