@@ -263,12 +263,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     brokers = "start this broker (loopback, free ports) and publish the fleet into it like --publish-fleet-to"
     fleet.add_argument("--fleet-broker", choices=("nats", "mosquitto"), help=brokers)
-    run.add_argument(
-        "--publish-fleet-buffer",
-        metavar="N",
-        type=int,
-        help="messages kept while that broker is away (default 10000; then the oldest are dropped)",
-    )
+    buffer = "messages kept while that broker is away (default 10000; then the oldest are dropped)"
+    run.add_argument("--publish-fleet-buffer", metavar="N", type=int, help=buffer)
     real = run.add_argument_group(
         "real members", "serve a real server or camera through the twin's faults, journal and verdicts"
     )
