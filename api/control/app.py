@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.automation.ratelimit import RateLimiter
 from api.control import actions, console, demo, docs, fleet, scenarios, snapshots
-from api.control.deps import Console, Control, JournalView, clock_json, error_response
+from api.control.deps import Control, JournalView, clock_json, error_response, has
 from api.faults import FaultSet
 from hardware.ports.control import WorldControl
 from hardware.ports.errors import DomainError, ErrorCode, NotFound
@@ -175,9 +175,9 @@ def create_app(
         return clock_json(control.set_speed(body.speed))
 
     @app.put("/clock/mode")
-    async def mode(body: ModeBody, control: Console) -> dict:
+    async def mode(body: ModeBody, control: Control) -> dict:
         """``step``: time moves only when advanced; ``realtime``: it follows the wall clock."""
-        return clock_json(control.set_mode(body.mode))
+        return clock_json(has(control, "set_mode", "clock modes").set_mode(body.mode))
 
     @app.post("/clock/advance")
     async def advance(body: AdvanceBody, control: Control) -> dict:

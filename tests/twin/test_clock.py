@@ -8,7 +8,7 @@ import pytest
 
 from hardware.ports.errors import InvalidInput, Unavailable
 from hardware.ports.types import ClockMode
-from twin.clock import SimClock
+from twin.clock import Anchor, SimClock
 from twin.world import World
 
 
@@ -146,3 +146,43 @@ async def test_a_crashing_process_does_not_stop_the_clock(world: World) -> None:
     clock.advance(10)
     assert world.env.now == 10
     assert clock.errors == 1
+
+
+def test_a_shared_anchor_takes_over_at_its_wall_time(world: World) -> None:
+    wall = FakeWall()
+    clock = SimClock(world, mode=ClockMode.STEP, wall=wall)
+    clock.follow(Anchor(sim_at=0.0, wall_at=wall.t + 0.05, speed=10, paused=False))
+    clock.tick()
+    assert world.env.now == 0 and clock.mode is ClockMode.STEP  # not yet: still where it was
+    wall.t += 0.05 + 2.0
+    clock.tick()
+    assert clock.mode is ClockMode.REALTIME
+    assert world.env.now == pytest.approx(20.0)
+
+
+def test_a_paused_anchor_stops_every_follower_at_the_same_sim_time(world: World) -> None:
+    wall = FakeWall()
+    clock = SimClock(world, mode=ClockMode.REALTIME, speed=1, wall=wall)
+    first = Anchor(sim_at=0.0, wall_at=wall.t, speed=4, paused=False)
+    clock.follow(first)
+    wall.t += 1.0
+    clock.tick()  # on the first anchor: 4 s
+    pause_at = wall.t + 0.5
+    clock.follow(Anchor(sim_at=first.sim_time(pause_at), wall_at=pause_at, speed=4, paused=True))
+    wall.t += 0.3
+    clock.tick()
+    assert world.env.now == pytest.approx(5.2)  # the old course until the pause's wall time
+    wall.t += 5
+    clock.tick()
+    assert world.env.now == 6.0 and clock.paused  # exactly the anchor's sim time, then held
+    resume_at = wall.t + 0.05
+    clock.follow(Anchor(sim_at=6.0, wall_at=resume_at, speed=10, paused=False))
+    wall.t = resume_at + 1.0
+    clock.tick()
+    assert world.env.now == pytest.approx(16.0) and clock.speed == 10 and not clock.paused
+
+
+def test_an_anchor_with_no_speed_is_refused(world: World) -> None:
+    clock = SimClock(world, wall=FakeWall())
+    with pytest.raises(InvalidInput):
+        clock.follow(Anchor(0.0, 0.0, 0.0, False))

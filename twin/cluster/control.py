@@ -165,7 +165,7 @@ class ClusterControl:
             raise Unavailable(f"shards stand at different sim times {sorted(at)}; try again")
         parts = self.coordinator.broadcast("snapshot", label)
         info = SnapshotInfo(f"snap-{next(self._ids)}", at.pop(), self._seed, label)
-        self._snapshots[info.snapshot_id] = (info, parts)
+        self._snapshots[info.id] = (info, parts)
         while len(self._snapshots) > MAX_SNAPSHOTS:
             _, (_, old) = self._snapshots.popitem(last=False)
             for shard, part in old.items():
@@ -180,7 +180,7 @@ class ClusterControl:
     def manifest(self, snapshot_id: str) -> dict[str, Any]:
         """One snapshot as the manifest it is: seed, epoch, sim time and each shard's part."""
         info, parts = self._kept(snapshot_id)
-        return {"id": info.snapshot_id, "seed": info.seed, "epoch": self._clock.epoch,
+        return {"id": info.id, "seed": info.seed, "epoch": self._clock.epoch,
                 "sim_time": info.sim_time, "shards": dict(parts)}  # fmt: skip
 
     def delete_snapshot(self, snapshot_id: str) -> None:

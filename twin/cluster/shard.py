@@ -197,7 +197,7 @@ class Shard:
         return self.twin.control.undo_action(action_id)
 
     def snapshot(self, label: str = "") -> str:
-        return self.twin.control.snapshot(label).snapshot_id
+        return self.twin.control.snapshot(label).id
 
     def restore(self, snapshot_id: str) -> float:
         return self.twin.control.restore(snapshot_id).sim_time
