@@ -19,8 +19,9 @@ from api.realtime.broker import EmbeddedBroker
 from hardware.adapters.mqtt_fleet import FleetPublisher
 from tests.sockets import mqtt_packet, socket_settings, until
 from tests.standin import StandIn, standin_process
+from twin.fleet import FleetSlice
 from twin.sensors import sensors_of
-from twin.serve import Running, Twin, build, start, stop
+from twin.serve import Running, Twin, build, publisher_id, start, stop
 from twin.settings import FleetPublishing, parse
 
 pytestmark = pytest.mark.socket
@@ -278,3 +279,26 @@ def test_the_login_comes_from_the_environment_and_is_never_shown() -> None:
         assert status["broker"] == "mqtts://broker.example:8883" and "s3cret-pw" not in str(status)
     finally:
         twin.world.store.close()
+
+
+def test_each_shard_of_a_world_publishes_under_a_client_id_of_its_own() -> None:
+    """A broker ends the older of two sessions with one client id: shards publishing the same world's
+    fleet in parallel would take turns throwing each other off."""
+    slices = [
+        FleetSlice(automation=True, sensors=(0, 5)),
+        FleetSlice(cameras=("cam-02",), sensors=(5, 9)),
+        FleetSlice(cameras=("cam-03",), sensors=(9, 9)),
+        FleetSlice(cameras=("cam-04",), sensors=(9, 9)),
+    ]
+    ids = [publisher_id(s) for s in slices]
+    assert len(set(ids)) == len(ids) and publisher_id(None) == "twin-fleet"
+    out = FleetPublishing("mqtt://127.0.0.1:1")
+    for slice, expected in (
+        (None, "twin-fleet"),
+        (FleetSlice(automation=True, sensors=(0, 2)), "twin-fleet-1-2"),
+    ):
+        twin = build(socket_settings(publish_fleet=out), slice=slice)
+        try:
+            assert twin.publisher.client_id == expected
+        finally:
+            twin.world.store.close()
