@@ -116,6 +116,13 @@ class FleetSlice:
     automation: bool = False
     """Whether it holds the automation server, which samples every simulated sensor."""
 
+    @property
+    def publisher_id(self) -> str:
+        """Its fleet publisher's MQTT client id, one per shard of a world (a broker ends the older of
+        two sessions with one id): from the sensors it publishes or, with none, its first camera."""
+        lo, hi = self.sensors
+        return f"twin-fleet-{lo + 1}-{hi}" if hi > lo else f"twin-fleet-{(*self.cameras, 'automation')[0]}"
+
 
 @dataclass(frozen=True, slots=True)
 class WorldConfig:

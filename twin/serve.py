@@ -203,18 +203,10 @@ def build(
     )  # fmt: skip
     if (out := settings.publish_fleet) is not None:  # the simulated sensors on an outside broker
         source = twin.automation if bridge is not None else world  # a shard's world without the server
-        twin.publisher = FleetPublisher(
-            source, out.url, out.login, buffer=out.buffer, seed=world.seed, client_id=publisher_id(slice)
-        )
+        twin.publisher = FleetPublisher(source, out.url, out.login, buffer=out.buffer, seed=world.seed)
+        twin.publisher.client_id = slice.publisher_id if slice else twin.publisher.client_id
         twin.control_app.state.publisher = twin.publisher
     return twin
-
-
-def publisher_id(slice: FleetSlice | None) -> str:
-    """The fleet publisher's MQTT client id, one per shard (a broker ends the older session of an id)."""
-    if slice is None or slice.sensors[1] <= slice.sensors[0]:
-        return "twin-fleet" if slice is None else f"twin-fleet-{(slice.cameras or ('automation',))[0]}"
-    return f"twin-fleet-{slice.sensors[0] + 1}-{slice.sensors[1]}"
 
 
 def _mqtt_bridge(settings: Settings, member: Served) -> MqttBridge:

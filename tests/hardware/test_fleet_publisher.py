@@ -21,7 +21,7 @@ from tests.sockets import mqtt_packet, socket_settings, until
 from tests.standin import StandIn, standin_process
 from twin.fleet import FleetSlice
 from twin.sensors import sensors_of
-from twin.serve import Running, Twin, build, publisher_id, start, stop
+from twin.serve import Running, Twin, build, start, stop
 from twin.settings import FleetPublishing, parse
 
 pytestmark = pytest.mark.socket
@@ -290,8 +290,8 @@ def test_each_shard_of_a_world_publishes_under_a_client_id_of_its_own() -> None:
         FleetSlice(cameras=("cam-03",), sensors=(9, 9)),
         FleetSlice(cameras=("cam-04",), sensors=(9, 9)),
     ]
-    ids = [publisher_id(s) for s in slices]
-    assert len(set(ids)) == len(ids) and publisher_id(None) == "twin-fleet"
+    ids = [s.publisher_id for s in slices]
+    assert len(set(ids)) == len(ids)
     out = FleetPublishing("mqtt://127.0.0.1:1")
     for slice, expected in (
         (None, "twin-fleet"),
