@@ -41,6 +41,8 @@ MAX_PATHS = 10_000
 """Paths whose route is remembered; past this many the memory starts afresh."""
 _BODY_HEADERS = (b"content-length", b"transfer-encoding", b"origin")
 
+Found = tuple[LeanRoute, Scope]
+"""A route of the lane and the scope its match adds."""
 Handler = Callable[[Request, Exception], Awaitable[Response] | Response]
 
 
@@ -79,9 +81,8 @@ class ExpressLane:
         self._handlers = {k: v for k, v in self.owner.exception_handlers.items() if k not in (500, Exception)}
 
     def _entry(self) -> Any:
-        return next(
-            m for m in self.owner.user_middleware if m.cls is ExpressLane and m.kwargs["owner"] is self.owner
-        )
+        """The lane's own middleware entry, or that of the layer holding it (:class:`api.front.Front`)."""
+        return next(m for m in self.owner.user_middleware if m.kwargs.get("owner") is self.owner)
 
     def _route(self, scope: Scope) -> tuple[LeanRoute, Scope] | None:
         path = scope["path"]
@@ -108,33 +109,47 @@ class ExpressLane:
             return False
         return all(storm.storm_until() is None for storm in self._storms)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "GET":
-            await self.app(scope, receive, send)
-            return
+    @property
+    def cors(self) -> bool:
+        """Whether a CORS layer is skipped (an express answer then gains ``Vary: Origin``)."""
+        return self._cors
+
+    def find(self, scope: Scope) -> tuple[LeanRoute, Scope] | None:
+        """The route the lane answers a ``GET`` with, or ``None`` (the full stack answers)."""
         if not self._ready:
             self._prepare()
         found = self._route(scope) if self._open else None
         if found is None or not self._plain(scope):
+            return None
+        return found
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = self.find(scope) if scope["type"] == "http" and scope["method"] == "GET" else None
+        if found is None:
             await self.app(scope, receive, send)
             return
+        cors = self._cors
+
+        async def sending(message: Message) -> None:
+            if cors and message["type"] == "http.response.start":
+                with_vary(message)
+            await send(message)
+
+        await self.answer(found, scope, receive, sending)
+
+    async def answer(self, found: Found, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer the request by ``found`` (from :meth:`find`); ``send`` gets the messages as the
+        layers above the skipped ones would (the caller adds ``Vary``)."""
         route, child = found
         scope.update(child)
         scope["path_params"] = dict(child["path_params"])
         scope.setdefault("router", self.owner.router)
-        await self._answer(route, scope, receive, send)
-
-    async def _answer(self, route: LeanRoute, scope: Scope, receive: Receive, send: Send) -> None:
         status = 500  # an exception escaping the handlers is a 500 further out
-        cors = self._cors
 
         async def sending(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                if cors:
-                    headers = MutableHeaders(scope=message)
-                    headers["Vary"] = ", ".join([*headers.getlist("Vary"), "Origin"])
             await send(message)
 
         request = Request(scope, receive, send)
@@ -147,7 +162,13 @@ class ExpressLane:
                     raise
                 answer = handler(request, exc)
                 response = await answer if inspect.isawaitable(answer) else answer
-            await response(scope, receive, sending)
+            if response.background is None and type(response).__call__ is Response.__call__:
+                # what Response.__call__ sends for an HTTP scope, without its wrappers
+                status = response.status_code
+                await send({"type": "http.response.start", "status": status, "headers": response.raw_headers})
+                await send({"type": "http.response.body", "body": response.body})
+            else:
+                await response(scope, receive, sending)
         finally:
             if self._counters is not None:
                 self._counters.inc(scope["method"], route_template(scope), status)
@@ -161,3 +182,13 @@ class ExpressLane:
             if cls in self._handlers:
                 return self._handlers[cls]
         return None
+
+
+def with_vary(message: Message) -> None:
+    """Add ``Origin`` to a response start's ``Vary``, as Starlette's CORS layer does."""
+    raw = message["headers"]
+    if isinstance(raw, list) and all(name != b"vary" for name, _ in raw):
+        raw.append((b"vary", b"Origin"))
+        return
+    headers = MutableHeaders(scope=message)
+    headers["Vary"] = ", ".join([*headers.getlist("Vary"), "Origin"])

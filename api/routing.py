@@ -132,8 +132,10 @@ class LeanRoute(APIRoute):
         if isinstance(response_class, DefaultPlaceholder):
             response_class = response_class.value
 
+        call = _plan(dependant)
+
         async def handler(request: Request) -> Response:
-            result = await _call(dependant, request, {})
+            result = await call(request)
             if isinstance(result, Response):
                 return result
             return response_class(jsonable_encoder(result), status_code=status_code)
@@ -192,24 +194,39 @@ def _simple(dependant: Dependant) -> bool:
     )
 
 
-async def _call(dependant: Dependant, request: Request, cache: dict[Any, Any]) -> Any:
-    kwargs: dict[str, Any] = {}
-    for sub in dependant.dependencies:
-        if sub.call in cache:
-            value = cache[sub.call]
-        else:
-            value = cache[sub.call] = await _call(sub, request, cache)
-        if sub.name is not None:
-            kwargs[sub.name] = value
-    if dependant.request_param_name:
-        kwargs[dependant.request_param_name] = request
-    if dependant.path_params:
-        given = request.path_params
-        for param in dependant.path_params:
-            kwargs[param.name] = given[param.alias]
-    call = dependant.call
-    assert call is not None  # _simple() admits coroutine functions only
-    return await call(**kwargs)
+def _plan(dependant: Dependant) -> Callable[[Request], Coroutine[Any, Any, Any]]:
+    """The operation as one flat list of calls: each distinct dependency once, after the ones it
+    takes, in the order FastAPI solves them (depth first, router-level dependencies first), the
+    operation last. A value is reused wherever the same dependency is asked for again, as
+    FastAPI's per-request dependency cache does."""
+    steps: list[tuple[Any, tuple[tuple[str, int], ...], str | None, tuple[tuple[str, str], ...]]] = []
+    index: dict[Any, int] = {}
+
+    def add(d: Dependant) -> None:
+        for sub in d.dependencies:
+            if sub.call not in index:
+                add(sub)
+        takes = tuple((sub.name, index[sub.call]) for sub in d.dependencies if sub.name is not None)
+        paths = tuple((p.name, p.alias) for p in d.path_params)
+        index[d.call] = len(steps)
+        steps.append((d.call, takes, d.request_param_name, paths))
+
+    add(dependant)
+
+    async def run(request: Request) -> Any:
+        values: list[Any] = []
+        for call, takes, request_name, paths in steps:
+            kwargs = {name: values[i] for name, i in takes}
+            if request_name:
+                kwargs[request_name] = request
+            if paths:
+                given = request.path_params
+                for name, alias in paths:
+                    kwargs[name] = given[alias]
+            values.append(await call(**kwargs))
+        return values[-1]
+
+    return run
 
 
 def specificity(path: str) -> tuple[int, ...]:

@@ -28,8 +28,8 @@ from fastapi import FastAPI
 from api.automation.ratelimit import host_limit
 from api.control.app import create_app as create_control_app
 from api.control.guard import TOKEN_FILE, ControlGuard, control_token, is_loopback
-from api.express import ExpressLane
 from api.faults import FaultMiddleware, FaultSet
+from api.front import Front
 from api.gateway.rtsp import RtspServer
 from api.gateway.tls import write_self_signed
 from api.journal import JournalMiddleware
@@ -151,9 +151,10 @@ def host_rate_limit() -> int:
 
 def _front(app: App, faults: FaultSet, journal: RequestJournal, name: str, clock: SimClock) -> None:
     """The layers every member is served behind, simulated or real: faults, the journal outermost;
-    a simulated member's plain reads take the express lane under them."""
+    a simulated member's plain reads take the express lane under them, all three as one layer."""
     if isinstance(app, FastAPI):
-        app.add_middleware(ExpressLane, owner=app)
+        app.add_middleware(Front, owner=app, faults=faults, sleep=clock.sleep, journal=journal, server=name)
+        return
     app.add_middleware(FaultMiddleware, faults=faults, sleep=clock.sleep)
     app.add_middleware(JournalMiddleware, journal=journal, server=name)
 

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from api.express import ExpressLane
+from api.front import Front
 from tests.conftest import admin_token, gateway_token
 from twin.serve import Twin
 
@@ -17,7 +18,7 @@ REQUEST_ID = re.compile(rb'"request_id":"[^"]*"')
 def lane(app) -> ExpressLane:
     layer = app.middleware_stack
     while not isinstance(layer, ExpressLane):
-        layer = layer.app
+        layer = layer.lane if isinstance(layer, Front) else layer.app
     return layer
 
 
