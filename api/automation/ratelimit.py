@@ -37,17 +37,26 @@ def _h(value: str) -> str:
 
 
 def client_key(request: HTTPConnection) -> str:
-    headers = request.headers
-    if key := headers.get("x-api-key"):
-        return "key:" + _h(key)
-    scheme, _, token = headers.get("authorization", "").partition(" ")
+    """The first of: the ``X-API-Key`` hash, the Bearer token hash, ``X-Session-Id``, the client
+    IP, a hash of User-Agent + Accept (each header's first occurrence, read in one pass)."""
+    found: dict[bytes, bytes] = {}
+    for name, value in request.scope["headers"]:
+        if name in _KEYED and name not in found:
+            found[name] = value
+    if key := found.get(b"x-api-key"):
+        return "key:" + _h(key.decode("latin-1"))
+    scheme, _, token = found.get(b"authorization", b"").decode("latin-1").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return "bearer:" + _h(token.strip())
-    if session := headers.get("x-session-id"):
-        return "session:" + session
+    if session := found.get(b"x-session-id"):
+        return "session:" + session.decode("latin-1")
     if request.client is not None:
         return "ip:" + request.client.host
-    return "ua:" + _h(headers.get("user-agent", "") + headers.get("accept", ""))
+    agent = found.get(b"user-agent", b"") + found.get(b"accept", b"")
+    return "ua:" + _h(agent.decode("latin-1"))
+
+
+_KEYED = frozenset((b"x-api-key", b"authorization", b"x-session-id", b"user-agent", b"accept"))
 
 
 class RateLimiter:
@@ -111,5 +120,8 @@ class RateLimiter:
         return len(self._hits)
 
 
+_CHAT, _WS, _STREAM = EXCLUDED
+
+
 def limited_path(path: str) -> bool:
-    return not any(part in path for part in EXCLUDED)
+    return _CHAT not in path and _WS not in path and _STREAM not in path

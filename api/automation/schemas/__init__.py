@@ -32,12 +32,28 @@ def _second(whole: int) -> str:
 
 
 def request_id() -> str:
-    """A random (version 4) UUID as text: what ``str(uuid.uuid4())`` gives, at a third of the cost."""
-    r = int.from_bytes(os.urandom(16)) & _UUID4_CLEAR | _UUID4_SET
+    """A random (version 4) UUID as text: what ``str(uuid.uuid4())`` gives, at a third of the cost.
+    The bytes come from ``os.urandom`` as uuid4's do, read a pool at a time rather than 16 at a time."""
+    global _pool, _taken
+    if _taken >= _POOL:
+        _pool, _taken = os.urandom(_POOL), 0
+    r = int.from_bytes(_pool[_taken : _taken + 16]) & _UUID4_CLEAR | _UUID4_SET
+    _taken += 16
     h = f"{r:032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+_POOL = 4096
+_pool, _taken = b"", _POOL
+
+
+def _fresh_pool() -> None:
+    """A forked child draws its own ids, never its parent's pooled bytes."""
+    global _pool, _taken
+    _pool, _taken = b"", _POOL
+
+
+os.register_at_fork(after_in_child=_fresh_pool)
 _UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
 _UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 
@@ -48,15 +64,31 @@ class Json(JSONResponse):
     def render(self, content: Any) -> bytes:
         return orjson.dumps(content)
 
+    @classmethod
+    def of(cls, body: bytes) -> Json:
+        """A 200 of ``body`` (JSON already rendered): what ``Json(content)`` makes, headers in the
+        same order, without going through the constructor."""
+        response = cls.__new__(cls)
+        response.status_code = 200
+        response.background = None
+        response.body = body
+        response.raw_headers = [
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", b"application/json"),
+        ]
+        return response
+
 
 def ok(data: Any, now: float) -> JSONResponse:
     """The success envelope ``{success, data, meta{timestamp, request_id}}``."""
-    return Json(
-        {
-            "success": True,
-            "data": data,
-            "meta": {"timestamp": rfc3339_nanos(now), "request_id": request_id()},
-        }
+    return Json.of(
+        orjson.dumps(
+            {
+                "success": True,
+                "data": data,
+                "meta": {"timestamp": rfc3339_nanos(now), "request_id": request_id()},
+            }
+        )
     )
 
 
