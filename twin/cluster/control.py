@@ -221,10 +221,11 @@ class ClusterControl:
         self, name: str, params: dict[str, Any], for_seconds: float | None = None
     ) -> dict[str, Any]:
         shard = self.owner(name, params)
+        said: dict[str, Any]
         if shard is None:
-            parsed = ACTIONS[name].params.model_validate(params)
-            self.set_speed(parsed.speed)  # the clock's one action
-            said = {"action": name, "params": parsed.model_dump(), "undo_at": None}
+            parsed = ACTIONS[name].params.model_validate(params).model_dump()
+            self.set_speed(parsed["speed"])  # the clock's one action
+            said = {"action": name, "params": parsed, "undo_at": None}
         else:
             said = self.coordinator.call(shard, "act", name, params, for_seconds)
         action_id = next(self._action_ids)

@@ -25,6 +25,7 @@ from typing import Any
 
 import ray
 from ray.exceptions import RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from twin.clock import Anchor
 from twin.cluster.plan import ClusterUnreachable, ShardLost, ShardSpec
@@ -95,24 +96,26 @@ class Coordinator:
             ray.init(address=self.address, namespace=f"twin-{socket.gethostname()}-{id(self):x}", **kwargs)
             self._ours = True
         automation = "automation" in ray.cluster_resources()
+        nodes = _nodes()
         actor = ray.remote(_RayShard)
-        for spec in self.specs:
+        for k, spec in enumerate(self.specs):
             options: dict[str, Any] = {"name": spec.name, "num_cpus": 0, "max_restarts": 0}
             if spec.slice.automation and automation:
                 options["resources"] = {"automation": 0.001}
-            else:
-                options["scheduling_strategy"] = "SPREAD"
+            else:  # round the nodes, the head first (shard k on node k mod n)
+                node = nodes[k % len(nodes)]
+                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
             self.actors[spec.name] = actor.options(**options).remote(
                 self.settings, spec, self.owners, trace=self.trace
             )
         try:
             started = self._all({name: a.start.remote() for name, a in self.actors.items()}, START_TIMEOUT_S)
-            nodes = self._all({name: a.node.remote() for name, a in self.actors.items()}, CALL_TIMEOUT_S)
+            where = self._all({name: a.node.remote() for name, a in self.actors.items()}, CALL_TIMEOUT_S)
         except BaseException:
             self.shutdown()
             raise
         for name in self.actors:
-            self.info[name] = started[name] | nodes[name]
+            self.info[name] = started[name] | where[name]
         self._watch = {a.until_stopped.remote(): name for name, a in self.actors.items()}
 
     def shutdown(self) -> None:
@@ -185,6 +188,13 @@ class Coordinator:
 
     def records(self) -> list[ShardRecord]:
         return list(self.broadcast("record").values())
+
+
+def _nodes() -> list[str]:
+    """The cluster's live nodes' ids, the head's first."""
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    alive.sort(key=lambda n: ("node:__internal_head__" not in n.get("Resources", {}), n["NodeID"]))
+    return [n["NodeID"] for n in alive]
 
 
 def _why(err: BaseException) -> str:

@@ -50,6 +50,8 @@ class ShardTime:
     """World processes that failed since it started."""
     paused: bool
     speed: float
+    wall: float
+    """Unix wall time of the reading (realtime: the world was brought up to it first)."""
 
 
 @dataclass
@@ -124,7 +126,7 @@ class Shard:
             self._schedule(load_scenario(self.settings.scenario, allowed=self.settings.scenario_files))
         self._tmp = tempfile.TemporaryDirectory(prefix=f"twin-{self.name}-")
         self.running = await start(twin, Path(self._tmp.name), control=False)
-        if self.running.broker is not None:
+        if self.running.broker is not None and twin.journal is not None:
             self._sessions = self.running.broker.keep_sessions(twin.journal.now)
         return {
             "name": self.name,
@@ -168,8 +170,10 @@ class Shard:
     # The clock -------------------------------------------------------------------------------------
     def time(self) -> ShardTime:
         clock, env = self.twin.clock, self.twin.world.env
+        clock.tick()  # realtime: where the anchor says the world is now
+        wall = time.time()
         return ShardTime(
-            self.name, env.now, clock.waiting, env.peek(), clock.errors, clock.paused, clock.speed
+            self.name, env.now, clock.waiting, env.peek(), clock.errors, clock.paused, clock.speed, wall
         )
 
     def run_to(self, sim_time: float) -> ShardTime:
