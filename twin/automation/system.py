@@ -23,7 +23,6 @@ from hardware.ports.system import (
 from twin.automation import catalog
 from twin.automation.server import automation_of
 from twin.automation.settings import TIMEZONE_OPTIONS, ServerSettings
-from twin.camera.wing import cameras_of
 from twin.rng import hash_uniform
 from twin.sensors import sensors_of
 
@@ -104,7 +103,7 @@ class TwinSystem:
         free = HOST_MEMORY - used
         counts = (
             ("devices", len(sensors_of(w).by_device)),
-            ("cameras", len(cameras_of(w))),
+            ("cameras", len(w.config.camera_specs())),  # the whole fleet's, whichever shard holds them
             ("users", len(w.store.collection("users"))),
             ("api_keys", len(w.store.collection("api_keys"))),
         )
