@@ -20,7 +20,7 @@ from hardware.ports.types import ClockMode, ClockState, SnapshotInfo
 from twin.clock import Anchor
 from twin.cluster.coordinator import Coordinator
 from twin.cluster.merge import merged_journal
-from twin.cluster.plan import AUTOMATION_SHARD
+from twin.cluster.plan import AUTOMATION_SHARD, ShardLost
 from twin.journal import JournalEntry
 from twin.scenario.actions import Reach
 from twin.scenario.catalog import ACTIONS
@@ -92,8 +92,6 @@ class ClusterControl:
         self._action_ids = itertools.count(1)
         self.actions: dict[int, tuple[str, int, dict[str, Any]]] = {}
         """Each action run from here: its shard, its id there and what the shard said."""
-        self.lost: dict[str, str] = {}
-        """Each shard whose process is gone, and what was said of it."""
         self.stop_at: float | None = None
         self.stopped = asyncio.Event()
         self.released = asyncio.Event()
@@ -285,12 +283,15 @@ class ClusterControl:
 
     def shards(self) -> list[dict[str, Any]]:
         """Each shard: what it holds, where it runs, its sim time, and whether it is gone."""
-        times = {t.name: t for t in self.coordinator.times()}
+        try:
+            times = {t.name: t for t in self.coordinator.times()}
+        except ShardLost:  # now left out: the others answer
+            times = {t.name: t for t in self.coordinator.times()}
         out = []
         for name, info in self.coordinator.info.items():
             t = times.get(name)
             out.append({"name": name, "holds": info["holds"], "node": info.get("node_ip"),
-                        "pid": info.get("pid"), "state": self.lost.get(name, "running"),
+                        "pid": info.get("pid"), "state": self.coordinator.lost.get(name, "running"),
                         "sim_time": None if t is None else t.sim_time,
                         "errors": None if t is None else t.errors})  # fmt: skip
         return out
@@ -326,3 +327,20 @@ class ClusterJournal:
 def _member(name: str, shard: str, info: dict[str, Any], urls: dict[str, str]) -> dict[str, Any]:
     node = {"node": info.get("node_ip"), "node_id": info.get("node_id"), "pid": info.get("pid")}
     return {"name": name, "shard": shard, **node, "urls": urls}
+
+
+def control_app(control: ClusterControl, coordinator: Coordinator) -> Any:
+    """The control plane's app over the shards: a call that meets a shard that is gone answers
+    503 naming it, in the control plane's error shape."""
+    from fastapi.responses import JSONResponse
+
+    from api.control.app import create_app
+    from twin.scenario.catalog import ACTIONS
+
+    app = create_app(control, journal=ClusterJournal(coordinator), actions=ACTIONS.describe())
+
+    async def gone(_request: Any, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": {"code": "unavailable", "message": str(exc)}}, status_code=503)
+
+    app.add_exception_handler(ShardLost, gone)
+    return app

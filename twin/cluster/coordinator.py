@@ -18,6 +18,7 @@ busy (its core saturated) answers late and is waited for, never taken for dead.
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import time
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ from twin.cluster.plan import ClusterUnreachable, ShardLost, ShardSpec
 from twin.cluster.shard import Shard, ShardRecord, ShardTime
 from twin.settings import Settings
 
+log = logging.getLogger("twin")
 START_TIMEOUT_S = 300.0
 CALL_TIMEOUT_S = 120.0
 ANCHOR_LEAD_S = 0.05
@@ -78,6 +80,8 @@ class Coordinator:
         self.info: dict[str, dict[str, Any]] = {}
         """What each shard said at start (its listeners' URLs, pid, host, node), by shard name."""
         self._watch: dict[Any, str] = {}
+        self.lost: dict[str, str] = {}
+        """Each shard whose process is gone, and what was said of it (later calls leave it out)."""
         self._ours = False
         self.anchor: Anchor | None = None
         self.barrier_s: list[float] = []
@@ -137,6 +141,13 @@ class Coordinator:
         self._watch = {ref: n for ref, n in self._watch.items() if n != name}
         self.actors.pop(name, None)
 
+    def _lose(self, lost: ShardLost) -> ShardLost:
+        if lost.shard not in self.lost:
+            self.lost[lost.shard] = str(lost)
+            log.error("twin: %s", lost)
+        self.forget(lost.shard)
+        return lost
+
     def check(self) -> None:
         """:class:`ShardLost` naming a shard whose process is gone (never for a slow one)."""
         if not self._watch:
@@ -144,11 +155,8 @@ class Coordinator:
         done, _ = ray.wait(list(self._watch), num_returns=len(self._watch), timeout=0)
         for ref in done:
             name = self._watch[ref]
-            try:
-                ray.get(ref)
-            except RayActorError as err:
-                raise ShardLost(name, _why(err)) from err
-            raise ShardLost(name, "it stopped")
+            self._all({name: ref})  # a process that died raises here, named
+            raise self._lose(ShardLost(name, "it stopped"))
 
     # Calls -----------------------------------------------------------------------------------------
     def call(self, shard: str, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -166,7 +174,7 @@ class Coordinator:
             try:
                 out[name] = ray.get(ref, timeout=timeout)
             except RayActorError as err:
-                raise ShardLost(name, _why(err)) from err
+                raise self._lose(ShardLost(name, _why(err))) from err
         return out
 
     # The clock -------------------------------------------------------------------------------------

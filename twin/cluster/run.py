@@ -20,7 +20,7 @@ from typing import Any
 
 from hardware.ports.types import ClockMode
 from twin import listeners as http
-from twin.cluster.control import ClusterClock, ClusterControl, ClusterJournal
+from twin.cluster.control import ClusterClock, ClusterControl, control_app
 from twin.cluster.coordinator import Coordinator, ShardLost
 from twin.cluster.merge import merged_events, merged_journal
 from twin.cluster.plan import AUTOMATION_SHARD, ShardSpec, split
@@ -162,11 +162,9 @@ async def _drive(
 async def _serve_control(
     control: ClusterControl, coordinator: Coordinator, settings: Settings
 ) -> http.Listener:
-    from api.control.app import create_app
     from twin import http_limits as limits
-    from twin.scenario.catalog import ACTIONS
 
-    app = create_app(control, journal=ClusterJournal(coordinator), actions=ACTIONS.describe())
+    app = control_app(control, coordinator)
     server = http.server(app, settings.control_host, settings.control_port, None, limits.CONTROL)
     listener = http.Listener("control", server)
     await http.open_all([listener])

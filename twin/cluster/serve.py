@@ -17,7 +17,7 @@ import signal
 from hardware.ports.types import ClockMode
 from twin import http_limits as limits
 from twin import listeners as http
-from twin.cluster.control import ClusterClock, ClusterControl, ClusterJournal
+from twin.cluster.control import ClusterClock, ClusterControl, control_app
 from twin.cluster.coordinator import Coordinator, ShardLost
 from twin.cluster.plan import AUTOMATION_SHARD
 from twin.cluster.run import owners_of
@@ -32,9 +32,7 @@ def serve_sharded(settings: Settings) -> None:
 
 
 async def _serve(settings: Settings) -> None:
-    from api.control.app import create_app
     from twin.cluster.plan import split
-    from twin.scenario.catalog import ACTIONS
     from twin.serve import world_config
 
     config, mode, speed = world_config(settings)
@@ -46,7 +44,7 @@ async def _serve(settings: Settings) -> None:
         control = ClusterControl(coordinator, clock, config.seed)
         if mode is ClockMode.REALTIME:
             control.set_mode(ClockMode.REALTIME)
-        app = create_app(control, journal=ClusterJournal(coordinator), actions=ACTIONS.describe())
+        app = control_app(control, coordinator)
         server = http.server(app, settings.control_host, settings.control_port, None, limits.CONTROL)
         listener = http.Listener("control", server)
         await http.open_all([listener])
@@ -67,15 +65,11 @@ async def _serve(settings: Settings) -> None:
 
 
 async def _watch(coordinator: Coordinator, control: ClusterControl) -> None:
-    """Report each shard whose process is gone, once."""
+    """Look for shards whose process is gone (the coordinator logs each once)."""
     while True:
         await asyncio.sleep(WATCH_WALL_S)
-        try:
+        with contextlib.suppress(ShardLost):  # logged, and left out of every later call
             coordinator.check()
-        except ShardLost as lost:
-            log.error("twin: %s", lost)
-            control.lost[lost.shard] = str(lost)
-            coordinator.forget(lost.shard)
 
 
 def banner(control: ClusterControl, control_url: str) -> str:
