@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -16,6 +15,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from hardware.adapters.broker_server import cpu_seconds, rss_mb  # noqa: F401 - the benches' /proc readers
 
 HOST = "127.0.0.1"
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,25 +158,6 @@ def wait_healthy(server: Server, path: str = "/api/health", timeout: float = 30.
             return time.perf_counter() - started
         time.sleep(0.1)
     raise ServerError(f"{server.name} not healthy after {timeout:g} s:\n{server.log_tail()}")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid`` so far, from ``/proc/<pid>/stat``."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mb(pid: int) -> float | None:
-    """Resident set size of ``pid`` in MiB, from ``VmRSS`` in ``/proc/<pid>/status``."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def stop(server: Server | None) -> None:
