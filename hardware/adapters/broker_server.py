@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import logging
 import os
 import re
 import shutil
@@ -38,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hardware.adapters.mqtt_fleet import DISCONNECT_PACKET, connect_packet
+
+log = logging.getLogger(__name__)
 
 BROKERS = ("nats", "mosquitto")
 BINARIES = {"nats": "nats-server", "mosquitto": "mosquitto"}
@@ -144,6 +147,14 @@ class BrokerServer:
     def rss_mb(self) -> float | None:
         return rss_mb(self.proc.pid)
 
+    def usage(self) -> str:
+        """Its CPU time and resident memory so far, from ``/proc``."""
+        try:
+            cpu = self.cpu_seconds()
+        except (OSError, ValueError, IndexError):
+            return "usage unknown (it has ended)"
+        return f"{cpu:.1f} s CPU, RSS {self.rss_mb() or 0:.0f} MB"
+
     def describe(self) -> str:
         """One line for the banner: the broker, its URLs and its process."""
         urls = "  ".join(u for u in (self.mqtt_url, self.client_url) if u)
@@ -160,6 +171,7 @@ class BrokerServer:
         directory goes in any case."""
         try:
             if self.proc.poll() is None:
+                log.info("twin: fleet broker %s (pid %d) stops: %s", self.kind, self.proc.pid, self.usage())
                 self.proc.terminate()
                 try:
                     self.proc.wait(timeout)

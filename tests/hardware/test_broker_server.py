@@ -255,7 +255,9 @@ def test_twin_run_publishes_its_fleet_into_the_broker_it_started(kind: str, tmp_
             counter.stop()
         stop_standin(standin)
     assert standin.proc.returncode == 0 and gone(broker_pid)
-    assert "fleet publisher mqtt://127.0.0.1" in (tmp_path / "standin.log").read_text()
+    log = (tmp_path / "standin.log").read_text()
+    assert "fleet publisher mqtt://127.0.0.1" in log
+    assert re.search(rf"fleet broker {kind} \(pid {broker_pid}\) stops: [\d.]+ s CPU, RSS \d+ MB", log)
 
 
 def test_the_nats_binary_comes_with_the_cluster_extra() -> None:
