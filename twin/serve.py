@@ -15,7 +15,6 @@ import gc
 import logging
 import os
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
@@ -27,7 +26,7 @@ from fastapi import FastAPI
 
 from api.automation.ratelimit import host_limit
 from api.control.app import create_app as create_control_app
-from api.control.guard import TOKEN_FILE, ControlGuard, control_token, is_loopback
+from api.control.guard import TOKEN_FILE, guarded
 from api.faults import FaultMiddleware, FaultSet
 from api.front import Front
 from api.gateway.rtsp import RtspServer
@@ -276,9 +275,7 @@ async def _start(running: Running, cert_dir: Path, serve_control: bool) -> None:
     cert, key = write_self_signed(cert_dir, sorted(hosts))
     tls = (str(cert), str(key))
     timed = (s.header_timeout, s.idle_timeout)
-    running.control_token = None if is_loopback(s.control_host) else control_token(s.state_dir)
-    names = (s.control_host, socket.gethostname(), s.public_host or "")
-    control_app = ControlGuard(twin.control_app, token=running.control_token, names=names)
+    control_app, running.control_token = guarded(twin.control_app, s.control_host, s.state_dir, s.public_host)
     control_limits = limits.CONTROL.timed(*timed)
     control = Listener(
         "control", http.server(control_app, s.control_host, s.control_port, None, control_limits)

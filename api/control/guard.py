@@ -21,6 +21,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
+import socket
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -63,6 +64,15 @@ def control_token(state_dir: Path | None) -> str:
         path.touch(mode=0o600)
         path.write_text(token + "\n")
     return token
+
+
+def guarded(
+    app: ASGIApp, host: str, state_dir: Path | None, public_host: str | None
+) -> tuple[ControlGuard, str | None]:
+    """The control app behind its guard for a control plane bound on ``host``, and its token
+    (``None`` on loopback)."""
+    token = None if is_loopback(host) else control_token(state_dir)
+    return ControlGuard(app, token=token, names=(host, socket.gethostname(), public_host or "")), token
 
 
 def _hostname(netloc: str) -> str:

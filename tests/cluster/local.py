@@ -21,6 +21,7 @@ class LocalCoordinator:
         self.info: dict[str, dict[str, Any]] = {}
         self.anchor: Anchor | None = None
         self.barrier_s: list[float] = []
+        self.lost: dict[str, str] = {}
 
     async def start(self) -> None:
         for name, shard in self.shards.items():

@@ -4,6 +4,8 @@ holds their target, one control plane over all of them."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import socket
 import time
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import httpx
 import pytest
 
 from tests.cluster.local import LocalCoordinator
-from twin.cluster.control import ClusterClock, ClusterControl, ClusterJournal
+from twin.cluster.control import ClusterClock, ClusterControl, control_app
 from twin.cluster.merge import canonical, trace_hash
 from twin.cluster.plan import split
 from twin.cluster.run import merged_record
@@ -76,10 +78,10 @@ async def plane():
     coordinator = await sharded(SITE, 2, 0)
     clock = ClusterClock(coordinator, coordinator_mode(), 1.0, coordinator.info["shard-0"]["epoch"])
     control = ClusterControl(coordinator, clock, 23)
-    from api.control.app import create_app
-
-    app = create_app(control, journal=ClusterJournal(coordinator))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://control") as client:
+    app, token = control_app(control, coordinator, runner_settings(SITE, RunOptions(step=True)))
+    assert token is None  # on loopback
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 5000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         yield client, coordinator, control
     await coordinator.stop()
 
@@ -171,3 +173,18 @@ async def test_realtime_anchors_keep_shards_within_one_slice(plane) -> None:
     for shard in coordinator.shards.values():
         shard.twin.clock.tick()
     assert len({t.sim_time for t in coordinator.times()}) == 1  # paused: all at the anchor's time
+
+
+async def test_beyond_loopback_the_control_plane_asks_for_its_token(plane, tmp_path) -> None:
+    _, coordinator, control = plane
+    settings = dataclasses.replace(
+        runner_settings(SITE, RunOptions(step=True)), control_host="0.0.0.0", state_dir=tmp_path
+    )
+    app, token = control_app(control, coordinator, settings)
+    assert token and (tmp_path / "control-token").read_text().strip() == token
+    transport = httpx.ASGITransport(app=app, client=("10.0.0.9", 5000))
+    async with httpx.AsyncClient(transport=transport, base_url=f"http://{socket.gethostname()}") as client:
+        assert (await client.get("/clock")).status_code == 401
+        assert (await client.post("/clock/advance", json={"seconds": 1})).status_code == 401
+        auth = {"Authorization": f"Bearer {token}"}
+        assert (await client.get("/fleet", headers=auth)).status_code == 200

@@ -25,7 +25,7 @@ from twin.journal import JournalEntry
 from twin.scenario.actions import Reach
 from twin.scenario.catalog import ACTIONS
 from twin.scenario.reach import member
-from twin.settings import AUTOMATION
+from twin.settings import AUTOMATION, Settings
 
 MAX_SNAPSHOTS = 32
 
@@ -329,12 +329,16 @@ def _member(name: str, shard: str, info: dict[str, Any], urls: dict[str, str]) -
     return {"name": name, "shard": shard, **node, "urls": urls}
 
 
-def control_app(control: ClusterControl, coordinator: Coordinator) -> Any:
-    """The control plane's app over the shards: a call that meets a shard that is gone answers
-    503 naming it, in the control plane's error shape."""
+def control_app(
+    control: ClusterControl, coordinator: Coordinator, settings: Settings
+) -> tuple[Any, str | None]:
+    """The control plane's app over the shards, behind the guard every control plane has (its
+    token when bound beyond loopback, returned with it): a call that meets a shard that is gone
+    answers 503 naming it, in the control plane's error shape."""
     from fastapi.responses import JSONResponse
 
     from api.control.app import create_app
+    from api.control.guard import guarded
     from twin.scenario.catalog import ACTIONS
 
     app = create_app(control, journal=ClusterJournal(coordinator), actions=ACTIONS.describe())
@@ -343,4 +347,4 @@ def control_app(control: ClusterControl, coordinator: Coordinator) -> Any:
         return JSONResponse({"error": {"code": "unavailable", "message": str(exc)}}, status_code=503)
 
     app.add_exception_handler(ShardLost, gone)
-    return app
+    return guarded(app, settings.control_host, settings.state_dir, settings.public_host)

@@ -97,7 +97,15 @@ class Coordinator:
             kwargs: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
             if self.address is None:
                 kwargs |= {"include_dashboard": False, "num_cpus": max(1, len(self.specs))}
-            ray.init(address=self.address, namespace=f"twin-{socket.gethostname()}-{id(self):x}", **kwargs)
+            address = self.address or "local"  # never a cluster that happens to run here
+            try:
+                ray.init(address=address, namespace=f"twin-{socket.gethostname()}-{id(self):x}", **kwargs)
+            except ConnectionError as err:
+                raise ClusterUnreachable(
+                    f"--cluster {address}: Ray refused the connection ({err}); a cluster with token "
+                    "authentication needs RAY_AUTH_MODE=token and its token (RAY_AUTH_TOKEN, or "
+                    "~/.ray/auth_token) in this environment"
+                ) from err
             self._ours = True
         automation = "automation" in ray.cluster_resources()
         nodes = _nodes()

@@ -164,7 +164,7 @@ async def _serve_control(
 ) -> http.Listener:
     from twin import http_limits as limits
 
-    app = control_app(control, coordinator)
+    app, _ = control_app(control, coordinator, settings)  # on loopback: no token
     server = http.server(app, settings.control_host, settings.control_port, None, limits.CONTROL)
     listener = http.Listener("control", server)
     await http.open_all([listener])

@@ -44,11 +44,11 @@ async def _serve(settings: Settings) -> None:
         control = ClusterControl(coordinator, clock, config.seed)
         if mode is ClockMode.REALTIME:
             control.set_mode(ClockMode.REALTIME)
-        app = control_app(control, coordinator)
+        app, token = control_app(control, coordinator, settings)
         server = http.server(app, settings.control_host, settings.control_port, None, limits.CONTROL)
         listener = http.Listener("control", server)
         await http.open_all([listener])
-        log.info("%s", banner(control, listener.url))
+        log.info("%s", banner(control, listener.url + _token_note(settings, token)))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -70,6 +70,14 @@ async def _watch(coordinator: Coordinator, control: ClusterControl) -> None:
         await asyncio.sleep(WATCH_WALL_S)
         with contextlib.suppress(ShardLost):  # logged, and left out of every later call
             coordinator.check()
+
+
+def _token_note(settings: Settings, token: str | None) -> str:
+    from api.control.guard import TOKEN_FILE
+
+    if token is None:
+        return ""
+    return f"  (token in {settings.state_dir / TOKEN_FILE})" if settings.state_dir else f"/?token={token}"
 
 
 def banner(control: ClusterControl, control_url: str) -> str:
