@@ -75,6 +75,8 @@ PARTS: tuple[Part, ...] = (
          "amqtt vs NATS vs mosquitto at 2 000-10 000 msg/s offered: received/produced, CPU, RSS"),
     Part("hostile", "hostile", json_to,
          "a hostile local client: cross-site control, endless headers, idle sockets, stalled SSE"),
+    Part("shards", "shards", json_to,
+         "a world on Ray shards: 1 vs 2 shards (cameras, samples/s), barrier, 100 k sensors, idle cameras"),
 )
 # fmt: on
 BY_NAME = {part.name: part for part in PARTS}
