@@ -112,11 +112,15 @@ def _real(served: dict[str, Served], members: dict[str, RealMember]) -> dict[str
     return {name: app for name in members if isinstance(app := served[name].app, Passthrough)}
 
 
-def world_config(settings: Settings, loaded: Scenario | None = None) -> tuple[WorldConfig, ClockMode, float]:
+def world_config(
+    settings: Settings, loaded: Scenario | None = None, wall_now: float | None = None
+) -> tuple[WorldConfig, ClockMode, float]:
+    """The world, clock mode and speed of ``settings``; ``epoch: now`` is ``wall_now`` (the shards of
+    one world are given their coordinator's), else this instant."""
     scenario = loaded or (
         load_scenario(settings.scenario, allowed=settings.scenario_files) if settings.scenario else None
     )
-    config = scenario.world_config(wall_now=time.time()) if scenario else WorldConfig()
+    config = scenario.world_config(wall_now=wall_now or time.time()) if scenario else WorldConfig()
     mode = ClockMode(scenario.clock.mode) if scenario else ClockMode.REALTIME
     speed = scenario.clock.speed if scenario else 1.0
     if settings.seed is not None:
@@ -165,13 +169,14 @@ def build(
     kinds: Kinds = KINDS,
     slice: FleetSlice | None = None,
     wall: Callable[[], float] = time.monotonic,
+    wall_now: float | None = None,
 ) -> Twin:
     """The twin of ``settings``; with ``slice``, one shard's part of its world (:mod:`twin.cluster`),
     whose clock reads ``wall`` (Unix time, to follow the coordinator's anchors)."""
     scenario = (
         load_scenario(settings.scenario, allowed=settings.scenario_files) if settings.scenario else None
     )
-    config, mode, speed = world_config(settings, scenario)
+    config, mode, speed = world_config(settings, scenario, wall_now)
     store = open_state(settings.state_dir) if settings.state_dir else Store()
     world = World(
         dataclasses.replace(config, slice=slice), store=store, kinds=kinds, record_trace=record_trace

@@ -16,7 +16,8 @@ class LocalCoordinator:
     def __init__(self, settings: Settings, specs) -> None:
         self.specs = tuple(specs)
         self.owners = owners_of(self.specs)
-        self.shards = {s.name: Shard(settings, s, self.owners) for s in self.specs}
+        now = time.time()
+        self.shards = {s.name: Shard(settings, s, self.owners, wall_now=now) for s in self.specs}
         self.actors = self.shards
         self.info: dict[str, dict[str, Any]] = {}
         self.anchor: Anchor | None = None

@@ -188,3 +188,19 @@ async def test_beyond_loopback_the_control_plane_asks_for_its_token(plane, tmp_p
         assert (await client.post("/clock/advance", json={"seconds": 1})).status_code == 401
         auth = {"Authorization": f"Bearer {token}"}
         assert (await client.get("/fleet", headers=auth)).status_code == 200
+
+
+async def test_epoch_now_is_the_coordinators_on_every_shard(tmp_path) -> None:
+    text = SITE.read_text().replace("epoch: 1767225600", "epoch: now")
+    source = tmp_path / "site_now.yaml"
+    source.write_text(text)
+    settings = runner_settings(source, RunOptions(step=True))
+    config, _, _ = world_config(settings, load_scenario(source))
+    coordinator = LocalCoordinator(settings, split(config, 4))
+    for shard in coordinator.shards.values():
+        shard.wall_now = 1_800_000_000.7
+    await coordinator.start()
+    try:
+        assert {info["epoch"] for info in coordinator.info.values()} == {1_800_000_000.0}
+    finally:
+        await coordinator.stop()

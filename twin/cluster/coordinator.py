@@ -86,6 +86,8 @@ class Coordinator:
         self.anchor: Anchor | None = None
         self.barrier_s: list[float] = []
         """Wall seconds each barrier took (the bench reads them)."""
+        self.wall_now = time.time()
+        """This run's start on the wall clock: every shard resolves a scenario's ``epoch: now`` to it."""
 
     # Life ------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -118,7 +120,7 @@ class Coordinator:
                 node = nodes[k % len(nodes)]
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=False)
             self.actors[spec.name] = actor.options(**options).remote(
-                self.settings, spec, self.owners, trace=self.trace
+                self.settings, spec, self.owners, trace=self.trace, wall_now=self.wall_now
             )
         try:
             started = self._all({name: a.start.remote() for name, a in self.actors.items()}, START_TIMEOUT_S)

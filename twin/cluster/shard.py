@@ -90,13 +90,23 @@ def event_owner(source: str | None, owners: dict[str, str]) -> str | None:
 
 
 class Shard:
-    def __init__(self, settings: Settings, spec: ShardSpec, owners: dict[str, str], *, trace: bool = False):
+    def __init__(
+        self,
+        settings: Settings,
+        spec: ShardSpec,
+        owners: dict[str, str],
+        *,
+        trace: bool = False,
+        wall_now: float | None = None,
+    ) -> None:
         self.settings = settings
         self.spec = spec
         self.name = spec.name
         self.owners = owners
         """The shard holding each member, by member name (camera ids, ``automation``)."""
         self.record_trace = trace
+        self.wall_now = wall_now
+        """The coordinator's wall clock at the run's start: a scenario's ``epoch: now`` on every shard."""
         self.running: Any = None
         self.twin: Any = None
         self.errors: list[str] = []
@@ -115,7 +125,12 @@ class Shard:
         kinds = KINDS if self.spec.slice.automation else _without(KINDS, AUTOMATION)
         # on Unix wall time, which the coordinator's anchors are given in
         twin = build(
-            self.settings, record_trace=self.record_trace, kinds=kinds, slice=self.spec.slice, wall=time.time
+            self.settings,
+            record_trace=self.record_trace,
+            kinds=kinds,
+            slice=self.spec.slice,
+            wall=time.time,
+            wall_now=self.wall_now,
         )
         if twin.publisher is not None and self.spec.slice.automation:
             lo, hi = self.spec.slice.sensors
