@@ -39,7 +39,7 @@ from api.routing import AreaIndex, LeanRoute, area_of
 
 MAX_PATHS = 10_000
 """Paths whose route is remembered; past this many the memory starts afresh."""
-_BODY_HEADERS = (b"content-length", b"transfer-encoding", b"origin")
+_BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding", b"origin"))
 
 Found = tuple[LeanRoute, Scope]
 """A route of the lane and the scope its match adds."""
@@ -105,8 +105,11 @@ class ExpressLane:
         return found
 
     def _plain(self, scope: Scope) -> bool:
-        if scope.get("root_path") or any(name in _BODY_HEADERS for name, _ in scope["headers"]):
+        if scope.get("root_path"):
             return False
+        for name, _ in scope["headers"]:
+            if name in _BODY_HEADERS:
+                return False
         return all(storm.storm_until() is None for storm in self._storms)
 
     @property
