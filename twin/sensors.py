@@ -110,6 +110,8 @@ class SensorFleet:
         self.samples_taken = 0
         """Single samples (one device at one tick) taken since the world was built."""
         self.windows: list[Window] = []
+        self.changes = 0
+        """Windows opened, closed or restored so far (what a device reports depends on them)."""
         """Gaps and spikes, oldest first (kept after they end: history is read through them)."""
         self._current: list[Window] = []
         """The windows that may still cover an upcoming tick (what the sampler looks at)."""
@@ -187,6 +189,7 @@ class SensorFleet:
             known = ", ".join(m.name for m in self.group.metrics)
             raise InvalidInput(f"{device_id} has no metric {metric!r} (it reports {known})", field="metric")
         window = Window(self.index[device_id], self._untaken(start), end, metric, delta)
+        self.changes += 1
         self.windows.append(window)
         self._current.append(window)
         return window
@@ -194,6 +197,7 @@ class SensorFleet:
     def close_window(self, window: Window, at: float) -> None:
         """End ``window`` at sim time ``at`` (no-op when it has ended by then)."""
         at = self._untaken(at)
+        self.changes += 1
         if window in self.windows and window.covers(at):
             closed = Window(window.device, window.start, at, window.metric, window.delta)
             self.windows[self.windows.index(window)] = closed
@@ -221,6 +225,7 @@ class SensorFleet:
         return next((w for w in self._current if w.device == i and w.metric is None and w.end is None), None)
 
     def restore_windows(self, windows: list[Window]) -> None:
+        self.changes += 1
         self.windows = list(windows)
         self._current = list(windows)
 

@@ -105,6 +105,9 @@ class Store:
         directory from the next."""
         self._db.execute("INSERT INTO opens VALUES (?)", (self.generation + 1,))
         self._savepoints = 0
+        self.changes = 0
+        """Writes so far (documents and samples, a rollback, a clear or a load): whatever a reader
+        derived from the store is current while this has not moved."""
         self.unreadable: dict[tuple[str, str], str] = {}
         """Stored rows found unreadable, ``(kind, id)`` -> why; each is skipped wherever it is read."""
 
@@ -132,6 +135,7 @@ class Store:
             self._db.execute(f"RELEASE {name}")
             self._seq = seq
             self._forget()
+            self.changes += 1
             raise
         else:
             self._db.execute(f"RELEASE {name}")
@@ -151,6 +155,7 @@ class Store:
             )
 
     def clear(self) -> None:
+        self.changes += 1
         self._db.execute("DELETE FROM documents")
         self._db.execute("DELETE FROM samples")
         self._forget()
@@ -187,6 +192,7 @@ class Store:
             self._db.execute("DELETE FROM samples")
             self._db.executemany("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?)", samples)
         self._forget()
+        self.changes += 1
         self.unreadable.clear()
         self._seq = max((row[2] for row in rows), default=0)
 
@@ -203,6 +209,7 @@ class Store:
         check_text(device_id, *(m for m, _, _, _ in rows))
         encoded = [(device_id, m, ts, *_encode(v), q) for m, ts, v, q in rows]
         self._latest.pop(device_id, None)
+        self.changes += 1
         with self.atomic():
             self._db.executemany("INSERT OR REPLACE INTO samples VALUES (?, ?, ?, ?, ?, ?)", encoded)
 
@@ -265,6 +272,7 @@ class Store:
         with self.atomic():
             cur = self._db.execute(f"DELETE FROM samples WHERE {' AND '.join(where)}", args)
         self._latest.clear()
+        self.changes += 1
         return cur.rowcount
 
     def _decode(self, device_id: str, metric: str, ts: float, num: Any, raw: str | None) -> Any:
@@ -295,6 +303,7 @@ class Store:
         check_text(kind, id_)
         text = to_json(doc, f"{kind} {id_!r}")
         self._seq += 1
+        self.changes += 1
         self._docs.pop((kind, id_), None)  # a failed write must not leave the new text behind
         self._db.execute(
             "INSERT INTO documents (kind, id, seq, doc) VALUES (?, ?, ?, ?) "
@@ -333,6 +342,7 @@ class Store:
         return doc
 
     def _delete(self, kind: str, id_: str) -> bool:
+        self.changes += 1
         self._docs.pop((kind, id_), None)
         cur = self._db.execute("DELETE FROM documents WHERE kind = ? AND id = ?", (kind, id_))
         self._remember((kind, id_), None)

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 DEFAULT_OFFLINE_TIMEOUT_S = 300
 TIMEOUT_RANGE = (30, 86_400)
 VIRTUAL_PREFIXES = ("transform.", "virtual.", "computed.", "derived.", "aggregated.")
+MAX_KEPT_DETAILS = 10_000
+"""Device details kept for re-reads at the same instant; past this many, the memory starts afresh."""
 
 
 def not_found(device_id: str) -> NotFound:
@@ -71,6 +73,7 @@ class DeviceRegistry:
         self.overlays = world.store.collection("sensor_overlays")
         self.archive = world.store.collection("archived_devices")
         self.commands = world.store.collection("device_commands")
+        self._details: dict[str, tuple[tuple[float, float, int, int], DeviceDetail]] = {}
 
     # Lookup ----------------------------------------------------------------------------------
     def _sim_doc(self, device_id: str, overlay: dict[str, Any] | None) -> dict[str, Any]:
@@ -192,6 +195,22 @@ class DeviceRegistry:
         return DevicePage(tuple(chosen), page, limit, total)
 
     def detail(self, device_id: str) -> DeviceDetail:
+        """The device, its type's definitions and current values. Kept until the world moves: a
+        detail read again at the same instant, with no write to the store and no sensor window
+        opened or closed since, is the same object (a client polling a device costs a lookup)."""
+        fleet = self.sensor_of.get(device_id)
+        world = self.world
+        stamp = (world.env.now, world.epoch, world.store.changes, -1 if fleet is None else fleet.changes)
+        kept = self._details.get(device_id)
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        detail = self._detail(device_id)
+        if len(self._details) >= MAX_KEPT_DETAILS:
+            self._details.clear()
+        self._details[device_id] = (stamp, detail)
+        return detail
+
+    def _detail(self, device_id: str) -> DeviceDetail:
         doc = self.doc(device_id)
         dtype = self.device_type_of(doc)
         values = {m.name: m.value for m in self._current_metrics(doc, dtype) if m.value is not None}

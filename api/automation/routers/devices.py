@@ -165,7 +165,7 @@ async def create_device(body: schemas.CreateDeviceRequest, backend: Backend) -> 
 
 @router.get("/devices/{device_id}")
 async def get_device(device_id: str, backend: Backend) -> JSONResponse:
-    return ok(schemas.device_detail(backend.devices.detail(device_id)), backend.clock.now())
+    return ok(schemas.device_detail_json(backend.devices.detail(device_id)), backend.clock.now())
 
 
 @router.get("/devices/{device_id}/current")

@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.automation.schemas.device_types import param_def, type_defs, with_optional
@@ -260,6 +261,25 @@ def device_detail(detail: DeviceDetail) -> dict[str, Any]:
         "metrics": metrics,
         "commands": commands,
     }
+
+
+_RENDERED: dict[str, tuple[DeviceDetail, orjson.Fragment]] = {}
+MAX_RENDERED = 10_000
+
+
+def device_detail_json(detail: DeviceDetail) -> orjson.Fragment:
+    """:func:`device_detail` rendered, as a fragment of a larger JSON body. The backend hands out
+    the same (immutable) detail while the device is unchanged, so the same detail object is
+    rendered once."""
+    device_id = detail.device.device_id
+    kept = _RENDERED.get(device_id)
+    if kept is not None and kept[0] is detail:
+        return kept[1]
+    fragment = orjson.Fragment(orjson.dumps(device_detail(detail)))
+    if len(_RENDERED) >= MAX_RENDERED:
+        _RENDERED.clear()
+    _RENDERED[device_id] = (detail, fragment)
+    return fragment
 
 
 def current_values(c: CurrentValues) -> dict[str, Any]:
