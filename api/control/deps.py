@@ -118,6 +118,12 @@ class Directory(Protocol):
     def shards(self) -> list[dict[str, Any]]:
         """Every shard: ``name, holds, node, pid, state, sim_time, errors``."""
 
+    def readings(self, page: int, limit: int, points: int) -> dict[str, Any]:
+        """The console's ``sensors`` and ``cameras``, read on the shards that hold them."""
+
+    def camera_detail(self, camera_id: str) -> dict[str, Any]:
+        """One camera as ``GET /cameras/{id}`` shows it; ``NotFound`` for an unknown one."""
+
 
 class JournalView(Protocol):
     dropped: int

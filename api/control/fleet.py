@@ -19,7 +19,6 @@ from fastapi import APIRouter, Query, Request, WebSocket
 from starlette.websockets import WebSocketDisconnect
 
 from api.control.deps import (
-    Console,
     ConsoleControl,
     Directory,
     clock_json,
@@ -87,6 +86,20 @@ def _camera(control: ConsoleControl, camera_id: str) -> dict[str, Any]:
     return {**state, "viewers": viewers if isinstance(viewers, int) else 0, "metrics": figures}
 
 
+def readings(
+    control: ConsoleControl, page: int, limit: int, points: int, *, sensors: bool = True
+) -> dict[str, Any]:
+    """What the console shows of a world: a page of its devices (``sensors``: the world has the
+    automation server) and its cameras."""
+    out: dict[str, Any] = {}
+    if sensors:
+        devices, total, series = control.sensors(page, limit, points)
+        found = [_sensor(d, series.get(d.device_id)) for d in devices]
+        out["sensors"] = {"page": page, "limit": limit, "total": total, "devices": found}
+    out["cameras"] = [_camera(control, camera_id) for camera_id in control.camera_ids()]
+    return out
+
+
 @router.get("/fleet")
 async def fleet(
     request: Request,
@@ -96,29 +109,18 @@ async def fleet(
 ) -> dict:
     """A page of devices (each with its metrics' last ``points`` values at its sampling ticks) and
     every camera with its power, services and current figures. A sharded world's coordinator
-    answers where each member is instead: its URLs, shard and node, and each shard's state."""
+    also says where each member is (its URLs, shard and node) and each shard's state."""
     found = request.app.state.control
     if isinstance(found, Directory):
         clock = clock_json(found.clock.state())
-        return {"clock": clock, "members": found.members(), "shards": found.shards()}
+        where = {"members": found.members(), "shards": found.shards()}
+        return {"clock": clock, **where, **found.readings(page, limit, points)}
     control = await console(request)
-    devices, total, series = control.sensors(page, limit, points)
-    return {
-        "clock": clock_json(control.clock.state()),
-        "sensors": {
-            "page": page,
-            "limit": limit,
-            "total": total,
-            "devices": [_sensor(d, series.get(d.device_id)) for d in devices],
-        },
-        "cameras": [_camera(control, camera_id) for camera_id in control.camera_ids()],
-    }
+    return {"clock": clock_json(control.clock.state()), **readings(control, page, limit, points)}
 
 
-@router.get("/cameras/{camera_id}")
-async def camera(camera_id: str, control: Console) -> dict:
-    """One camera: power and services, firmware, lens and autofocus, peripherals, partitions, apps,
-    streams, OTA and OS-upgrade state. An area the camera cannot answer shows ``{"error"}``."""
+def camera_detail(control: ConsoleControl, camera_id: str) -> dict[str, Any]:
+    """One camera as the console shows it: every area, or ``{"error"}`` for one it cannot answer."""
     gateway = control.gateway(camera_id)
 
     def partitions() -> list[dict[str, Any]]:
@@ -138,6 +140,16 @@ async def camera(camera_id: str, control: Console) -> dict:
         "os_upgrade": lambda: gateway.os_upgrade.report(),
     }
     return {"state": control.camera_state(camera_id)} | {name: _read(read) for name, read in areas.items()}
+
+
+@router.get("/cameras/{camera_id}")
+async def camera(camera_id: str, request: Request) -> dict:
+    """One camera: power and services, firmware, lens and autofocus, peripherals, partitions, apps,
+    streams, OTA and OS-upgrade state. An area the camera cannot answer shows ``{"error"}``."""
+    found = request.app.state.control
+    if isinstance(found, Directory):  # read on the shard that holds it
+        return found.camera_detail(camera_id)
+    return camera_detail(await console(request), camera_id)
 
 
 @router.websocket("/cameras/{camera_id}/video/{stream_id}")

@@ -152,6 +152,11 @@ async def test_fleet_lists_every_member_with_its_shard(plane) -> None:
     async with httpx.AsyncClient() as http:  # the address is the shard's own server
         assert (await http.get(cam["urls"]["http"] + "/api/v1/system/info")).status_code == 401
     assert [s["state"] for s in body["shards"]] == ["running", "running"]
+    assert [c["id"] for c in body["cameras"]] == ["cam-01", "cam-02", "cam-03", "cam-04"]  # the console's
+    assert body["sensors"]["total"] == 40 and len(body["sensors"]["devices"]) == 40
+    detail = (await client.get("/cameras/cam-04")).json()
+    assert detail["state"]["id"] == "cam-04" and "partitions" in detail
+    assert (await client.get("/cameras/cam-09")).status_code == 404
 
 
 async def test_realtime_anchors_keep_shards_within_one_slice(plane) -> None:

@@ -296,6 +296,21 @@ class ClusterControl:
                         "errors": None if t is None else t.errors})  # fmt: skip
         return out
 
+    # What the console reads, on the shards that hold it ----------------------------------------------
+    def readings(self, page: int, limit: int, points: int) -> dict[str, Any]:
+        parts = self.coordinator.broadcast("readings", page, limit, points)
+        out = dict(parts.get(AUTOMATION_SHARD, {}))
+        cameras = [c for part in parts.values() for c in part.get("cameras", [])]
+        order = {name: i for i, name in enumerate(self.coordinator.owners)}  # the fleet's order
+        out["cameras"] = sorted(cameras, key=lambda c: order.get(c["id"], len(order)))
+        return out
+
+    def camera_detail(self, camera_id: str) -> dict[str, Any]:
+        shard = self.coordinator.owners.get(camera_id)
+        if shard is None or camera_id == AUTOMATION:
+            raise NotFound(f"no camera {camera_id!r}", resource="camera")
+        return self.coordinator.call(shard, "camera_detail", camera_id)
+
 
 class ClusterJournal:
     """The shards' request journals as one, merged by (sim time, server, sequence)."""

@@ -244,6 +244,17 @@ class Shard:
         scenario = load_scenario(self.settings.scenario, allowed=self.settings.scenario_files)
         return watched_series(scenario, self.twin.world, end)
 
+    def readings(self, page: int, limit: int, points: int) -> dict[str, Any]:
+        """What the console shows of this shard's world (its sensors only where the server is)."""
+        from api.control.fleet import readings
+
+        return readings(self.twin.control, page, limit, points, sensors=self.spec.slice.automation)
+
+    def camera_detail(self, camera_id: str) -> dict[str, Any]:
+        from api.control.fleet import camera_detail
+
+        return camera_detail(self.twin.control, camera_id)
+
     def publisher(self) -> dict[str, Any] | None:
         return None if self.twin.publisher is None else self.twin.publisher.status()
 
