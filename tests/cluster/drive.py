@@ -11,7 +11,7 @@ from pathlib import Path
 from twin.cluster.coordinator import Coordinator
 from twin.cluster.merge import trace_hash
 from twin.cluster.plan import split
-from twin.cluster.run import merged_record, owners_of
+from twin.cluster.run import merged_record, owners_of, relay
 from twin.scenario.model import load_scenario
 from twin.scenario.runner import RunOptions, runner_settings, trace_of
 from twin.serve import world_config
@@ -28,10 +28,12 @@ def main(address: str) -> dict:
     c.start()
     seen: dict = {"nodes": len({i["node_id"] for i in c.info.values()}), "apart": [], "drift": []}
     try:
+        scenario = load_scenario(SITE)
         for t in range(0, 601, 3):  # the barrier: every shard at t after each advance
             times = {x.name: x.sim_time for x in c.run_to(float(t))}
             if set(times.values()) != {float(t)}:
                 seen["apart"].append(times)
+            relay(c, scenario)  # what starts another shard's 'after' steps
         records = c.records()
         runs = sorted((t, r.name, i, n, p) for r in records for t, i, n, p in r.actions)
         numbered = [(t, k, n, p) for k, (t, _, _, n, p) in enumerate(runs, 1)]

@@ -16,7 +16,7 @@ from tests.cluster.local import LocalCoordinator
 from twin.cluster.control import ClusterClock, ClusterControl, control_app
 from twin.cluster.merge import canonical, trace_hash
 from twin.cluster.plan import split
-from twin.cluster.run import merged_record
+from twin.cluster.run import merged_record, relay
 from twin.scenario.model import load_scenario
 from twin.scenario.runner import RunOptions, run, runner_settings, trace_of
 from twin.serve import world_config
@@ -28,11 +28,13 @@ SITE = ROOT / "scenarios" / "site_shards.yaml"
 async def sharded(source: Path, shards: int, stop_at: float) -> LocalCoordinator:
     settings = runner_settings(source, RunOptions(step=True))
     config, _, _ = world_config(settings, load_scenario(source))
+    scenario = load_scenario(source)
     coordinator = LocalCoordinator(settings, split(config, shards))
     await coordinator.start()
     for t in range(0, int(stop_at) + 1, 3):
         times = coordinator.run_to(float(t))
         assert {x.sim_time for x in times} == {float(t)}, times  # every shard at the barrier's time
+        relay(coordinator, scenario)  # what starts another shard's 'after' steps, at each barrier
     return coordinator
 
 
@@ -71,6 +73,18 @@ async def test_each_step_runs_on_the_shard_holding_its_target() -> None:
         "shard-0": ["camera_restart", "session_drop", "telemetry_gap"],
         "shard-1": ["partition_fill", "core_dump", "ntp_jump"],
     }
+
+
+async def test_an_event_on_one_shard_starts_a_step_on_another_at_its_time() -> None:
+    coordinator = await sharded(SITE, 2, 300)
+    try:
+        spikes = [a for a in coordinator.shards["shard-0"].record().actions if a[2] == "telemetry_spike"]
+        up = [
+            e.at for e in coordinator.shards["shard-1"].record().events if e.kind.value == "camera.power_up"
+        ]
+    finally:
+        await coordinator.stop()
+    assert len(spikes) == 1 and spikes[0][0] == pytest.approx(up[-1] + 20)  # cam-04 up + 20 s, on shard-0
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from hardware.ports.errors import InvalidInput, NotFound, Unavailable
@@ -39,6 +40,8 @@ class ClusterClock:
         self.paused = False
         self.sim_time = 0.0
         """Step mode: where the last barrier left every shard."""
+        self.after_barrier: Callable[[], None] | None = None
+        """Called after every barrier (a scenario's events that start another shard's steps)."""
 
     def anchor(self) -> Anchor:
         return self.coordinator.anchor or Anchor(self.sim_time, time.time(), self.speed, self.paused)
@@ -77,6 +80,8 @@ class ClusterClock:
         times = self.coordinator.run_to(sim_time)
         self.mode, self.sim_time = ClockMode.STEP, sim_time
         self.coordinator.anchor = None
+        if self.after_barrier is not None:
+            self.after_barrier()
         apart = {t.name: t.sim_time for t in times if t.sim_time != sim_time}
         if apart:
             raise Unavailable(f"shards did not reach t={sim_time:g}: {apart}")

@@ -61,15 +61,10 @@ def plan(source: Path, settings: Settings, scenario: Scenario, shards: int) -> t
     specs = split(config, shards, publishing=settings.publish_fleet is not None)
     owners = owners_of(specs)
     for n, step in enumerate(scenario.timeline, 1):
-        if step.after is None:
-            continue
-        acts, hears = step_owner(step, owners), event_owner(step.after.source, owners)
-        if acts is None or hears != acts:
-            where = "any shard" if hears is None else hears
+        if step.after is not None and step_owner(step, owners) is None:
             raise ScenarioError(
-                f"{source}: timeline step {n} ({step.do}) waits for {step.after.event} on {where} but "
-                f"acts on {acts or 'the clock'}: across shards an 'after' step needs a source held by "
-                "the shard it acts on (name the source, or run in one process)"
+                f"{source}: timeline step {n} ({step.do}) changes the clock after an event: on shards "
+                "a clock step needs 'at' (or run in one process)"
             )
     return specs
 
@@ -93,7 +88,7 @@ async def run(source: Path, opts: RunOptions, shards: int, cluster: str | None =
     with tempfile.TemporaryDirectory(prefix="twin-run-") as tmp:
         listener = await _serve_control(control, coordinator, settings)
         proc = None
-        clock_steps = [s for s in scenario.timeline if s.at is not None and step_owner(s, {}) is None]
+        steps = CoordinatorSteps(scenario, control, errors)
         try:
             if not step_mode:
                 control.set_mode(ClockMode.REALTIME)
@@ -103,7 +98,7 @@ async def run(source: Path, opts: RunOptions, shards: int, cluster: str | None =
                 proc = await (opts.launch or start_client)(opts.client, env, Path(tmp) / "client.log")
             waiter = asyncio.ensure_future(proc.wait()) if proc is not None else None
             await _drive(coordinator, control, clock, scenario, waiter, step_mode, stop_at, errors, wall0,
-                         clock_steps)  # fmt: skip
+                         steps)  # fmt: skip
             if not step_mode:  # the world stops where the run ended, on every shard
                 control.pause()
         except ShardLost as lost:
@@ -125,9 +120,7 @@ async def run(source: Path, opts: RunOptions, shards: int, cluster: str | None =
                    log_text, wall0, watched, step_mode)  # fmt: skip
 
 
-async def _drive(
-    coordinator, control, clock, scenario, waiter, step_mode, stop_at, errors, wall0, clock_steps
-):
+async def _drive(coordinator, control, clock, scenario, waiter, step_mode, stop_at, errors, wall0, steps):
     slice_s = stop_at / NO_CLIENT_SLICES
     last_check = 0.0
     while True:
@@ -147,12 +140,7 @@ async def _drive(
                 nxt = min(t.next_event for t in times)
                 if nxt <= stop_at:
                     await asyncio.to_thread(clock.run_to, max(nxt, clock.sim_time))
-        while clock_steps and clock_steps[0].at <= clock.sim_now():
-            step = clock_steps.pop(0)
-            try:
-                control.run_action(step.do, step.params, step.for_)
-            except Exception as err:  # a step that fails is reported, the timeline goes on
-                errors.append(f"t={clock.sim_now():g} {step.do}: {getattr(err, 'message', err)}")
+        steps.tick()
         if time.monotonic() - last_check > CHECK_WALL_S:
             coordinator.check()
             last_check = time.monotonic()
@@ -187,6 +175,52 @@ def client_env(coordinator: Coordinator, control_url: str, scenario: Scenario) -
     if mqtt := coordinator.info[AUTOMATION_SHARD].get("mqtt"):
         env["TWIN_MQTT_URL"] = mqtt
     return env
+
+
+class CoordinatorSteps:
+    """What of a scenario's timeline the coordinator does: its clock steps (``at``), and handing
+    the events that start another shard's ``after`` steps over, after each barrier and, in
+    realtime, at each :meth:`tick`."""
+
+    def __init__(self, scenario: Scenario, control: ClusterControl, errors: list[str]) -> None:
+        self.scenario, self.control, self.errors = scenario, control, errors
+        timed = [s for s in scenario.timeline if s.at is not None and step_owner(s, {}) is None]
+        self.clock_steps = sorted(timed, key=lambda s: s.at or 0.0)
+        self.relaying = relays(scenario, control.coordinator.owners)
+        if self.relaying:
+            control.clock.after_barrier = self.relay
+
+    def relay(self) -> None:
+        relay(self.control.coordinator, self.scenario)
+
+    def tick(self) -> None:
+        clock = self.control.clock
+        while self.clock_steps and (self.clock_steps[0].at or 0.0) <= clock.sim_now():
+            step = self.clock_steps.pop(0)
+            try:
+                self.control.run_action(step.do, step.params, step.for_)
+            except Exception as err:  # a step that fails is reported, the timeline goes on
+                self.errors.append(f"t={clock.sim_now():g} {step.do}: {getattr(err, 'message', err)}")
+        if self.relaying and clock.mode is ClockMode.REALTIME:  # no barrier: hand them over now
+            self.relay()
+
+
+def relays(scenario: Scenario, owners: dict[str, str]) -> bool:
+    """Whether an ``after`` step may be started by an event on another shard than its own."""
+    return any(
+        s.after is not None and event_owner(s.after.source, owners) != step_owner(s, owners)
+        for s in scenario.timeline
+    )
+
+
+def relay(coordinator: Coordinator, scenario: Scenario) -> None:
+    """Hand each shard's events that start another shard's ``after`` steps to that shard, in
+    (sim time, shard) order: they arrive at the barrier after the event, and a step whose delay
+    has not passed by then runs on time."""
+    seen = coordinator.broadcast("outbox")
+    for at, _, index in sorted((at, shard, i) for shard, box in seen.items() for at, i in box):
+        coordinator.call(step_owner(scenario.timeline[index], coordinator.owners) or AUTOMATION_SHARD,
+                         "deliver", index, at)  # fmt: skip
 
 
 def _watched(coordinator: Coordinator, end: float) -> dict[str, Any]:

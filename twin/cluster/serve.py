@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 
 from hardware.ports.types import ClockMode
 from twin import http_limits as limits
@@ -20,11 +21,15 @@ from twin import listeners as http
 from twin.cluster.control import ClusterClock, ClusterControl, control_app
 from twin.cluster.coordinator import Coordinator, ShardLost
 from twin.cluster.plan import AUTOMATION_SHARD
-from twin.cluster.run import owners_of
+from twin.cluster.run import CoordinatorSteps, owners_of
+from twin.scenario.model import load_scenario
+from twin.scenario.timeline import LoggedList
 from twin.settings import Settings
 
 log = logging.getLogger("twin")
 WATCH_WALL_S = 0.5
+STEPS_WALL_S = 0.02
+"""How often (wall seconds) the coordinator looks at the timeline's clock steps and relays."""
 
 
 def serve_sharded(settings: Settings) -> None:
@@ -53,7 +58,11 @@ async def _serve(settings: Settings) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        watch = asyncio.create_task(_watch(coordinator, control))
+        scenario = (
+            load_scenario(settings.scenario, allowed=settings.scenario_files) if settings.scenario else None
+        )
+        steps = CoordinatorSteps(scenario, control, LoggedList()) if scenario is not None else None
+        watch = asyncio.create_task(_watch(coordinator, steps))
         await stop.wait()
         watch.cancel()
         with contextlib.suppress(BaseException):
@@ -64,12 +73,18 @@ async def _serve(settings: Settings) -> None:
         await asyncio.to_thread(coordinator.shutdown)
 
 
-async def _watch(coordinator: Coordinator, control: ClusterControl) -> None:
-    """Look for shards whose process is gone (the coordinator logs each once)."""
+async def _watch(coordinator: Coordinator, steps: CoordinatorSteps | None) -> None:
+    """Look for shards whose process is gone (the coordinator logs each once), and do the
+    coordinator's part of the scenario's timeline."""
+    last = 0.0
     while True:
-        await asyncio.sleep(WATCH_WALL_S)
+        await asyncio.sleep(STEPS_WALL_S if steps is not None else WATCH_WALL_S)
         with contextlib.suppress(ShardLost):  # logged, and left out of every later call
-            coordinator.check()
+            if steps is not None:
+                steps.tick()
+            if time.monotonic() - last > WATCH_WALL_S:
+                coordinator.check()
+                last = time.monotonic()
 
 
 def _token_note(settings: Settings, token: str | None) -> str:

@@ -111,6 +111,9 @@ class Shard:
         self.twin: Any = None
         self.errors: list[str] = []
         self._recorder: Any = None
+        self._timeline: list[Step] = []
+        self._relayed: list[tuple[int, Step]] = []
+        self._outbox: list[tuple[float, int]] = []
         self._tmp: tempfile.TemporaryDirectory | None = None
         self._sessions: Any = None
         self._stopped = asyncio.Event()
@@ -156,12 +159,47 @@ class Shard:
         }
 
     def _schedule(self, scenario: Scenario) -> None:
+        """Its own timeline steps on its clock, and a watch for the events that start another
+        shard's ``after`` steps (handed to the coordinator, :meth:`outbox`)."""
         from twin.scenario.timeline import schedule
 
         mine = [s for s in scenario.timeline if step_owner(s, self.owners) == self.name]
         self._recorder = schedule(
             scenario.model_copy(update={"timeline": mine}), self.twin.control, self.errors
         )
+        self._timeline = list(scenario.timeline)
+        self._relayed = [
+            (i, step) for i, step in enumerate(self._timeline)
+            if step.after is not None and step_owner(step, self.owners) not in (self.name, None)
+            and event_owner(step.after.source, self.owners) in (self.name, None)
+        ]  # fmt: skip
+        if self._relayed:
+            self.twin.world.observers.append(self._relay)
+
+    def _relay(self, event: Event) -> None:
+        for i, step in list(self._relayed):
+            after = step.after
+            assert after is not None
+            if after.event == event.kind.value and after.source in (None, event.source):
+                self._outbox.append((event.at, i))
+                self._relayed.remove((i, step))
+
+    def outbox(self) -> list[tuple[float, int]]:
+        """The events seen since the last call that start another shard's ``after`` step: each
+        one's sim time and the step's place in the timeline."""
+        out, self._outbox = self._outbox, []
+        return out
+
+    def deliver(self, index: int, at: float) -> bool:
+        """Another shard saw the event that starts ``after`` step ``index`` at sim time ``at``: it
+        runs ``delay`` after that, or now if that is past (the event came at a barrier). ``False``
+        when the step has started already."""
+        step = self._timeline[index]
+        if self._recorder is None or step not in self._recorder.pending or step.after is None:
+            return False
+        self._recorder.pending.remove(step)
+        self._recorder.fire(step, max(0.0, at + step.after.delay - self.twin.world.env.now))
+        return True
 
     async def until_stopped(self) -> None:
         """Returns once the shard is stopped: a call its coordinator holds open to learn that its

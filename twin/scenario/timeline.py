@@ -82,13 +82,13 @@ def attach(running, scenario: Scenario | None) -> list[str]:
     control = running.twin.control
     if running.broker is not None:
         control.broker = BrokerSwitch(running)
-    errors: list[str] = _LoggedList()
+    errors: list[str] = LoggedList()
     if scenario is not None and scenario.timeline:
         schedule(scenario, control, errors)
     return errors
 
 
-class _LoggedList(list):
+class LoggedList(list):
     def append(self, item: str) -> None:
         log.warning("twin: scenario step failed: %s", item)
         super().append(item)
