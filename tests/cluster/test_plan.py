@@ -102,3 +102,9 @@ def test_an_unreachable_cluster_exits_4_at_once(capsys) -> None:
     )
     assert status == 4
     assert "no Ray head answers there" in capsys.readouterr().err
+
+
+def test_twin_run_refuses_real_members_on_shards(capsys) -> None:
+    status = main(["run", "--shards", "2", "--real-camera", "http://127.0.0.1:1", "--port", "0"])
+    assert status == 2
+    assert "served by one process" in capsys.readouterr().err

@@ -37,9 +37,13 @@ def serve_sharded(settings: Settings) -> None:
 
 
 async def _serve(settings: Settings) -> None:
-    from twin.cluster.plan import split
+    from twin.cluster.plan import SplitError, split
     from twin.serve import world_config
 
+    if settings.has_real_members:
+        raise SplitError(
+            "real members (--real-automation, --real-camera) are served by one process: drop --shards"
+        )
     config, mode, speed = world_config(settings)
     specs = split(config, settings.shards or 1, publishing=settings.publish_fleet is not None)
     coordinator = Coordinator(settings, specs, owners_of(specs), address=settings.cluster)
