@@ -40,11 +40,14 @@ async def _serve(settings: Settings) -> None:
     from twin.cluster.plan import SplitError, split
     from twin.serve import world_config
 
-    if settings.has_real_members:
+    scenario = (
+        load_scenario(settings.scenario, allowed=settings.scenario_files) if settings.scenario else None
+    )
+    if settings.has_real_members or (scenario is not None and scenario.real_names()):
         raise SplitError(
             "real members (--real-automation, --real-camera) are served by one process: drop --shards"
         )
-    config, mode, speed = world_config(settings)
+    config, mode, speed = world_config(settings, scenario)
     specs = split(config, settings.shards or 1, publishing=settings.publish_fleet is not None)
     coordinator = Coordinator(settings, specs, owners_of(specs), address=settings.cluster)
     coordinator.start()  # Ray wants its first call on the main thread
@@ -62,9 +65,6 @@ async def _serve(settings: Settings) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        scenario = (
-            load_scenario(settings.scenario, allowed=settings.scenario_files) if settings.scenario else None
-        )
         steps = CoordinatorSteps(scenario, control, LoggedList()) if scenario is not None else None
         watch = asyncio.create_task(_watch(coordinator, steps))
         await stop.wait()
