@@ -185,6 +185,8 @@ class LimitedHttpTools(HttpToolsProtocol):
     def handle_websocket_upgrade(self) -> None:
         self._cancel_head_timer()
         self._reading_head = False
+        if isinstance(self.transport, Coalescing):  # a WebSocket's frames go straight out
+            self.transport = self.transport.transport
         super().handle_websocket_upgrade()
 
     def on_message_begin(self) -> None:
@@ -227,37 +229,50 @@ class LimitedHttpTools(HttpToolsProtocol):
 
 
 class Coalescing:
-    """A connection's transport whose writes within one turn of the event loop leave as one: a
-    response's head and body then cost one system call and one TCP segment instead of two. The
-    bytes and their order are unchanged; whatever is pending is written before the transport is
-    closed or half-closed, and dropped by an abort."""
+    """A connection's transport that sends a response's head together with what follows it: the
+    head is held, and leaves with the next write (a plain response's body, in the same turn of the
+    event loop) as one system call and one TCP segment instead of two; a head nothing follows in
+    that turn (a stream's) leaves at the end of the turn. Every other write goes straight through,
+    so nothing but a lone head waits. The bytes and their order are unchanged; a held head is
+    written before the transport is closed or half-closed, and dropped by an abort."""
 
-    __slots__ = ("_loop", "_pending", "_transport")
+    __slots__ = ("_held", "_loop", "_transport")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
-        self._pending: list[bytes] = []
+        self._held: bytes | None = None
+
+    @property
+    def transport(self) -> asyncio.Transport:
+        """The transport under this one, its held head (if any) sent first."""
+        self.flush()
+        return self._transport
 
     def write(self, data: bytes) -> None:
-        if not self._pending:
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._transport.writelines((held, data))
+        elif data.startswith(b"HTTP/"):
+            self._held = data
             self._loop.call_soon(self.flush)
-        self._pending.append(data)
+        else:
+            self._transport.write(data)
 
     def writelines(self, lines: Any) -> None:
         for data in lines:
             self.write(data)
 
     def flush(self) -> None:
-        pending = self._pending
-        if not pending:
-            return
-        self._pending = []
-        if not self._transport.is_closing():
-            self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+        held = self._held
+        if held is not None:
+            self._held = None
+            if not self._transport.is_closing():
+                self._transport.write(held)
 
     def get_write_buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size() + sum(map(len, self._pending))
+        return self._transport.get_write_buffer_size() + len(self._held or b"")
 
     def close(self) -> None:
         self.flush()
@@ -268,7 +283,7 @@ class Coalescing:
         self._transport.write_eof()
 
     def abort(self) -> None:
-        self._pending = []
+        self._held = None
         self._transport.abort()
 
     def __getattr__(self, name: str) -> Any:

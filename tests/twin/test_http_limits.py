@@ -1,10 +1,12 @@
-"""The listeners' transport wrapper: writes within one turn of the loop leave as one."""
+"""The listeners' transport wrapper: a response's head leaves with what follows it."""
 
 from __future__ import annotations
 
 import asyncio
 
 from twin.http_limits import Coalescing
+
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\n"
 
 
 class Recorder:
@@ -14,6 +16,9 @@ class Recorder:
 
     def write(self, data: bytes) -> None:
         self.writes.append(data)
+
+    def writelines(self, lines) -> None:
+        self.writes.append(b"".join(lines))  # one call: one system call for the transport
 
     def is_closing(self) -> bool:
         return self.closed or self.aborted
@@ -34,48 +39,58 @@ class Recorder:
         return f"extra:{name}"
 
 
-async def test_writes_of_one_turn_leave_as_one() -> None:
+def wrapped() -> tuple[Recorder, Coalescing]:
     raw = Recorder()
-    transport = Coalescing(raw, asyncio.get_running_loop())  # type: ignore[arg-type]
-    transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    return raw, Coalescing(raw, asyncio.get_running_loop())  # type: ignore[arg-type]
+
+
+async def test_a_head_leaves_with_its_body_at_once() -> None:
+    raw, transport = wrapped()
+    transport.write(HEAD)
+    assert raw.writes == [] and transport.get_write_buffer_size() == 7 + len(HEAD)
     transport.write(b"body")
-    assert raw.writes == [] and transport.get_write_buffer_size() == 7 + 23
+    assert raw.writes == [HEAD + b"body"]  # no waiting for the end of the turn
     await asyncio.sleep(0)
-    assert raw.writes == [b"HTTP/1.1 200 OK\r\n\r\nbody"]
+    assert raw.writes == [HEAD + b"body"]  # the scheduled flush finds nothing held
+    assert transport.get_extra_info("peername") == "extra:peername"  # the rest is the transport's
+
+
+async def test_other_writes_go_straight_through_and_a_lone_head_at_the_end_of_the_turn() -> None:
+    raw, transport = wrapped()
+    transport.write(b"data: chunk\n\n")
+    assert raw.writes == [b"data: chunk\n\n"]
+    transport.write(HEAD)
+    await asyncio.sleep(0)
+    assert raw.writes[1:] == [HEAD]
     transport.writelines([b"a", b"b"])
-    await asyncio.sleep(0)
-    assert raw.writes[1:] == [b"ab"]
-    assert transport.get_extra_info("peername") == "extra:peername"  # everything else is the transport's
+    assert raw.writes[2:] == [b"a", b"b"]
 
 
-async def test_close_and_eof_send_what_is_pending_first_and_abort_drops_it() -> None:
-    loop = asyncio.get_running_loop()
-    raw = Recorder()
-    transport = Coalescing(raw, loop)  # type: ignore[arg-type]
-    transport.write(b"last")
+async def test_close_eof_and_unwrapping_send_a_held_head_first_and_abort_drops_it() -> None:
+    raw, transport = wrapped()
+    transport.write(HEAD)
     transport.close()
-    assert raw.writes == [b"last"] and raw.closed
-    await asyncio.sleep(0)  # the scheduled flush finds nothing left
-    assert raw.writes == [b"last"]
+    assert raw.writes == [HEAD] and raw.closed
 
-    raw = Recorder()
-    transport = Coalescing(raw, loop)  # type: ignore[arg-type]
-    transport.write(b"tail")
+    raw, transport = wrapped()
+    transport.write(HEAD)
     transport.write_eof()
-    assert raw.writes == [b"tail"] and raw.eof
+    assert raw.writes == [HEAD] and raw.eof
 
-    raw = Recorder()
-    transport = Coalescing(raw, loop)  # type: ignore[arg-type]
-    transport.write(b"gone")
+    raw, transport = wrapped()
+    transport.write(HEAD)
+    assert transport.transport is raw and raw.writes == [HEAD]
+
+    raw, transport = wrapped()
+    transport.write(HEAD)
     transport.abort()
     await asyncio.sleep(0)
     assert raw.writes == [] and raw.aborted
 
 
 async def test_nothing_is_written_to_a_closing_transport() -> None:
-    raw = Recorder()
-    transport = Coalescing(raw, asyncio.get_running_loop())  # type: ignore[arg-type]
-    transport.write(b"late")
+    raw, transport = wrapped()
+    transport.write(HEAD)
     raw.closed = True  # the peer went away in between
     await asyncio.sleep(0)
     assert raw.writes == []
