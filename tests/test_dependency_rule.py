@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -444,3 +446,13 @@ def test_only_the_coordinator_imports_ray() -> None:
         if any(m == "ray" or m.startswith("ray.") for m in imported_modules(path))
     }
     assert users == {"twin/cluster/coordinator.py"}
+
+
+def test_a_single_process_twin_never_imports_ray() -> None:
+    code = (
+        "import sys; from twin.cli import main; from twin.serve import build; from twin.settings import "
+        "Settings, LOOPBACK; from twin.scenario.runner import run; build(Settings(**LOOPBACK)); "
+        "print('ray' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stderr[-2000:]
