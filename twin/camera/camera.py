@@ -7,6 +7,7 @@ Power (:mod:`twin.camera.power`) goes down on a reboot; then every session is dr
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import secrets
@@ -54,7 +55,10 @@ CREDENTIALS_KIND = "camera_credentials"
 when the password changes and read back when the camera is built."""
 
 
+@functools.lru_cache(maxsize=1024)
 def _token_digest(token: str) -> str:
+    """A session token's key (a client sends the same token request after request: hashed once
+    while it is in use)."""
     token = token.removeprefix("Bearer ").strip()
     return hashlib.sha256(token.encode()).hexdigest()
 

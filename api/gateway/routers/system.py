@@ -30,7 +30,7 @@ async def os_upgrade_status(backend: Backend) -> JSONResponse:
 
 @router.get("/info")
 async def info(backend: Backend) -> JSONResponse:
-    return schemas.ok(shapes.system_info(backend.system.info()))
+    return schemas.ok_plain(shapes.system_info(backend.system.info()))  # a version and booleans
 
 
 @router.get("/stats")
