@@ -179,17 +179,17 @@ def sizing(results: dict[str, Any]) -> list[dict[str, Any]]:
             "memory_gb": (fleet["rss_total_mb"] * max(1.0, scale) + fleet["broker_rss_mb"]) / 1024,
             "shards": fleet["shards"],
         })  # fmt: skip
-    if cams is not None and idle is not None and cams["sustained_1"] > 0:
-        per_shard = cams["sustained_1"]
-        shards = math.ceil(GOAL_CAMERAS / per_shard)
+    if cams is not None and idle is not None and cams["core_per_camera"] > 0:
+        core = cams["core_per_camera"]
+        shards = math.ceil(GOAL_CAMERAS * core)  # a shard per core: its cameras use one core's time
         per_camera_mb = idle["per_camera_mb"] + max(0.0, cams["stream_mb_per_camera"])
         rows.append({
             "what": f"{GOAL_CAMERAS:,} cameras streaming main 720p25 + sub 360p25, each watched",
             "unit_cost": (
-                f"{cams['core_per_camera']:.2f} core and {per_camera_mb:.1f} MB per camera; "
-                f"{per_shard:g} per shard, {idle['shard_base_mb']:.0f} MB per shard"
+                f"{core:.2f} core and {per_camera_mb:.1f} MB per camera; a shard per core "
+                f"({1 / core:.1f} cameras), {idle['shard_base_mb']:.0f} MB per shard"
             ),
-            "cores": GOAL_CAMERAS * cams["core_per_camera"],
+            "cores": GOAL_CAMERAS * core,
             "memory_gb": (shards * idle["shard_base_mb"] + GOAL_CAMERAS * per_camera_mb) / 1024,
             "shards": shards,
         })  # fmt: skip

@@ -156,9 +156,9 @@ def test_the_sizing_follows_from_the_per_unit_costs() -> None:
     sensors, cams = sizing.sizing(results)
     # 10 000 msg/s at (0.4 core of shards + 0.2 of broker) per 10 000 msg/s
     assert sensors["cores"] == pytest.approx(0.6) and sensors["memory_gb"] == pytest.approx(1050 / 1024)
-    # 0.2 core per camera; 4 per shard -> 250 shards of 200 MB, and 0.5 + 50 MB per camera
-    assert cams["cores"] == pytest.approx(200) and cams["shards"] == 250
-    assert cams["memory_gb"] == pytest.approx((250 * 200 + 1000 * 50.5) / 1024)
+    # 0.2 core per camera: 200 cores, a shard per core (200 of 200 MB), and 0.5 + 50 MB per camera
+    assert cams["cores"] == pytest.approx(200) and cams["shards"] == 200
+    assert cams["memory_gb"] == pytest.approx((200 * 200 + 1000 * 50.5) / 1024)
     assert sizing.sizing({"fleet": {"runs": [], "failed": True}}) == []
 
 
