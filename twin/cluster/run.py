@@ -25,7 +25,6 @@ from twin.cluster.coordinator import Coordinator, ShardLost
 from twin.cluster.merge import merged_events, merged_journal
 from twin.cluster.plan import AUTOMATION_SHARD, ShardSpec, split
 from twin.cluster.shard import ShardRecord, event_owner, step_owner
-from twin.scenario import notices
 from twin.scenario.client import finish_client, start_client
 from twin.scenario.expectations import RunRecord
 from twin.scenario.model import Scenario, load_scenario
@@ -34,7 +33,7 @@ from twin.scenario.runner import (
     POLL_WALL_S,
     RunOptions,
     RunResult,
-    _judged,
+    judge,
     pacing,
     runner_settings,
     trace_of,
@@ -254,13 +253,7 @@ def _result(scenario, source, opts, records, errors, clock, end, client_exit, cl
         (t, r.name, i, name, params, r.undone.get(i)) for r in records for t, i, name, params in r.actions
     )
     numbered = [(t, n, name, params) for n, (t, _, _, name, params, _) in enumerate(runs, 1)]
-    client_verdict = scenario.client.judge(record)
-    paced = step_mode and opts.client is not None
-    said = [
-        notices.stalled(scenario, end, scenario.stop.at, bool(opts.step)) if paced else None,
-        notices.unreached(scenario, record, client_verdict.passed if client_verdict else None),
-    ]
-    verdicts, judge_s = _judged(scenario, record)
+    verdicts, judge_s, client_verdict, said = judge(scenario, record, opts, step_mode, scenario.stop.at)
     return RunResult(
         scenario=scenario,
         source=source,
@@ -276,7 +269,7 @@ def _result(scenario, source, opts, records, errors, clock, end, client_exit, cl
         events_published=sum(r.events_emitted for r in records),
         client_verdict=client_verdict,
         client_command=opts.client,
-        notices=[n for n in said if n],
+        notices=said,
         speed=clock.speed,
         judge_s=judge_s,
     )

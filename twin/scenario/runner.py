@@ -264,13 +264,7 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         broker_outages=list(mqtt_log.outages) if mqtt_log is not None else [],
         client_stopped=client_stopped,
     )
-    paced = step_mode and opts.client is not None
-    client_verdict = scenario.client.judge(record)
-    said = [
-        notices.stalled(scenario, record.end, stop_at, bool(opts.step)) if paced else None,
-        notices.unreached(scenario, record, client_verdict.passed if client_verdict else None),
-    ]
-    verdicts, judge_s = _judged(scenario, record)
+    verdicts, judge_s, client_verdict, said = judge(scenario, record, opts, step_mode, stop_at)
     return RunResult(
         scenario=scenario,
         source=source,
@@ -286,10 +280,24 @@ async def run(source: Path, opts: RunOptions | None = None) -> RunResult:
         events_published=world.events_emitted,
         client_verdict=client_verdict,
         client_command=opts.client,
-        notices=[n for n in said if n],
+        notices=said,
         speed=clock.speed,
         judge_s=judge_s,
     )
+
+
+def judge(
+    scenario: Scenario, record: RunRecord, opts: RunOptions, step_mode: bool, stop_at: float
+) -> tuple[list[Verdict], list[float], Verdict | None, list[str]]:
+    """A run's verdicts (and the wall seconds each took), its client's, and its notices."""
+    paced = step_mode and opts.client is not None
+    client_verdict = scenario.client.judge(record)
+    said = [
+        notices.stalled(scenario, record.end, stop_at, bool(opts.step)) if paced else None,
+        notices.unreached(scenario, record, client_verdict.passed if client_verdict else None),
+    ]
+    verdicts, judge_s = _judged(scenario, record)
+    return verdicts, judge_s, client_verdict, [n for n in said if n]
 
 
 def _judged(scenario: Scenario, record: RunRecord) -> tuple[list[Verdict], list[float]]:
