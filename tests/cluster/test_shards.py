@@ -133,7 +133,7 @@ async def test_actions_go_to_their_shard_and_unknown_targets_are_refused(plane) 
     assert (await client.get("/actions")).json()  # the log lists what ran
     r = await client.delete("/actions/1")
     assert r.status_code == 200
-    assert coordinator.shards["shard-1"].active() == []
+    assert coordinator.shards["shard-1"].control("active_actions") == []
 
 
 async def test_snapshot_and_restore_every_shard_at_one_time(plane) -> None:
@@ -223,3 +223,9 @@ async def test_epoch_now_is_the_coordinators_on_every_shard(tmp_path) -> None:
         assert {info["epoch"] for info in coordinator.info.values()} == {1_800_000_000.0}
     finally:
         await coordinator.stop()
+
+
+async def test_a_shard_takes_only_its_control_calls_by_name(plane) -> None:
+    _, coordinator, _ = plane
+    with pytest.raises(ValueError, match="no control call"):
+        coordinator.shards["shard-0"].control("reset")

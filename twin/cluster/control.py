@@ -230,7 +230,7 @@ class ClusterControl:
             self.set_speed(parsed["speed"])  # the clock's one action
             said = {"action": name, "params": parsed, "undo_at": None}
         else:
-            said = self.coordinator.call(shard, "act", name, params, for_seconds)
+            said = self.coordinator.call(shard, "control", "run_action", name, params, for_seconds)
         action_id = next(self._action_ids)
         self.actions[action_id] = (shard or "coordinator", said.get("id", 0), said)
         return {**said, "id": action_id, "shard": shard or "coordinator"}
@@ -239,10 +239,11 @@ class ClusterControl:
         found = self.actions.get(action_id)
         if found is None or found[0] == "coordinator":
             return False
-        return bool(self.coordinator.call(found[0], "undo", found[1]))
+        return bool(self.coordinator.call(found[0], "control", "undo_action", found[1]))
 
     def active_actions(self) -> list[int]:
-        active = {name: set(ids) for name, ids in self.coordinator.broadcast("active").items()}
+        undoable = self.coordinator.broadcast("control", "active_actions")
+        active = {name: set(ids) for name, ids in undoable.items()}
         return sorted(i for i, (shard, there, _) in self.actions.items() if there in active.get(shard, ()))
 
     def action_log(self, since_id: int = 0) -> list[dict[str, Any]]:

@@ -36,6 +36,8 @@ from twin.scenario.reach import member
 from twin.settings import AUTOMATION, Settings
 
 _TELEMETRY = EventKind.DEVICE_TELEMETRY
+CONTROL_CALLS = frozenset({"run_action", "undo_action", "active_actions"})
+"""What :meth:`Shard.control` passes to the shard's :class:`twin.control.TwinControl`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,11 +249,12 @@ class Shard:
         return self.twin.world.env.now if self.twin is not None else 0.0
 
     # Actions and state -----------------------------------------------------------------------------
-    def act(self, name: str, params: dict[str, Any], for_seconds: float | None = None) -> dict[str, Any]:
-        return self.twin.control.run_action(name, params, for_seconds)
-
-    def undo(self, action_id: int) -> bool:
-        return self.twin.control.undo_action(action_id)
+    def control(self, method: str, *args: Any) -> Any:
+        """One of the shard's control calls the coordinator routes here by name (an action run on
+        what the shard holds, its undo, the actions still undoable): an actor is called by name."""
+        if method not in CONTROL_CALLS:
+            raise ValueError(f"{method!r} is no control call of a shard")
+        return getattr(self.twin.control, method)(*args)
 
     def snapshot(self, label: str = "") -> str:
         return self.twin.control.snapshot(label).id
@@ -268,10 +271,6 @@ class Shard:
 
     def journal_all(self) -> list[JournalEntry]:
         return list(self.twin.journal.entries)
-
-    def active(self) -> list[int]:
-        """The ids (this shard's) of its actions still undoable."""
-        return self.twin.control.active_actions()
 
     def watched(self, end: float) -> dict[str, tuple[list[float], list[float]]]:
         """The scenario's watched metrics from its sensors (the automation shard's), for the report."""
