@@ -46,6 +46,7 @@ from hardware.adapters.broker_server import BrokerError, find_binary, start_brok
 TARGET = 0.999
 READY_TIMEOUT_S = 600.0  # 100 000 sensors take a while to build on a loaded machine
 DRAIN_EXTRA_S = 5.0
+SERVE_PUBLISHER = "--serve-publisher"
 SCENARIO = """\
 name: brokers-bench
 description: Broker bench, publisher {index} of {publishers}, {sensors} sensors every {period:g} s.
@@ -152,11 +153,29 @@ def launch_publishers(
         buffer,
     )
     twins = []
-    for scenario in scenarios(workdir, sensors, args.publishers, args.period):
+    for index, scenario in enumerate(scenarios(workdir, sensors, args.publishers, args.period)):
         port, control_port = servers.free_port(), servers.free_port()
-        argv = servers.twin_run(scenario, port, control_port, *flags)
+        # Two twins under one MQTT client id would end each other's sessions: each its own.
+        own = [sys.executable, "-m", "bench.brokers", SERVE_PUBLISHER, f"twin-fleet-p{index}"]
+        command = own if args.publishers > 1 else None
+        argv = servers.twin_run(scenario, port, control_port, *flags, command=command)
         twins.append(servers.launch(f"twin-{len(twins)}", argv, port, control_port))
     return twins
+
+
+def serve_publisher(client_id: str, argv: list[str]) -> int:
+    """``SERVE_PUBLISHER CLIENT_ID run ...``: ``twin run ...`` whose fleet publisher connects as
+    ``CLIENT_ID`` (one ``twin run`` always connects as ``twin-fleet``)."""
+    from hardware.adapters import mqtt_fleet
+    from twin import cli
+
+    init = mqtt_fleet.FleetPublisher.__init__
+
+    def named(self: mqtt_fleet.FleetPublisher, *a: Any, **kw: Any) -> None:
+        init(self, *a, **{**kw, "client_id": client_id})
+
+    mqtt_fleet.FleetPublisher.__init__ = named  # type: ignore[method-assign]
+    return cli.main(argv)
 
 
 def totals(twins: list[servers.Server]) -> dict[str, int]:
@@ -390,6 +409,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == [SERVE_PUBLISHER]:
+        return serve_publisher(argv[1], argv[2:])
     args = parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="bench-brokers-"))
     try:
