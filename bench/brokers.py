@@ -109,6 +109,7 @@ class Run:
     received: int
     dropped: int
     undelivered: int
+    reconnects: int
     drained: bool
     publisher_cores: float  # all publishers' CPU over the window's wall time
     broker_cores: float
@@ -179,7 +180,7 @@ def serve_publisher(client_id: str, argv: list[str]) -> int:
 
 
 def totals(twins: list[servers.Server]) -> dict[str, int]:
-    keys = ("produced", "acknowledged", "undelivered", "dropped", "buffered", "in_flight")
+    keys = ("produced", "acknowledged", "undelivered", "dropped", "buffered", "in_flight", "reconnects")
     states = [control(t, "GET", "/publisher") for t in twins]
     return {k: sum(s[k] for s in states) for k in keys}
 
@@ -191,20 +192,7 @@ def one_run(name: str, rate: float, args: argparse.Namespace, workdir: Path) -> 
     counter: UplinkCounter | None = None
     try:
         counter = MqttCounter(servers.HOST, broker.port).start()
-        url = f"mqtt://{servers.HOST}:{broker.port}"
-        buffer = str(2 * math.ceil(sensors / args.publishers))
-        flags = (
-            "--rate-limit",
-            str(servers.RATE_LIMIT),
-            "--publish-fleet-to",
-            url,
-            "--publish-fleet-buffer",
-            buffer,
-        )
-        for scenario in scenarios(workdir, sensors, args.publishers, args.period):
-            port, control_port = servers.free_port(), servers.free_port()
-            argv = servers.twin_run(scenario, port, control_port, *flags)
-            twins.append(servers.launch(f"twin-{len(twins)}", argv, port, control_port))
+        twins = launch_publishers(args, workdir, sensors, f"mqtt://{servers.HOST}:{broker.port}")
         took = max(servers.wait_healthy(t, timeout=READY_TIMEOUT_S) for t in twins)
         deadline = time.monotonic() + 60
         while not all(control(t, "GET", "/publisher")["connected"] for t in twins):
@@ -236,6 +224,7 @@ def one_run(name: str, rate: float, args: argparse.Namespace, workdir: Path) -> 
             received=counter.received,
             dropped=final["dropped"],
             undelivered=final["undelivered"],
+            reconnects=final["reconnects"],
             drained=drained,
             publisher_cores=(edge1["publisher_cpu"] - edge0["publisher_cpu"]) / wall,
             broker_cores=(edge1["broker_cpu"] - edge0["broker_cpu"]) / wall,
@@ -338,16 +327,7 @@ def counters_run(args: argparse.Namespace, workdir: Path) -> str:
         for name in args.counters:
             port = broker.nats_port if name == "nats" else broker.port
             counters[name] = COUNTERS[name](servers.HOST, port).start()
-        url = f"mqtt://{servers.HOST}:{broker.port}"
-        flags = ("--rate-limit", str(servers.RATE_LIMIT), "--publish-fleet-to", url,
-                 "--publish-fleet-buffer", str(2 * math.ceil(sensors / args.publishers)))  # fmt: skip
-        for scenario in scenarios(workdir, sensors, args.publishers, args.period):
-            port, control_port = servers.free_port(), servers.free_port()
-            twins.append(
-                servers.launch(
-                    "twin", servers.twin_run(scenario, port, control_port, *flags), port, control_port
-                )
-            )
+        twins = launch_publishers(args, workdir, sensors, f"mqtt://{servers.HOST}:{broker.port}")
         for twin in twins:
             servers.wait_healthy(twin, timeout=READY_TIMEOUT_S)
         time.sleep(args.warmup)
@@ -434,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
                     results.setdefault((name, rate), []).append(run)
                     print(
                         f"  {name} {rate:g}/s run {n}/{args.runs}: {run.received_per_s:.0f} received/s, "
-                        f"ratio {run.ratio:.4f}, backlog at the end {run.backlog_end}",
+                        f"ratio {run.ratio:.4f}, backlog at the end {run.backlog_end}, "
+                        f"{run.dropped} dropped, {run.undelivered} undelivered, {run.reconnects} reconnects",
                         file=sys.stderr,
                     )
     except (servers.ServerError, BrokerError, OSError) as err:
