@@ -59,13 +59,28 @@ def client_key(request: HTTPConnection) -> str:
 _KEYED = frozenset((b"x-api-key", b"authorization", b"x-session-id", b"user-agent", b"accept"))
 
 
+class _Window:
+    """One client's requests in the window, as runs of requests at the same world instant (oldest
+    first): on a still clock (step mode) a client's whole window is one run, whatever its rate."""
+
+    __slots__ = ("runs", "total")
+
+    def __init__(self) -> None:
+        self.runs: deque[list[float]] = deque()
+        """``[world time, requests at that time]``."""
+        self.total = 0
+
+    def newest(self) -> float | None:
+        return self.runs[-1][0] if self.runs else None
+
+
 class RateLimiter:
     def __init__(self, limit: int, now: Callable[[], float]) -> None:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         self.base_limit = limit
         self._now = now
-        self._hits: dict[str, deque[float]] = {}
+        self._hits: dict[str, _Window] = {}
         self._storm: tuple[int, float] | None = None
         self._swept = now()
         self.rejected = 0
@@ -96,13 +111,18 @@ class RateLimiter:
         if window is None:
             if now - self._swept >= WINDOW_S or len(self._hits) >= MAX_CLIENTS:
                 self.forget_idle()
-            window = self._hits[key] = deque()
-        while window and window[0] <= now - WINDOW_S:
-            window.popleft()
-        if len(window) >= self.limit:
+            window = self._hits[key] = _Window()
+        runs = window.runs
+        while runs and runs[0][0] <= now - WINDOW_S:
+            window.total -= int(runs.popleft()[1])
+        if window.total >= self.limit:
             self.rejected += 1
-            return max(0, math.floor(WINDOW_S - (now - window[0])))
-        window.append(now)
+            return max(0, math.floor(WINDOW_S - (now - runs[0][0])))
+        if runs and runs[-1][0] == now:
+            runs[-1][1] += 1
+        else:
+            runs.append([now, 1])
+        window.total += 1
         return None
 
     def forget_idle(self) -> None:
@@ -110,7 +130,7 @@ class RateLimiter:
         the longest-tracked ones."""
         now = self._swept = self._now()
         hits = self._hits
-        for key in [k for k, w in hits.items() if not w or w[-1] <= now - WINDOW_S]:
+        for key in [k for k, w in hits.items() if (t := w.newest()) is None or t <= now - WINDOW_S]:
             del hits[key]
         for key in list(itertools.islice(hits, max(0, len(hits) - MAX_CLIENTS + 1))):
             del hits[key]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import random
+from collections import deque
 from collections.abc import AsyncIterator
 
 import httpx
@@ -49,6 +52,37 @@ def test_sliding_window_and_retry_after() -> None:
     assert [limiter.hit("a") for _ in range(3)] == [None] * 3  # the t=0 requests have left the window
     now[0] = 119.9
     assert limiter.hit("a") == 0  # can be 0: the truncation the real server does
+
+
+def test_a_still_clock_keeps_one_run_per_client() -> None:
+    now = [5.0]
+    limiter = RateLimiter(100_000, lambda: now[0])
+    assert all(limiter.hit("a") is None for _ in range(50_000))
+    window = limiter._hits["a"]
+    assert (len(window.runs), window.total) == (1, 50_000)
+
+
+def test_the_window_counts_as_one_entry_per_request_would() -> None:
+    """Random instants (several requests sharing some), a limit lowered and raised: every answer is
+    the one a window holding each request's time would give."""
+    rng = random.Random(7)
+    now = [0.0]
+    limiter = RateLimiter(20, lambda: now[0])
+    plain: dict[str, deque[float]] = {}
+    for step in range(5_000):
+        now[0] += rng.choice((0.0, 0.0, 0.5, 3.0, 17.0))
+        limit = 5 if 1_000 <= step < 2_000 else 20
+        limiter.base_limit = limit
+        key = rng.choice("ab")
+        window = plain.setdefault(key, deque())
+        while window and window[0] <= now[0] - 60.0:
+            window.popleft()
+        if len(window) >= limit:
+            expected = max(0, math.floor(60.0 - (now[0] - window[0])))
+        else:
+            window.append(now[0])
+            expected = None
+        assert limiter.hit(key) == expected, step
 
 
 async def test_429_with_retry_after_in_the_envelope(limited: Twin, client: httpx.AsyncClient) -> None:
