@@ -37,6 +37,7 @@ import math
 import os
 import platform
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,28 @@ def prepare_twin(twin: servers.Server) -> tuple[str, int | None]:
     return token, devices
 
 
+SETTLE_CORES = 0.05
+SETTLE_LIMIT_S = 30.0
+
+
+def settle(server: servers.Server) -> None:
+    """Wait (at most :data:`SETTLE_LIMIT_S`) until ``server`` is idle: the clock advance leaves the
+    MQTT bridge a backlog of samples to publish (about 10 s of a core's fifth), which would
+    otherwise run during the first trials and be counted as theirs."""
+    started = time.monotonic()
+    busy = math.nan
+    while time.monotonic() - started < SETTLE_LIMIT_S:
+        before = servers.cpu_seconds(server.proc.pid)
+        time.sleep(1.0)
+        busy = servers.cpu_seconds(server.proc.pid) - before
+        if busy < SETTLE_CORES:
+            break
+    print(
+        f"  twin settled after {time.monotonic() - started:.0f} s (last second: {busy:.2f} core busy)",
+        file=sys.stderr,
+    )
+
+
 def run_trials(
     started: dict[str, servers.Server], plan: list[Load], args: argparse.Namespace
 ) -> list[Summary]:
@@ -304,6 +327,7 @@ def measure(args: argparse.Namespace) -> tuple[list[Summary], list[Load], int | 
         twin = started["twin"]
         gateway = dataclasses.replace(twin, name="gateway", port=int(gateway_of(twin).rsplit(":", 1)[1]))
         plan = loads(args, token, gateway_login(gateway))
+        settle(twin)
         return run_trials({**started, "gateway": gateway}, plan, args), plan, devices
     finally:
         for server in reversed(started.values()):
