@@ -22,17 +22,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.automation.metrics import route_template
 from api.express import ExpressLane, with_vary
-from api.faults import ENDED_KEY, FAULT_KEY, FaultMiddleware, FaultSet, _canceller, _is_event_stream
+from api.faults import FAULT_KEY, FaultMiddleware, FaultSet, _canceller, _is_event_stream
 from api.journal import (
     _HEAD,
     _TAIL,
-    NO_CURSOR,
     STATUS_ROUTES,
     Journal,
     JournalMiddleware,
-    cursor_in,
-    query_of,
-    state_in,
+    record_exchange,
 )
 
 
@@ -114,20 +111,7 @@ class Front:
         finally:
             if keys:
                 faults.streams.pop(keys[0], None)
-            client = scope.get("client")
-            journal.record(
-                at,
-                self.server,
-                scope["method"],
-                route or route_template(scope),
-                scope["path"],
-                query_of(scope.get("query_string", b"")),
-                0 if failed else status,
-                client[0] if client else "-",
-                retry_after,
-                cursor_in(tail) if paged else NO_CURSOR,
-                scope.get(FAULT_KEY),
-                state_in(head) if polled else None,
-                stream,
-                scope.get(ENDED_KEY),
+            status = 0 if failed else status
+            record_exchange(
+                journal, self.server, scope, at, route, status, retry_after, tail, paged, head, polled, stream
             )

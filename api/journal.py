@@ -29,6 +29,31 @@ NO_CURSOR = "absent"
 """``next_cursor`` of a response that is not a telemetry page."""
 
 
+def record_exchange(
+    journal: Journal, server: str, scope: Scope, at: float, route: str | None, status: int,
+    retry_after: str | None, tail: bytes, paged: bool, head: bytes, polled: bool, stream: bool,
+) -> None:  # fmt: skip
+    """One HTTP exchange of ``scope`` in ``journal`` (``status`` 0: no complete response): its
+    cursor read off the body's ``tail`` when ``paged``, its state off the ``head`` when ``polled``."""
+    client = scope.get("client")
+    journal.record(
+        at,
+        server,
+        scope["method"],
+        route or route_template(scope),
+        scope["path"],
+        query_of(scope.get("query_string", b"")),
+        status,
+        client[0] if client else "-",
+        retry_after,
+        cursor_in(tail) if paged else NO_CURSOR,
+        scope.get(FAULT_KEY),
+        state_in(head) if polled else None,
+        stream,
+        scope.get(ENDED_KEY),
+    )
+
+
 class Journal(Protocol):
     def now(self) -> float: ...
 
@@ -141,22 +166,9 @@ class JournalMiddleware:
             failed = True
             raise
         finally:
-            client = scope.get("client")
-            journal.record(
-                at,
-                self.server,
-                scope["method"],
-                route or route_template(scope),
-                scope["path"],
-                query_of(scope.get("query_string", b"")),
-                0 if failed else status,
-                client[0] if client else "-",
-                retry_after,
-                cursor_in(tail) if paged else NO_CURSOR,
-                scope.get(FAULT_KEY),
-                state_in(head) if polled else None,
-                stream,
-                scope.get(ENDED_KEY),
+            status = 0 if failed else status
+            record_exchange(
+                journal, self.server, scope, at, route, status, retry_after, tail, paged, head, polled, stream
             )
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
