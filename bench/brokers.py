@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import servers
-from bench.publisher import control, wait_port
+from bench.publisher import control, fleet_scenario, wait_port
 from bench.uplinks import COUNTERS, MqttCounter, UplinkCounter
 from hardware.adapters.broker_server import BrokerError, find_binary, start_broker
 
@@ -47,25 +47,6 @@ TARGET = 0.999
 READY_TIMEOUT_S = 600.0  # 100 000 sensors take a while to build on a loaded machine
 DRAIN_EXTRA_S = 5.0
 SERVE_PUBLISHER = "--serve-publisher"
-SCENARIO = """\
-name: brokers-bench
-description: Broker bench, publisher {index} of {publishers}, {sensors} sensors every {period:g} s.
-seed: 4242
-clock:
-  mode: realtime
-  speed: 1
-  epoch: now
-fleet:
-  sensors:
-    - type: env_sensor
-      id_prefix: p{index}-env
-      count: {sensors}
-      period: {period:g}
-      metrics:
-        temperature: {{kind: diurnal, mean: 21, amplitude: 4, noise: 0.2, spread: 0.1, unit: "°C"}}
-  cameras:
-    count: 0
-"""
 
 
 @dataclass
@@ -134,7 +115,8 @@ def scenarios(workdir: Path, sensors: int, publishers: int, period: float) -> li
     for index in range(publishers):
         share = sensors // publishers + (index < sensors % publishers)
         path = workdir / f"publisher-{index}.yaml"
-        path.write_text(SCENARIO.format(index=index, publishers=publishers, sensors=share, period=period))
+        about = f"Broker bench, publisher {index} of {publishers}, {share} sensors every {period:g} s."
+        path.write_text(fleet_scenario("brokers-bench", about, share, period, prefix=f"p{index}-env"))
         paths.append(path)
     return paths
 

@@ -50,8 +50,8 @@ RATE_TARGET = 0.99
 TOPIC = "device/+/+/uplink"
 DRAIN_TIMEOUT_S = 60.0
 SCENARIO = """\
-name: publisher-bench
-description: Fleet publisher bench, {sensors} sensors at 1 Hz on a realtime clock at speed 1.
+name: {name}
+description: {description}
 seed: 4242
 clock:
   mode: realtime
@@ -60,13 +60,22 @@ clock:
 fleet:
   sensors:
     - type: env_sensor
+      id_prefix: {prefix}
       count: {sensors}
-      period: 1
+      period: {period:g}
       metrics:
         temperature: {{kind: diurnal, mean: 21, amplitude: 4, noise: 0.2, spread: 0.1, unit: "°C"}}
   cameras:
     count: 0
 """
+
+
+def fleet_scenario(
+    name: str, description: str, sensors: int, period: float, prefix: str = "env_sensor"
+) -> str:
+    """A scenario of ``sensors`` env sensors every ``period`` s on a realtime clock at speed 1, no
+    cameras: the fleet the publishing benches publish."""
+    return SCENARIO.format(name=name, description=description, sensors=sensors, period=period, prefix=prefix)
 
 
 @dataclass
@@ -170,7 +179,8 @@ def control(twin: servers.Server, method: str, path: str) -> dict[str, Any]:
 
 def one_run(args: argparse.Namespace, workdir: Path) -> Run:
     scenario = workdir / "publisher.yaml"
-    scenario.write_text(SCENARIO.format(sensors=args.sensors))
+    about = f"Fleet publisher bench, {args.sensors} sensors at 1 Hz on a realtime clock at speed 1."
+    scenario.write_text(fleet_scenario("publisher-bench", about, args.sensors, 1))
     broker_port = servers.free_port()
     argv = [sys.executable, "-m", "bench.publisher", "--serve-broker", str(broker_port)]
     broker = servers.launch("broker", argv, broker_port)

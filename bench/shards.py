@@ -50,6 +50,7 @@ from typing import Any
 
 from bench import servers
 from bench.camera import ENCODERS, FPS, KEEP_UP, LATENCY_TARGET_MS
+from bench.publisher import fleet_scenario
 
 PARTS = ("barrier", "idle", "cameras", "publish", "fleet")
 NO_BROKER = "mqtt://127.0.0.1:1"
@@ -57,24 +58,6 @@ NO_BROKER = "mqtt://127.0.0.1:1"
 PTS_WRAP_S = 2**32 * 11111e-9
 """A frame's PTS is its sim time in units of 11 111 ns, as u32 (``twin.camera.video.stream``)."""
 DRAIN_TIMEOUT_S = 120.0
-SCENARIO = """\
-name: shards-bench
-description: sharded publisher bench, {sensors} sensors every {period} s on a realtime clock.
-seed: 4242
-clock:
-  mode: realtime
-  speed: 1
-  epoch: now
-fleet:
-  sensors:
-    - type: env_sensor
-      count: {sensors}
-      period: {period}
-      metrics:
-        temperature: {{kind: diurnal, mean: 21, amplitude: 4, noise: 0.2, spread: 0.1, unit: "°C"}}
-  cameras:
-    count: 0
-"""
 
 
 def median(values: list[float]) -> float:
@@ -382,7 +365,8 @@ def cameras(cameras_total: int, seconds: float, warmup: float, pin: bool = False
 # Publishing ----------------------------------------------------------------------------------------
 def _scenario(workdir: Path, sensors: int, period: float) -> Path:
     path = workdir / f"shards-{sensors}-{period:g}.yaml"
-    path.write_text(SCENARIO.format(sensors=sensors, period=f"{period:g}"))
+    about = f"sharded publisher bench, {sensors} sensors every {period:g} s on a realtime clock."
+    path.write_text(fleet_scenario("shards-bench", about, sensors, period))
     return path
 
 

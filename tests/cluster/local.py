@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from twin.clock import Anchor
+from twin.cluster.coordinator import anchor_after
 from twin.cluster.run import owners_of
 from twin.cluster.shard import Shard, ShardTime
 from twin.settings import Settings
@@ -41,8 +42,8 @@ class LocalCoordinator:
     def run_to(self, sim_time: float) -> list[ShardTime]:
         return list(self.broadcast("run_to", sim_time).values())
 
-    def follow(self, *, sim_at: float, speed: float, paused: bool) -> Anchor:
-        self.anchor = Anchor(sim_at, time.time() + 0.05, speed, paused)
+    def follow(self, *, speed: float, paused: bool, sim_at: float | None = None) -> Anchor:
+        self.anchor = anchor_after(self.anchor, time.time() + 0.05, speed, paused, sim_at)
         self.broadcast("follow", self.anchor)
         return self.anchor
 

@@ -67,9 +67,8 @@ class ClusterClock:
         """Realtime: every shard on a new anchor from where the current one is then."""
         speed = self.speed if speed is None else speed
         paused = self.paused if paused is None else paused
-        lead = time.time() + 0.05
-        sim_at = self.anchor().sim_time(lead) if self.mode is ClockMode.REALTIME else self.sim_time
-        self.coordinator.follow(sim_at=sim_at, speed=speed, paused=paused)
+        going = self.mode is ClockMode.REALTIME and self.coordinator.anchor is not None
+        self.coordinator.follow(speed=speed, paused=paused, sim_at=None if going else self.sim_time)
         self.mode, self.speed, self.paused = ClockMode.REALTIME, speed, paused
 
     def run_to(self, sim_time: float) -> None:
@@ -330,7 +329,7 @@ class ClusterJournal:
 
     @property
     def last_seq(self) -> int:
-        return len(self._entries())
+        return len(self)
 
     def __len__(self) -> int:
         return len(self._entries())

@@ -195,9 +195,10 @@ class Coordinator:
         self.barrier_s.append(time.perf_counter() - t0)
         return times
 
-    def follow(self, *, sim_at: float, speed: float, paused: bool) -> Anchor:
-        """Realtime: every shard on one anchor from a little ahead on the wall clock."""
-        self.anchor = Anchor(sim_at, time.time() + ANCHOR_LEAD_S, speed, paused)
+    def follow(self, *, speed: float, paused: bool, sim_at: float | None = None) -> Anchor:
+        """Realtime: every shard on one anchor from a little ahead on the wall clock, at ``sim_at``
+        then, or (``None``) where the current anchor has the world at that instant."""
+        self.anchor = anchor_after(self.anchor, time.time() + ANCHOR_LEAD_S, speed, paused, sim_at)
         self.broadcast("follow", self.anchor)
         return self.anchor
 
@@ -206,6 +207,17 @@ class Coordinator:
 
     def records(self) -> list[ShardRecord]:
         return list(self.broadcast("record").values())
+
+
+def anchor_after(
+    current: Anchor | None, wall_at: float, speed: float, paused: bool, sim_at: float | None
+) -> Anchor:
+    """The anchor that takes over at ``wall_at``: from ``sim_at``, else from where ``current`` is then."""
+    if sim_at is None:
+        if current is None:
+            raise ValueError("an anchor that continues needs one to continue from")
+        sim_at = current.sim_time(wall_at)
+    return Anchor(sim_at, wall_at, speed, paused)
 
 
 def _nodes() -> list[str]:

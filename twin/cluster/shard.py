@@ -245,9 +245,6 @@ class Shard:
         self.twin.clock.follow(anchor)
         return self.time()
 
-    def ping(self) -> float:
-        return self.twin.world.env.now if self.twin is not None else 0.0
-
     # Actions and state -----------------------------------------------------------------------------
     def control(self, method: str, *args: Any) -> Any:
         """One of the shard's control calls the coordinator routes here by name (an action run on
